@@ -1,0 +1,39 @@
+import { Module } from '@nestjs/common';
+import { TerminusModule } from '@nestjs/terminus';
+import { LoggerModule } from 'nestjs-pino';
+import { AppConfigModule, appConfig } from '@agent/config';
+import { DatabaseModule } from '@agent/database';
+import { LlmModule } from '@agent/llm';
+import { ObservabilityModule } from '@agent/observability';
+import { WorkflowModule } from '@agent/workflow';
+import { ConfigType } from '@nestjs/config';
+import { HealthController } from './health/health.controller';
+import { ShutdownState } from './health/shutdown-state';
+import { ChannelMessagesController } from './http/channel-messages.controller';
+import { MetricsController } from './http/metrics.controller';
+
+@Module({
+  imports: [
+    AppConfigModule,
+    LoggerModule.forRootAsync({
+      inject: [appConfig.KEY],
+      useFactory: (app: ConfigType<typeof appConfig>) => ({
+        pinoHttp: {
+          level: app.LOG_LEVEL,
+          // The request id is fastify's (x-request-id when the caller sends one).
+          customProps: (req: { id?: unknown }) => ({ request_id: req.id }),
+          autoLogging: { ignore: (req: { url?: string }) => (req.url ?? '').startsWith('/health') },
+          redact: ['req.headers.authorization'],
+        },
+      }),
+    }),
+    ObservabilityModule,
+    DatabaseModule,
+    LlmModule,
+    WorkflowModule,
+    TerminusModule.forRoot({ logger: false }),
+  ],
+  controllers: [ChannelMessagesController, HealthController, MetricsController],
+  providers: [ShutdownState],
+})
+export class AppModule {}

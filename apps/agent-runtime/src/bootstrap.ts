@@ -1,0 +1,70 @@
+import 'reflect-metadata';
+import { INestApplication, ValidationPipe } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import helmet from '@fastify/helmet';
+import { Logger } from 'nestjs-pino';
+import { randomUUID } from 'node:crypto';
+import { parseEnvNamespace, validateEnv } from '@agent/config';
+import { EventBusService, MetricsService } from '@agent/observability';
+import { AppModule } from './app.module';
+import { flattenValidationErrors, HttpErrorFilter, RequestValidationError } from './http/errors';
+
+export interface CreateAppOptions {
+  /** Buffer Nest's own start-up logs until pino takes over (false in tests for quiet output). */
+  bufferLogs?: boolean;
+}
+
+/** Builds the HTTP application (fastify) without listening; main.ts and the e2e tests share it. */
+export async function createApp(options: CreateAppOptions = {}): Promise<NestFastifyApplication> {
+  // Fail fast, before any module starts, with every bad variable in one error.
+  validateEnv(process.env);
+  const app = parseEnvNamespace('app');
+  const adapter = new FastifyAdapter({
+    bodyLimit: app.BODY_LIMIT_BYTES,
+    requestIdHeader: 'x-request-id',
+    genReqId: () => randomUUID(),
+    trustProxy: true,
+  });
+  const nest = await NestFactory.create<NestFastifyApplication>(AppModule, adapter, {
+    bufferLogs: options.bufferLogs ?? true,
+  });
+  nest.useLogger(nest.get(Logger));
+  await nest.register(helmet, { contentSecurityPolicy: false });
+  nest.useGlobalPipes(
+    new ValidationPipe({
+      whitelist: true,
+      forbidNonWhitelisted: true,
+      transform: true,
+      exceptionFactory: (errors) => new RequestValidationError(flattenValidationErrors(errors)),
+    }),
+  );
+  nest.useGlobalFilters(new HttpErrorFilter(nest.get(EventBusService)));
+  const metrics = nest.get(MetricsService);
+  const fastify = nest.getHttpAdapter().getInstance();
+  fastify.addHook('onRequest', (request, reply, done) => {
+    void reply.header('x-request-id', String(request.id));
+    done();
+  });
+  fastify.addHook('onResponse', (request, reply, done) => {
+    metrics.httpDuration.observe(
+      { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) },
+      reply.elapsedTime / 1000,
+    );
+    done();
+  });
+  SwaggerModule.setup('docs', nest, SwaggerModule.createDocument(nest, openApiConfig()), { jsonDocumentUrl: 'docs/json' });
+  return nest;
+}
+
+export function openApiConfig() {
+  return new DocumentBuilder()
+    .setTitle('Agent Runtime')
+    .setDescription('Enterprise conversational agent runtime: one turn per request, semantic route stickiness, global session control.')
+    .setVersion('0.1.0')
+    .addBearerAuth()
+    .build();
+}
+
+export type { INestApplication };

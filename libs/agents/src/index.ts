@@ -1,0 +1,2 @@
+export * from './agents.module';
+export * from './agents.service';

@@ -1,0 +1,208 @@
+import { z } from 'zod';
+import { DOMAIN_AGENT_NODES } from '@agent/contracts';
+
+const nonEmpty = z.string().trim().min(1, 'must not be empty');
+const identifier = z
+  .string()
+  .trim()
+  .regex(/^[A-Za-z][A-Za-z0-9_.-]*$/, 'must be an identifier (letters, digits, _ . -)');
+
+// ---- llm_profiles.yaml ----
+export const llmProfileSchema = z
+  .object({
+    provider: z.enum(['openai', 'oci_openai', 'openai_compatible']),
+    model: nonEmpty,
+    temperature: z.number().min(0).max(2).default(0),
+    max_tokens: z.number().int().positive().default(512),
+    timeout_seconds: z.number().positive().max(600).default(30),
+    base_url: z.string().url().optional(),
+    api_key_env: z.string().regex(/^[A-Z_][A-Z0-9_]*$/, 'must be an env variable name').optional(),
+    /** Send response_format json_object when a stage asks for JSON (some endpoints reject it). */
+    json_mode: z.boolean().default(true),
+  })
+  .strict();
+export const llmProfilesFileSchema = z
+  .object({ profiles: z.record(identifier, llmProfileSchema) })
+  .strict();
+export type LlmProfileConfig = z.output<typeof llmProfileSchema>;
+export type LlmProfilesFile = z.output<typeof llmProfilesFileSchema>;
+
+// ---- agents.yaml ----
+export const graphAgentSchema = z
+  .object({
+    description: nonEmpty,
+    prompt: nonEmpty,
+    /** Transaction states use it: COLLECTING_<state_domain>_PARAMETERS, WAITING_<state_domain>_CONFIRMATION. */
+    state_domain: z.string().regex(/^[A-Z][A-Z0-9_]*$/, 'must be UPPER_SNAKE_CASE'),
+    llm_profile: identifier.default('agent'),
+    max_tool_steps: z.number().int().min(0).max(20).default(4),
+    rag_namespace: identifier.optional(),
+  })
+  .strict();
+export const agentProfileSchema = z
+  .object({
+    name: nonEmpty,
+    domain: nonEmpty,
+    description: z.string().default(''),
+    system_prefix: z.string().default(''),
+    prompts_dir: z.string().optional(),
+    metadata: z.record(z.unknown()).default({}),
+  })
+  .strict();
+export const agentsFileSchema = z
+  .object({
+    default_agent_id: identifier,
+    agents: z.record(identifier, agentProfileSchema),
+    graph_agents: z
+      .object(Object.fromEntries(DOMAIN_AGENT_NODES.map((name) => [name, graphAgentSchema])) as Record<
+        (typeof DOMAIN_AGENT_NODES)[number],
+        typeof graphAgentSchema
+      >)
+      .strict(),
+  })
+  .strict()
+  .superRefine((file, ctx) => {
+    if (!(file.default_agent_id in file.agents)) {
+      ctx.addIssue({
+        code: z.ZodIssueCode.custom,
+        path: ['default_agent_id'],
+        message: `"${file.default_agent_id}" is not declared under agents`,
+      });
+    }
+  });
+export type AgentProfileConfig = z.output<typeof agentProfileSchema>;
+export type GraphAgentConfig = z.output<typeof graphAgentSchema>;
+export type AgentsFile = z.output<typeof agentsFileSchema>;
+
+// ---- routing.yaml ----
+export const intentSchema = z
+  .object({
+    name: identifier,
+    description: nonEmpty,
+    agent: nonEmpty,
+    domain: nonEmpty,
+    priority: z.number().int().default(100),
+    enabled: z.boolean().default(true),
+    mcp_tools: z.array(identifier).default([]),
+    keywords: z.array(nonEmpty).default([]),
+    examples: z.array(nonEmpty).default([]),
+  })
+  .strict();
+export const statePolicySchema = z
+  .object({
+    state: z.string().regex(/^[A-Z][A-Z0-9_]*$/, 'must be UPPER_SNAKE_CASE'),
+    agent: nonEmpty,
+    description: z.string().default(''),
+  })
+  .strict();
+export const routerSettingsSchema = z
+  .object({
+    mode: z.enum(['router', 'supervisor']).default('router'),
+    fallback_agent: nonEmpty,
+    confidence_threshold: z.number().min(0).max(1).default(0.65),
+    allow_handoff: z.boolean().default(true),
+    llm_profile: identifier.default('router'),
+    strategy: z.enum(['keyword_first', 'llm_first']).default('keyword_first'),
+  })
+  .strict();
+export const routingFileSchema = z
+  .object({
+    router: routerSettingsSchema,
+    state_policies: z.array(statePolicySchema).default([]),
+    intents: z.array(intentSchema).min(1, 'at least one intent is required'),
+  })
+  .strict()
+  .superRefine((file, ctx) => {
+    const agents = new Set<string>(DOMAIN_AGENT_NODES);
+    const seen = new Set<string>();
+    file.intents.forEach((intent, index) => {
+      if (seen.has(intent.name)) {
+        ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['intents', index, 'name'], message: `duplicate intent "${intent.name}"` });
+      }
+      seen.add(intent.name);
+      if (!agents.has(intent.agent)) {
+        ctx.addIssue({
+          code: z.ZodIssueCode.custom,
+          path: ['intents', index, 'agent'],
+          message: `"${intent.agent}" is not a graph agent (${[...agents].join(', ')})`,
+        });
+      }
+    });
+    if (!agents.has(file.router.fallback_agent)) {
+      ctx.addIssue({
+        code: z.ZodIssueCode.custom,
+        path: ['router', 'fallback_agent'],
+        message: `"${file.router.fallback_agent}" is not a graph agent`,
+      });
+    }
+    file.state_policies.forEach((policy, index) => {
+      if (!agents.has(policy.agent)) {
+        ctx.addIssue({
+          code: z.ZodIssueCode.custom,
+          path: ['state_policies', index, 'agent'],
+          message: `"${policy.agent}" is not a graph agent`,
+        });
+      }
+    });
+  });
+export type IntentConfig = z.output<typeof intentSchema>;
+export type StatePolicyConfig = z.output<typeof statePolicySchema>;
+export type RouterSettings = z.output<typeof routerSettingsSchema>;
+export type RoutingFile = z.output<typeof routingFileSchema>;
+
+// ---- tools.yaml ----
+const jsonSchemaProperty = z
+  .object({
+    type: z.enum(['string', 'number', 'integer', 'boolean']),
+    description: z.string().default(''),
+    pattern: z.string().optional(),
+    enum: z.array(z.union([z.string(), z.number()])).optional(),
+  })
+  .strict();
+export const toolSchema = z
+  .object({
+    server: identifier,
+    description: nonEmpty,
+    args_schema: z
+      .object({
+        type: z.literal('object').default('object'),
+        properties: z.record(identifier, jsonSchemaProperty).default({}),
+        required: z.array(identifier).default([]),
+      })
+      .strict()
+      .default({}),
+    operation_type: z.enum(['read_only', 'transactional']).default('read_only'),
+    require_confirmation: z.boolean().default(false),
+    requires: z.array(identifier).default([]),
+    pre_validation: z
+      .object({ tool: identifier, fail_open: z.boolean().default(false) })
+      .strict()
+      .optional(),
+    internal: z.boolean().default(false),
+  })
+  .strict();
+export const toolsFileSchema = z
+  .object({ tools: z.record(identifier, toolSchema) })
+  .strict()
+  .superRefine((file, ctx) => {
+    for (const [name, tool] of Object.entries(file.tools)) {
+      if (tool.pre_validation && !(tool.pre_validation.tool in file.tools)) {
+        ctx.addIssue({
+          code: z.ZodIssueCode.custom,
+          path: ['tools', name, 'pre_validation', 'tool'],
+          message: `"${tool.pre_validation.tool}" is not a declared tool`,
+        });
+      }
+      for (const required of tool.requires) {
+        if (!(required in tool.args_schema.properties)) {
+          ctx.addIssue({
+            code: z.ZodIssueCode.custom,
+            path: ['tools', name, 'requires'],
+            message: `"${required}" is not a property of args_schema`,
+          });
+        }
+      }
+    }
+  });
+export type ToolConfig = z.output<typeof toolSchema>;
+export type ToolsFile = z.output<typeof toolsFileSchema>;

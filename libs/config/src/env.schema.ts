@@ -1,0 +1,238 @@
+import { z } from 'zod';
+
+/** Boolean env values: true/false/1/0/yes/no (case-insensitive). */
+const envBoolean = (fallback: boolean) =>
+  z
+    .string()
+    .optional()
+    .transform((value, ctx) => {
+      if (value === undefined || value.trim() === '') return fallback;
+      const normalized = value.trim().toLowerCase();
+      if (['true', '1', 'yes', 'on'].includes(normalized)) return true;
+      if (['false', '0', 'no', 'off'].includes(normalized)) return false;
+      ctx.addIssue({ code: z.ZodIssueCode.custom, message: `expected true or false, got "${value}"` });
+      return z.NEVER;
+    });
+
+const envNumber = (fallback: number, opts: { min?: number; max?: number; int?: boolean } = {}) =>
+  z
+    .string()
+    .optional()
+    .transform((value, ctx) => {
+      if (value === undefined || value.trim() === '') return fallback;
+      const parsed = Number(value);
+      const problems: string[] = [];
+      if (!Number.isFinite(parsed)) problems.push('a number');
+      else {
+        if (opts.int && !Number.isInteger(parsed)) problems.push('an integer');
+        if (opts.min !== undefined && parsed < opts.min) problems.push(`>= ${opts.min}`);
+        if (opts.max !== undefined && parsed > opts.max) problems.push(`<= ${opts.max}`);
+      }
+      if (problems.length > 0) {
+        ctx.addIssue({ code: z.ZodIssueCode.custom, message: `expected ${problems.join(', ')}, got "${value}"` });
+        return z.NEVER;
+      }
+      return parsed;
+    });
+
+const envString = (fallback: string) =>
+  z
+    .string()
+    .optional()
+    .transform((value) => (value === undefined || value === '' ? fallback : value));
+
+const optionalString = z
+  .string()
+  .optional()
+  .transform((value) => (value === undefined || value.trim() === '' ? undefined : value.trim()));
+
+const envEnum = <T extends [string, ...string[]]>(values: T, fallback: T[number]) =>
+  z
+    .string()
+    .optional()
+    .transform((value, ctx) => {
+      if (value === undefined || value.trim() === '') return fallback;
+      const normalized = value.trim().toLowerCase();
+      if (!(values as string[]).includes(normalized)) {
+        ctx.addIssue({ code: z.ZodIssueCode.custom, message: `expected one of ${values.join('|')}, got "${value}"` });
+        return z.NEVER;
+      }
+      return normalized as T[number];
+    });
+
+const httpUrl = z
+  .string()
+  .optional()
+  .transform((value, ctx) => {
+    if (value === undefined || value.trim() === '') return undefined;
+    try {
+      const url = new URL(value);
+      if (!['http:', 'https:'].includes(url.protocol)) throw new Error('protocol');
+      return value.trim().replace(/\/+$/, '');
+    } catch {
+      ctx.addIssue({ code: z.ZodIssueCode.custom, message: `expected an http(s) URL, got "${value}"` });
+      return z.NEVER;
+    }
+  });
+
+const postgresUrl = z
+  .string()
+  .optional()
+  .transform((value, ctx) => {
+    if (value === undefined || value.trim() === '') return undefined;
+    try {
+      const url = new URL(value);
+      if (!['postgres:', 'postgresql:'].includes(url.protocol)) throw new Error('protocol');
+      return value.trim();
+    } catch {
+      ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'expected a postgres:// or postgresql:// URL' });
+      return z.NEVER;
+    }
+  });
+
+/** `tenant:key,tenant:key` (channel keys) — parsed into pairs; a bare key is rejected. */
+const tenantKeyList = (allowGlobal: boolean) =>
+  z
+    .string()
+    .optional()
+    .transform((value, ctx) => {
+      const entries: { tenant: string | null; key: string }[] = [];
+      if (value === undefined || value.trim() === '') return entries;
+      for (const raw of value.split(',')) {
+        const item = raw.trim();
+        if (item === '') continue;
+        const separator = item.indexOf(':');
+        if (separator === -1) {
+          if (!allowGlobal) {
+            ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'expected tenant:key pairs separated by commas' });
+            return z.NEVER;
+          }
+          entries.push({ tenant: null, key: item });
+          continue;
+        }
+        const tenant = item.slice(0, separator).trim();
+        const key = item.slice(separator + 1).trim();
+        if (tenant === '' || key.length < 8) {
+          ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'each entry needs a tenant and a key of at least 8 characters' });
+          return z.NEVER;
+        }
+        entries.push({ tenant, key });
+      }
+      return entries;
+    });
+
+export const appEnvSchema = z.object({
+  NODE_ENV: envEnum(['development', 'production', 'test'], 'development'),
+  PORT: envNumber(3000, { min: 0, max: 65535, int: true }),
+  LOG_LEVEL: envEnum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
+  CONFIG_DIR: envString('config'),
+  SHUTDOWN_GRACE_MS: envNumber(10000, { min: 0, int: true }),
+  BODY_LIMIT_BYTES: envNumber(64 * 1024, { min: 1024, int: true }),
+  OTEL_EXPORTER_OTLP_ENDPOINT: httpUrl,
+});
+
+export const databaseEnvSchema = z.object({
+  DATABASE_URL: postgresUrl,
+  DATA_DIR: envString('.data'),
+  DATABASE_POOL_SIZE: envNumber(10, { min: 1, max: 200, int: true }),
+});
+
+export const llmEnvSchema = z.object({
+  LLM_BASE_URL: httpUrl,
+  LLM_API_KEY: optionalString,
+  LLM_PROFILES_PATH: optionalString,
+});
+
+export const continuityEnvSchema = z.object({
+  ENABLE_ROUTE_STICKINESS: envBoolean(false),
+  ROUTE_STICKINESS_LLM_PROFILE: envString('route_continuity'),
+  ROUTE_STICKINESS_CONFIDENCE_THRESHOLD: envNumber(0.9, { min: 0, max: 1 }),
+  ROUTE_STICKINESS_HISTORY_TURNS: envNumber(2, { min: 0, max: 50, int: true }),
+  ROUTE_STICKINESS_MAX_TOKENS: envNumber(80, { min: 1, max: 4096, int: true }),
+  ROUTE_STICKINESS_STRATEGY: envEnum(['sequential', 'speculative'], 'sequential'),
+  ROUTE_STICKINESS_SHADOW_RATE: envNumber(0, { min: 0, max: 1 }),
+});
+
+export const sessionControlEnvSchema = z.object({
+  HUMAN_HANDOFF_MESSAGE: envString('Vou encaminhar seu atendimento para uma pessoa.'),
+  END_SESSION_MESSAGE: envString('Atendimento encerrado. Obrigado pelo contato.'),
+  SESSION_ALREADY_ENDED_MESSAGE: envString(
+    'Este atendimento já foi encerrado. Inicie uma nova sessão para continuar.',
+  ),
+  HUMAN_HANDOFF_MODE: envEnum(['notify', 'hold'], 'notify'),
+  HUMAN_HANDOFF_PENDING_MESSAGE: envString(
+    'Seu atendimento já foi encaminhado para uma pessoa. Aguarde, por favor.',
+  ),
+});
+
+export const routingEnvSchema = z.object({
+  ROUTING_MODE: z
+    .string()
+    .optional()
+    .transform((value, ctx) => {
+      if (value === undefined || value.trim() === '') return undefined;
+      const normalized = value.trim().toLowerCase();
+      if (normalized !== 'router' && normalized !== 'supervisor') {
+        ctx.addIssue({ code: z.ZodIssueCode.custom, message: `expected router|supervisor, got "${value}"` });
+        return z.NEVER;
+      }
+      return normalized as 'router' | 'supervisor';
+    }),
+  ENABLE_LLM_ROUTER: envBoolean(true),
+});
+
+export const authEnvSchema = z.object({
+  CHANNEL_API_KEYS: tenantKeyList(false),
+  ADMIN_API_KEYS: tenantKeyList(true),
+  RATE_LIMIT_PER_MINUTE: envNumber(600, { min: 1, int: true }),
+});
+
+export const checkpointEnvSchema = z.object({
+  TURN_LOCK_TIMEOUT_MS: envNumber(10000, { min: 1, int: true }),
+  TURN_LEASE_MS: envNumber(120000, { min: 1000, int: true }),
+  CHECKPOINT_RETENTION: envNumber(20, { min: 1, int: true }),
+  CHECKPOINT_RECOVERY_SCAN_LIMIT: envNumber(25, { min: 1, int: true }),
+  CHECKPOINT_RETRY_ATTEMPTS: envNumber(3, { min: 1, max: 20, int: true }),
+  CHECKPOINT_RETRY_BASE_MS: envNumber(50, { min: 0, int: true }),
+  CHECKPOINT_RETRY_MAX_MS: envNumber(1000, { min: 0, int: true }),
+  CHECKPOINT_RETRY_JITTER_MS: envNumber(50, { min: 0, int: true }),
+  MEMORY_HISTORY_LIMIT: envNumber(80, { min: 2, int: true }),
+});
+
+export const memoryEnvSchema = z.object({
+  ENABLE_LONG_TERM_MEMORY: envBoolean(false),
+  LONG_TERM_MEMORY_MAX_CONTEXT_ITEMS: envNumber(20, { min: 1, int: true }),
+  LONG_TERM_MEMORY_MIN_CONFIDENCE: envNumber(0.7, { min: 0, max: 1 }),
+});
+
+export const guardrailsEnvSchema = z.object({
+  ENABLE_OUTPUT_SUPERVISOR: envBoolean(true),
+  OUTPUT_SUPERVISOR_MAX_RETRIES: envNumber(2, { min: 0, max: 10, int: true }),
+});
+
+export const ENV_SCHEMAS = {
+  app: appEnvSchema,
+  database: databaseEnvSchema,
+  llm: llmEnvSchema,
+  continuity: continuityEnvSchema,
+  sessionControl: sessionControlEnvSchema,
+  routing: routingEnvSchema,
+  auth: authEnvSchema,
+  checkpoint: checkpointEnvSchema,
+  memory: memoryEnvSchema,
+  guardrails: guardrailsEnvSchema,
+} as const;
+
+export type EnvNamespace = keyof typeof ENV_SCHEMAS;
+export type EnvOf<N extends EnvNamespace> = z.output<(typeof ENV_SCHEMAS)[N]>;
+
+export type AppEnv = EnvOf<'app'>;
+export type DatabaseEnv = EnvOf<'database'>;
+export type LlmEnv = EnvOf<'llm'>;
+export type ContinuityEnv = EnvOf<'continuity'>;
+export type SessionControlEnv = EnvOf<'sessionControl'>;
+export type RoutingEnv = EnvOf<'routing'>;
+export type AuthEnv = EnvOf<'auth'>;
+export type CheckpointEnv = EnvOf<'checkpoint'>;
+export type MemoryEnv = EnvOf<'memory'>;
+export type GuardrailsEnv = EnvOf<'guardrails'>;

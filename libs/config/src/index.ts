@@ -1,0 +1,6 @@
+export * from './env';
+export * from './env.schema';
+export * from './yaml-loader';
+export * from './config-files.schema';
+export * from './config-files.service';
+export * from './config.module';

@@ -1,0 +1,2 @@
+export * from './continuity.module';
+export * from './continuity.service';

@@ -1,0 +1,84 @@
+/** The event catalogue of DESIGN §7: names and payloads. */
+
+/** Carried by every stored event. */
+export interface EventEnvelope {
+  tenant_id: string;
+  agent_id: string;
+  session_id: string;
+  conversation_key: string;
+  turn: number;
+  at: string;
+}
+
+export interface EventPayloads {
+  'router.continuity': {
+    decision: string;
+    confidence: number;
+    active_agent: string;
+    route_bypassed: boolean;
+    profile_name: string;
+    accepted: boolean;
+    fallback_reason: string | null;
+    latency_ms: number;
+    reason?: string;
+  };
+  'router.decision': { route: string; intent: string; method: string; confidence: number; reason?: string; domain?: string | null; mcp_tools?: string[] };
+  'router.continuity.shadow': { continuity_agent: string; router_agent: string; router_intent: string; router_method: string; agreed: boolean };
+  'session.human_handoff.requested': { reason: string; source: string };
+  'session.end.requested': { reason: string; source: string };
+  'session.message.rejected_after_end': Record<string, unknown>;
+  'session.message.held_for_human': Record<string, unknown>;
+  'session.resumed': { source: string };
+  'guardrails.input.completed': { blocked: boolean; decisions: unknown[]; codes?: string[] };
+  'guardrails.output.completed': { blocked: boolean; decisions: unknown[]; codes?: string[] };
+  'output_supervisor.completed': { action: string; attempt: number; results?: unknown[] };
+  'supervisor.review.completed': { approved: boolean; violations?: unknown[] };
+  'long_term_memory.load.failed': { error: string };
+  'long_term_memory.persist.completed': { saved: number };
+  'long_term_memory.persist.failed': { error: string };
+  'checkpoint.recovery.skip_corrupt': { version: number; reason: string };
+  'checkpoint.recovery.clean_start': { skipped: number };
+  'checkpoint.compaction.failed': { error: string };
+  'NOC.001': { channel?: string; message_id?: string };
+  AGENT_STARTED: { workflow_id: string };
+  AGENT_COMPLETED: { route?: string; intent?: string; answer_chars: number; latency_ms: number };
+  'NOC.005': { error: string; exception_type: string };
+  'NOC.MCP_TOOL_FAILED': { tool_name: string; server?: string; error: string };
+  'mcp.tool_call.completed': { tool_name: string; server: string; ok: boolean; error?: string | null; latency_ms: number };
+  'llm.call': {
+    profile: string;
+    model: string;
+    latency_ms: number;
+    prompt_tokens: number;
+    completion_tokens: number;
+    outcome: LlmCallOutcome;
+  };
+  'workflow.node.completed': { node: string; duration_ms: number; outcome: 'ok' | 'error' };
+}
+
+export type LlmCallOutcome = 'ok' | 'timeout' | 'http_error' | 'invalid_response' | 'error' | 'not_configured';
+
+export type KnownEventName = keyof EventPayloads;
+
+/**
+ * Names with a dynamic part (`checkpoint.<op>.retry`, `GRL.*`, `judge.<name>.evaluated`, `mcp.parameter.*`)
+ * are allowed alongside the fixed catalogue.
+ */
+export type DynamicEventName =
+  | `checkpoint.${string}.retry`
+  | `GRL.${string}`
+  | `judge.${string}.evaluated`
+  | 'judges.completed'
+  | `mcp.${string}`
+  | `IC.${string}`
+  | `NOC.${string}`;
+
+export type EventName = KnownEventName | DynamicEventName;
+
+export type EventPayload<N extends EventName> = N extends KnownEventName ? EventPayloads[N] : Record<string, unknown>;
+
+export interface StoredEvent {
+  name: string;
+  payload: Record<string, unknown>;
+  at: string;
+}

@@ -1,0 +1,4 @@
+export * from './agent-state';
+export * from './route-decision';
+export * from './events';
+export * from './llm-contracts';

@@ -1,0 +1,10 @@
+/** Default profile names of each LLM-backed stage (DESIGN §5). */
+export const DEFAULT_PROFILES = {
+  continuity: 'route_continuity',
+  router: 'router',
+  agent: 'agent',
+  judge: 'judge',
+  guardrail: 'guardrail',
+  confirmation: 'confirmation',
+  memoryExtraction: 'memory_extraction',
+} as const;

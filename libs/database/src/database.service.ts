@@ -1,0 +1,91 @@
+import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import { DataSource, EntityManager } from 'typeorm';
+import { EmbeddedPostgres } from './embedded-postgres';
+
+/** Errors that mean "the database cannot be reached right now" (mapped to 503 by the HTTP layer). */
+export class DatabaseUnavailableError extends Error {
+  constructor(cause: unknown) {
+    super(`database unavailable: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    this.name = 'DatabaseUnavailableError';
+  }
+}
+
+const CONNECTION_ERROR_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  '57P01', // admin_shutdown (pg_terminate_backend)
+  '57P02',
+  '57P03', // cannot_connect_now
+  '08000',
+  '08001',
+  '08003',
+  '08006',
+]);
+
+/** True for failures of the connection itself (as opposed to a bad query). */
+export function isConnectionError(error: unknown): boolean {
+  let current: unknown = error;
+  for (let depth = 0; depth < 5 && current; depth++) {
+    if (typeof current === 'object' && current !== null) {
+      const code = (current as { code?: unknown }).code;
+      if (typeof code === 'string' && CONNECTION_ERROR_CODES.has(code)) return true;
+      const message = (current as { message?: unknown }).message;
+      if (
+        typeof message === 'string' &&
+        /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error|terminating connection/i.test(
+          message,
+        )
+      ) {
+        return true;
+      }
+      current = (current as { cause?: unknown }).cause ?? (current as { driverError?: unknown }).driverError;
+    } else break;
+  }
+  return false;
+}
+
+@Injectable()
+export class DatabaseService implements OnApplicationShutdown {
+  private readonly logger = new Logger(DatabaseService.name);
+
+  constructor(
+    readonly dataSource: DataSource,
+    private readonly embedded: EmbeddedPostgres | null,
+  ) {}
+
+  get isEmbedded(): boolean {
+    return this.embedded !== null;
+  }
+
+  async ping(): Promise<void> {
+    await this.dataSource.query('SELECT 1');
+  }
+
+  /** Names of migrations that exist in code but are not applied. */
+  async pendingMigrations(): Promise<string[]> {
+    const applied: { name: string }[] = await this.dataSource.query('SELECT name FROM typeorm_migrations');
+    const appliedNames = new Set(applied.map((row) => row.name));
+    return this.dataSource.migrations.map((m) => m.name ?? m.constructor.name).filter((name) => !appliedNames.has(name));
+  }
+
+  /** Runs `work` in one transaction; connection failures surface as DatabaseUnavailableError. */
+  async transaction<T>(work: (manager: EntityManager) => Promise<T>): Promise<T> {
+    try {
+      return await this.dataSource.transaction(work);
+    } catch (error) {
+      if (isConnectionError(error)) throw new DatabaseUnavailableError(error);
+      throw error;
+    }
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    if (this.dataSource.isInitialized) await this.dataSource.destroy();
+    if (this.embedded) {
+      await this.embedded.stop();
+      this.logger.log('embedded Postgres stopped');
+    }
+  }
+}

@@ -1,0 +1,4 @@
+export * from './database.module';
+export * from './database.service';
+export * from './data-source.factory';
+export * from './embedded-postgres';

@@ -1,0 +1,2 @@
+export * from './guardrails.module';
+export * from './guardrails.service';

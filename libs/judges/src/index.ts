@@ -1,0 +1,2 @@
+export * from './judges.module';
+export * from './judges.service';

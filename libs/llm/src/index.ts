@@ -1,0 +1,4 @@
+export * from './llm.module';
+export * from './llm.service';
+export * from './llm.errors';
+export * from './structured-output';

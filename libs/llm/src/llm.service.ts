@@ -1,0 +1,216 @@
+import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { ConfigType } from '@nestjs/config';
+import OpenAI, { APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
+import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
+import { ConfigFilesService, LlmProfileConfig, llmConfig } from '@agent/config';
+import type { LlmCallOutcome } from '@agent/contracts';
+import { EventBusService, MetricsService, TracingService } from '@agent/observability';
+import {
+  LlmError,
+  LlmHttpError,
+  LlmInvalidResponseError,
+  LlmNotConfiguredError,
+  LlmTimeoutError,
+} from './llm.errors';
+
+export type ChatMessage = ChatCompletionMessageParam;
+export type ChatTool = ChatCompletionTool;
+
+export interface ChatRequest {
+  /** Requested profile name; falls back to `default` when the file does not define it. */
+  profile: string;
+  messages: ChatMessage[];
+  /** Ask for a JSON object answer (response_format json_object, unless the profile disables it). */
+  json?: boolean;
+  /** Upper bound on output tokens; the effective cap is min(profile max_tokens, this). */
+  maxTokens?: number;
+  tools?: ChatTool[];
+}
+
+export interface ToolCall {
+  id: string;
+  name: string;
+  arguments: string;
+}
+
+export interface ChatResult {
+  content: string | null;
+  toolCalls: ToolCall[];
+  profile: string;
+  model: string;
+  latencyMs: number;
+  promptTokens: number;
+  completionTokens: number;
+  finishReason: string | null;
+}
+
+export interface ResolvedProfile {
+  requested: string;
+  name: string;
+  config: LlmProfileConfig;
+  baseUrl: string | undefined;
+  apiKey: string | undefined;
+}
+
+/** OpenAI-compatible chat completions for every provider, with per-profile limits and usage accounting. */
+@Injectable()
+export class LlmService implements OnModuleInit {
+  private readonly logger = new Logger(LlmService.name);
+  private readonly clients = new Map<string, OpenAI>();
+
+  constructor(
+    @Inject(llmConfig.KEY) private readonly env: ConfigType<typeof llmConfig>,
+    private readonly files: ConfigFilesService,
+    private readonly events: EventBusService,
+    private readonly metrics: MetricsService,
+    private readonly tracing: TracingService,
+  ) {}
+
+  onModuleInit(): void {
+    const status = this.describe();
+    if (!status.configured) {
+      this.logger.warn(
+        'No LLM endpoint is configured (LLM_BASE_URL or a profile base_url): every LLM stage takes its documented fallback.',
+      );
+    }
+  }
+
+  /** What readiness reports: configuration only, never a model call. */
+  describe(): { configured: boolean; profiles_path: string; profiles: { name: string; model: string; endpoint_configured: boolean }[] } {
+    const profiles = Object.entries(this.files.llmProfiles.profiles).map(([name, config]) => ({
+      name,
+      model: config.model,
+      endpoint_configured: this.endpointFor(config).baseUrl !== undefined || config.provider === 'openai' && this.endpointFor(config).apiKey !== undefined,
+    }));
+    return {
+      configured: profiles.some((p) => p.endpoint_configured),
+      profiles_path: this.files.llmProfilesPath,
+      profiles,
+    };
+  }
+
+  /** The profile a stage would use, or null when neither it nor `default` exists. */
+  resolveProfile(requested: string): ResolvedProfile | null {
+    const profiles = this.files.llmProfiles.profiles;
+    const name = requested in profiles ? requested : 'default' in profiles ? 'default' : null;
+    if (name === null) return null;
+    const config = profiles[name];
+    return { requested, name, config, ...this.endpointFor(config) };
+  }
+
+  async chat(request: ChatRequest): Promise<ChatResult> {
+    const profile = this.resolveProfile(request.profile);
+    if (!profile) {
+      this.record(request.profile, 'unknown', 0, 0, 0, 'not_configured');
+      throw new LlmNotConfiguredError(`LLM profile "${request.profile}" is not defined and there is no default profile`);
+    }
+    if (!profile.baseUrl && !(profile.config.provider === 'openai' && profile.apiKey)) {
+      this.record(profile.requested, profile.config.model, 0, 0, 0, 'not_configured');
+      throw new LlmNotConfiguredError(`LLM profile "${profile.name}" has no endpoint (set LLM_BASE_URL or base_url)`);
+    }
+    const timeoutMs = Math.round(profile.config.timeout_seconds * 1000);
+    const maxTokens = Math.min(profile.config.max_tokens, request.maxTokens ?? Number.POSITIVE_INFINITY);
+    const client = this.clientFor(profile);
+    const started = performance.now();
+    return this.tracing.span(`llm.${profile.requested}`, { 'llm.profile': profile.requested, 'llm.model': profile.config.model }, async () => {
+      try {
+        const completion = await client.chat.completions.create(
+          {
+            model: profile.config.model,
+            messages: request.messages,
+            temperature: profile.config.temperature,
+            max_tokens: maxTokens,
+            ...(request.json && profile.config.json_mode ? { response_format: { type: 'json_object' as const } } : {}),
+            ...(request.tools && request.tools.length > 0 ? { tools: request.tools } : {}),
+          },
+          { timeout: timeoutMs, maxRetries: 0, signal: AbortSignal.timeout(timeoutMs) },
+        );
+        const latencyMs = performance.now() - started;
+        const choice = Array.isArray(completion?.choices) ? completion.choices[0] : undefined;
+        if (!choice || typeof choice.message !== 'object' || choice.message === null) {
+          throw new LlmInvalidResponseError(profile.requested, 'no choices[0].message');
+        }
+        const toolCalls: ToolCall[] = (choice.message.tool_calls ?? []).flatMap((call) =>
+          call.type === 'function' ? [{ id: call.id, name: call.function.name, arguments: call.function.arguments }] : [],
+        );
+        const content = typeof choice.message.content === 'string' ? choice.message.content : null;
+        if (content === null && toolCalls.length === 0) {
+          throw new LlmInvalidResponseError(profile.requested, 'empty message');
+        }
+        const promptTokens = completion.usage?.prompt_tokens ?? 0;
+        const completionTokens = completion.usage?.completion_tokens ?? 0;
+        this.record(profile.requested, profile.config.model, latencyMs, promptTokens, completionTokens, 'ok');
+        return {
+          content,
+          toolCalls,
+          profile: profile.requested,
+          model: profile.config.model,
+          latencyMs,
+          promptTokens,
+          completionTokens,
+          finishReason: choice.finish_reason ?? null,
+        };
+      } catch (error) {
+        const mapped = this.mapError(profile.requested, timeoutMs, error);
+        const outcome: LlmCallOutcome = mapped.kind === 'not_configured' ? 'error' : mapped.kind;
+        this.record(profile.requested, profile.config.model, performance.now() - started, 0, 0, outcome);
+        throw mapped;
+      }
+    });
+  }
+
+  private mapError(profile: string, timeoutMs: number, error: unknown): LlmError {
+    if (error instanceof LlmError) return error;
+    if (error instanceof APIConnectionTimeoutError || error instanceof APIUserAbortError) {
+      return new LlmTimeoutError(profile, timeoutMs, error);
+    }
+    if (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError')) {
+      return new LlmTimeoutError(profile, timeoutMs, error);
+    }
+    if (error instanceof APIError && typeof error.status === 'number') {
+      return new LlmHttpError(profile, error.status, error);
+    }
+    if (error instanceof SyntaxError) return new LlmInvalidResponseError(profile, error.message, error);
+    return new LlmError('error', `LLM profile ${profile} failed: ${error instanceof Error ? error.message : String(error)}`, undefined, {
+      cause: error,
+    });
+  }
+
+  private record(
+    profile: string,
+    model: string,
+    latencyMs: number,
+    promptTokens: number,
+    completionTokens: number,
+    outcome: LlmCallOutcome,
+  ): void {
+    const latency = Math.round(latencyMs * 100) / 100;
+    this.events.emit('llm.call', {
+      profile,
+      model,
+      latency_ms: latency,
+      prompt_tokens: promptTokens,
+      completion_tokens: completionTokens,
+      outcome,
+    });
+    this.metrics.llmCalls.inc({ profile, outcome });
+    if (outcome !== 'not_configured') this.metrics.llmLatency.observe({ profile }, latencyMs / 1000);
+    if (promptTokens > 0) this.metrics.llmTokens.inc({ profile, kind: 'prompt' }, promptTokens);
+    if (completionTokens > 0) this.metrics.llmTokens.inc({ profile, kind: 'completion' }, completionTokens);
+  }
+
+  private endpointFor(config: LlmProfileConfig): { baseUrl: string | undefined; apiKey: string | undefined } {
+    const apiKey = (config.api_key_env ? process.env[config.api_key_env] : undefined) ?? this.env.LLM_API_KEY;
+    return { baseUrl: config.base_url ?? this.env.LLM_BASE_URL, apiKey };
+  }
+
+  private clientFor(profile: ResolvedProfile): OpenAI {
+    const key = `${profile.baseUrl ?? 'default'}|${profile.apiKey ?? ''}`;
+    let client = this.clients.get(key);
+    if (!client) {
+      client = new OpenAI({ baseURL: profile.baseUrl, apiKey: profile.apiKey ?? 'not-set', maxRetries: 0 });
+      this.clients.set(key, client);
+    }
+    return client;
+  }
+}

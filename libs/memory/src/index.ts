@@ -1,0 +1,2 @@
+export * from './memory.module';
+export * from './memory.service';

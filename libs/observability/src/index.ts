@@ -1,0 +1,6 @@
+export * from './observability.module';
+export * from './event-bus.service';
+export * from './metrics.service';
+export * from './node-telemetry.service';
+export * from './tracing.service';
+export * from './turn-context';

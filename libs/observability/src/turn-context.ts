@@ -1,0 +1,31 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { StoredEvent } from '@agent/contracts';
+
+export interface NodeTiming {
+  node: string;
+  duration_ms: number;
+  outcome: 'ok' | 'error';
+}
+
+/** Per-turn facts carried through async calls: who the turn belongs to and what it emitted. */
+export interface TurnContext {
+  request_id: string;
+  tenant_id: string;
+  agent_id: string;
+  session_id: string;
+  conversation_key: string;
+  turn: number;
+  events: StoredEvent[];
+  nodes: NodeTiming[];
+}
+
+const storage = new AsyncLocalStorage<TurnContext>();
+
+export const TurnContextStore = {
+  run<T>(context: TurnContext, work: () => Promise<T>): Promise<T> {
+    return storage.run(context, work);
+  },
+  current(): TurnContext | undefined {
+    return storage.getStore();
+  },
+};

@@ -1,0 +1,2 @@
+export * from './routing.module';
+export * from './routing.service';

@@ -1,0 +1,5 @@
+import { Module } from '@nestjs/common';
+import { RoutingService } from './routing.service';
+
+@Module({ providers: [RoutingService], exports: [RoutingService] })
+export class RoutingModule {}

@@ -1,0 +1,2 @@
+export * from './session-control.module';
+export * from './session-control.service';

@@ -1,0 +1,4 @@
+export * from './workflow.module';
+export * from './workflow.service';
+export * from './turn.service';
+export * from './workflow.graph';

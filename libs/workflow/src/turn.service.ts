@@ -1,0 +1,207 @@
+import { Injectable } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { CheckpointService, ConversationIdentity, SessionStatus } from '@agent/checkpoint';
+import type { AgentState, JsonRecord } from '@agent/contracts';
+import { MetricsService, TurnContext, TurnContextStore } from '@agent/observability';
+import { WorkflowService } from './workflow.service';
+
+export interface TurnInput {
+  request_id: string;
+  channel: string;
+  tenant_id: string;
+  agent_id: string;
+  session_id: string;
+  text: string;
+  message_id?: string;
+  user_id?: string;
+  metadata?: JsonRecord;
+}
+
+/** The HTTP response of a turn (DESIGN §6). */
+export interface TurnResponse {
+  session_id: string;
+  conversation_key: string;
+  message_id: string;
+  turn: number;
+  answer: string;
+  route: string | null;
+  intent: string | null;
+  domain: string | null;
+  active_agent: string | null;
+  route_bypassed: boolean;
+  route_decision: JsonRecord | null;
+  continuity_signal: JsonRecord | null;
+  session_control: string | null;
+  session_ended: boolean;
+  human_handoff_requested: boolean;
+  next_state: string | null;
+  blocked: boolean;
+  latency_ms: number;
+}
+
+export interface TurnOutcome {
+  response: TurnResponse;
+  replayed: boolean;
+}
+
+/** Keys that describe one turn only; they are cleared before the next turn starts. */
+const PER_TURN_KEYS: (keyof AgentState)[] = [
+  'answer',
+  'final_answer',
+  'sanitized_input',
+  'blocked',
+  'guardrail_decisions',
+  'judge_results',
+  'mcp_results',
+  'rag_results',
+  'route_bypassed',
+  'continuity_signal',
+  'output_supervisor_results',
+  'output_guardrails_already_applied',
+  'supervisor_action',
+  'supervisor_guidance',
+  'supervisor_attempt',
+  'supervisor_handover_reason',
+  'long_term_memories',
+  'long_term_memory_context',
+  'long_term_memory_write_result',
+  'long_term_memory_load_error',
+  'transaction_interruption',
+  'agent_responses',
+  'supervisor_results',
+];
+
+export function conversationKeyOf(tenantId: string, sessionId: string): string {
+  return `${tenantId}:${sessionId}`;
+}
+
+/**
+ * One turn end to end: idempotency, the conversation lease, checkpoint load, the graph, and the atomic commit
+ * of checkpoint, session row, events and idempotency record.
+ */
+@Injectable()
+export class TurnService {
+  constructor(
+    private readonly checkpoints: CheckpointService,
+    private readonly workflow: WorkflowService,
+    private readonly metrics: MetricsService,
+  ) {}
+
+  async handle(input: TurnInput): Promise<TurnOutcome> {
+    const started = performance.now();
+    const conversationKey = conversationKeyOf(input.tenant_id, input.session_id);
+    if (input.message_id) {
+      const stored = await this.checkpoints.findProcessedMessage(conversationKey, input.message_id);
+      if (stored) return { response: stored as unknown as TurnResponse, replayed: true };
+    }
+    const identity: ConversationIdentity = {
+      conversation_key: conversationKey,
+      tenant_id: input.tenant_id,
+      session_id: input.session_id,
+      agent_id: input.agent_id,
+      user_id: input.user_id ?? null,
+      channel: input.channel,
+    };
+    const lease = await this.checkpoints.acquire(identity);
+    try {
+      if (input.message_id) {
+        // A duplicate that waited behind the original gets the original's response.
+        const stored = await this.checkpoints.findProcessedMessage(conversationKey, input.message_id);
+        if (stored) return { response: stored as unknown as TurnResponse, replayed: true };
+      }
+      const turn = lease.session.turn_count + 1;
+      const context: TurnContext = {
+        request_id: input.request_id,
+        tenant_id: input.tenant_id,
+        agent_id: input.agent_id,
+        session_id: input.session_id,
+        conversation_key: conversationKey,
+        turn,
+        events: [],
+        nodes: [],
+      };
+      return await TurnContextStore.run(context, async () => {
+        const loaded = await this.checkpoints.loadLatest(conversationKey);
+        const messageId = input.message_id ?? randomUUID();
+        const initial = this.initialState(loaded?.state ?? {}, input, conversationKey, turn, messageId);
+        let final: AgentState;
+        try {
+          final = await this.workflow.runTurn(initial);
+        } catch (error) {
+          this.metrics.turns.inc({ route: 'none', method: 'none', outcome: 'error' });
+          throw error;
+        }
+        const response = this.response(final, conversationKey, messageId, turn, performance.now() - started);
+        await this.checkpoints.commit({
+          identity,
+          leaseToken: lease.token,
+          parentVersion: loaded?.version ?? (lease.session.head_version > 0 ? lease.session.head_version : null),
+          turn,
+          state: final,
+          status: statusOf(final),
+          events: context.events,
+          idempotency: input.message_id ? { message_id: input.message_id, response: response as unknown as JsonRecord } : undefined,
+        });
+        const method = String((final.route_decision as { method?: unknown } | undefined)?.method ?? 'none');
+        this.metrics.turns.inc({ route: final.route ?? 'none', method, outcome: final.blocked ? 'blocked' : 'ok' });
+        if (method === 'continuity') this.metrics.routerCallsAvoided.inc();
+        this.metrics.turnDuration.observe((performance.now() - started) / 1000);
+        return { response, replayed: false };
+      });
+    } finally {
+      await lease.release();
+    }
+  }
+
+  private initialState(previous: AgentState, input: TurnInput, conversationKey: string, turn: number, messageId: string): AgentState {
+    const state: AgentState = { ...previous };
+    for (const key of PER_TURN_KEYS) delete state[key];
+    return {
+      ...state,
+      tenant_id: input.tenant_id,
+      agent_id: input.agent_id,
+      session_id: input.session_id,
+      conversation_key: conversationKey,
+      channel: input.channel,
+      user_text: input.text,
+      message_id: messageId,
+      user_id: input.user_id ?? previous.user_id,
+      long_term_memory_subject_key: input.user_id ?? previous.long_term_memory_subject_key,
+      metadata: input.metadata ?? {},
+      turn,
+      // Session-control facts are re-derived every turn; only an ended session or a held handoff carries over.
+      session_control: previous.session_ended ? 'END_SESSION' : previous.human_handoff_held ? 'HUMAN_HANDOFF' : '',
+      human_handoff_requested: previous.human_handoff_held === true,
+      history: previous.history ?? [],
+    };
+  }
+
+  private response(state: AgentState, conversationKey: string, messageId: string, turn: number, latencyMs: number): TurnResponse {
+    return {
+      session_id: state.session_id ?? '',
+      conversation_key: conversationKey,
+      message_id: messageId,
+      turn,
+      answer: state.final_answer ?? state.answer ?? '',
+      route: state.route ?? null,
+      intent: state.intent ?? null,
+      domain: state.domain ?? null,
+      active_agent: state.active_agent ?? null,
+      route_bypassed: state.route_bypassed === true,
+      route_decision: state.route_decision ?? null,
+      continuity_signal: state.continuity_signal && Object.keys(state.continuity_signal).length > 0 ? state.continuity_signal : null,
+      session_control: state.session_control ? state.session_control : null,
+      session_ended: state.session_ended === true,
+      human_handoff_requested: state.human_handoff_requested === true,
+      next_state: state.next_state ?? null,
+      blocked: state.blocked === true,
+      latency_ms: Math.round(latencyMs),
+    };
+  }
+}
+
+function statusOf(state: AgentState): SessionStatus {
+  if (state.session_ended) return 'ended';
+  if (state.human_handoff_requested) return 'handoff';
+  return 'active';
+}

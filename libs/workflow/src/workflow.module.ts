@@ -1,0 +1,28 @@
+import { Module } from '@nestjs/common';
+import { AgentsModule } from '@agent/agents';
+import { CheckpointModule } from '@agent/checkpoint';
+import { ContinuityModule } from '@agent/continuity';
+import { GuardrailsModule } from '@agent/guardrails';
+import { JudgesModule } from '@agent/judges';
+import { MemoryModule } from '@agent/memory';
+import { RoutingModule } from '@agent/routing';
+import { SessionControlModule } from '@agent/session-control';
+import { TurnService } from './turn.service';
+import { WorkflowService } from './workflow.service';
+
+/** The only module that composes the feature modules. */
+@Module({
+  imports: [
+    CheckpointModule,
+    GuardrailsModule,
+    MemoryModule,
+    ContinuityModule,
+    RoutingModule,
+    SessionControlModule,
+    AgentsModule,
+    JudgesModule,
+  ],
+  providers: [WorkflowService, TurnService],
+  exports: [WorkflowService, TurnService, CheckpointModule, SessionControlModule],
+})
+export class WorkflowModule {}

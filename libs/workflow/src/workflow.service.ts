@@ -1,0 +1,262 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { ConfigType } from '@nestjs/config';
+import { randomUUID } from 'node:crypto';
+import { AgentsService } from '@agent/agents';
+import { checkpointConfig, ConfigFilesService } from '@agent/config';
+import { ContinuityService } from '@agent/continuity';
+import {
+  AgentState,
+  DomainAgentNode,
+  HistoryMessage,
+  isDomainAgentNode,
+  isRoutableNode,
+  JsonRecord,
+  RouteDecision,
+} from '@agent/contracts';
+import { GuardrailsService } from '@agent/guardrails';
+import { JudgesService } from '@agent/judges';
+import { MemoryService } from '@agent/memory';
+import { EventBusService, NodeTelemetryService } from '@agent/observability';
+import { RoutingService } from '@agent/routing';
+import { SessionControlService } from '@agent/session-control';
+import { END, nextNode, WorkflowNode } from './workflow.graph';
+
+type NodePatch = Partial<AgentState>;
+
+/** The turn graph of SPEC-002 §4; `runTurn` is the seed's `ainvoke`. */
+@Injectable()
+export class WorkflowService {
+  private readonly nodes: Record<WorkflowNode, (state: AgentState) => Promise<NodePatch>>;
+
+  constructor(
+    private readonly files: ConfigFilesService,
+    @Inject(checkpointConfig.KEY) private readonly checkpointEnv: ConfigType<typeof checkpointConfig>,
+    private readonly events: EventBusService,
+    private readonly telemetry: NodeTelemetryService,
+    private readonly guardrails: GuardrailsService,
+    private readonly memory: MemoryService,
+    private readonly continuity: ContinuityService,
+    private readonly routing: RoutingService,
+    private readonly sessionControl: SessionControlService,
+    private readonly agents: AgentsService,
+    private readonly judges: JudgesService,
+  ) {
+    const agentNode = (node: DomainAgentNode) => (state: AgentState) => this.agents.run(node, state);
+    this.nodes = {
+      input_guardrails: (s) => this.inputGuardrails(s),
+      load_long_term_memory: (s) => this.loadLongTermMemory(s),
+      routing_decision: (s) => this.routingDecision(s),
+      billing_agent: agentNode('billing_agent'),
+      product_agent: agentNode('product_agent'),
+      orders_agent: agentNode('orders_agent'),
+      support_agent: agentNode('support_agent'),
+      handoff: (s) => this.agentHandoff(s),
+      human_handoff: (s) => Promise.resolve(this.sessionControl.humanHandoff(s)),
+      end_session: (s) => Promise.resolve(this.sessionControl.endSession(s)),
+      supervisor_agent: (s) => this.supervisorAgent(s),
+      output_supervisor: (s) => this.outputSupervisor(s),
+      output_guardrails: (s) => this.outputGuardrails(s),
+      judge: (s) => this.judge(s),
+      supervisor_review: (s) => this.supervisorReview(s),
+      persist_long_term_memory: (s) => this.persistLongTermMemory(s),
+      persist: (s) => Promise.resolve(this.persist(s)),
+    };
+  }
+
+  /**
+   * Runs one turn through the graph. Emits NOC.001 and AGENT_STARTED first; on an escaping exception
+   * marks the workflow failed with NOC.005 {error, exception_type} and rethrows.
+   */
+  async runTurn(initial: AgentState): Promise<AgentState> {
+    const workflowId = initial.workflow_id ?? randomUUID();
+    let state: AgentState = { ...initial, workflow_id: workflowId };
+    this.events.emit('NOC.001', { channel: state.channel, message_id: state.message_id });
+    this.events.emit('AGENT_STARTED', { workflow_id: workflowId });
+    const started = performance.now();
+    try {
+      let node: WorkflowNode | typeof END = 'input_guardrails';
+      const fallback = this.files.routing.router.fallback_agent as WorkflowNode;
+      while (node !== END) {
+        const current: WorkflowNode = node;
+        const patch = await this.telemetry.run(current, () => this.nodes[current](state));
+        state = { ...state, ...patch };
+        if (current === 'persist') {
+          this.events.emit('AGENT_COMPLETED', {
+            route: state.route,
+            intent: state.intent,
+            answer_chars: (state.final_answer ?? '').length,
+            latency_ms: Math.round(performance.now() - started),
+          });
+        }
+        node = nextNode(current, state, fallback);
+      }
+      return state;
+    } catch (error) {
+      this.events.emit('NOC.005', {
+        error: error instanceof Error ? error.message : String(error),
+        exception_type: error instanceof Error ? error.constructor.name : typeof error,
+      });
+      throw error;
+    }
+  }
+
+  private async inputGuardrails(state: AgentState): Promise<NodePatch> {
+    const rejection = this.sessionControl.gate(state);
+    if (rejection) return rejection;
+    const result = await this.guardrails.runInput(state);
+    if (!result.blocked) {
+      return { sanitized_input: result.sanitizedText, guardrail_decisions: result.decisions };
+    }
+    const decision: RouteDecision = {
+      route: 'blocked',
+      agent: null,
+      intent: 'input_guardrail_blocked',
+      domain: null,
+      mcp_tools: [],
+      confidence: 1,
+      method: 'guardrail',
+      reason: 'input guardrail blocked the message',
+      next_state: state.next_state ?? null,
+      route_bypassed: false,
+      metadata: { codes: result.decisions.filter((d) => d.allowed === false).map((d) => d.code) },
+    };
+    return {
+      blocked: true,
+      answer: result.message,
+      guardrail_decisions: result.decisions,
+      route: 'blocked',
+      intent: 'input_guardrail_blocked',
+      route_decision: decision as unknown as JsonRecord,
+      mcp_tools: [],
+      mcp_results: [],
+      judge_results: [],
+    };
+  }
+
+  private async loadLongTermMemory(state: AgentState): Promise<NodePatch> {
+    try {
+      const loaded = await this.memory.load(state);
+      return { long_term_memories: loaded.items, long_term_memory_context: loaded.context };
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      this.events.emit('long_term_memory.load.failed', { error: message });
+      return { long_term_memories: [], long_term_memory_context: '', long_term_memory_load_error: message };
+    }
+  }
+
+  /**
+   * Continuity first (when enabled), so a person or the end of the session is always reachable; then the
+   * Enterprise Router (or the supervisor plan) exactly as if the feature were off.
+   */
+  private async routingDecision(state: AgentState): Promise<NodePatch> {
+    const outcome = this.continuity.enabled ? await this.continuity.evaluate(state) : null;
+    let decision = outcome?.decision ?? null;
+    if (!decision) {
+      decision = this.routing.mode === 'supervisor' ? this.supervisorDecision() : await this.routing.route(state);
+    }
+    if (!isRoutableNode(decision.route)) {
+      const fallback = this.files.routing.router.fallback_agent;
+      decision = { ...decision, route: fallback, agent: fallback, reason: `unknown route "${decision.route}" replaced by the fallback agent` };
+    }
+    const sessionControl = typeof decision.metadata.session_control === 'string' ? decision.metadata.session_control : '';
+    return {
+      route: decision.route,
+      intent: decision.intent,
+      route_decision: decision as unknown as JsonRecord,
+      domain: decision.domain ?? undefined,
+      mcp_tools: decision.mcp_tools,
+      next_state: decision.next_state,
+      active_agent: decision.agent ?? undefined,
+      route_bypassed: decision.method === 'continuity',
+      session_control: sessionControl,
+      human_handoff_requested: sessionControl === 'HUMAN_HANDOFF',
+      session_ended: sessionControl === 'END_SESSION',
+      continuity_signal: (outcome?.signal ?? {}) as JsonRecord,
+      ...(typeof decision.metadata.transaction_interruption === 'string'
+        ? { transaction_interruption: decision.metadata.transaction_interruption }
+        : {}),
+    };
+  }
+
+  private supervisorDecision(): RouteDecision {
+    return {
+      route: 'supervisor_agent',
+      agent: 'supervisor_agent',
+      intent: 'supervisor',
+      domain: null,
+      mcp_tools: [],
+      confidence: 1,
+      method: 'supervisor',
+      reason: 'ROUTING_MODE=supervisor',
+      next_state: null,
+      route_bypassed: false,
+      metadata: {},
+    };
+  }
+
+  /** Agent-to-agent transfer: records it and hands the turn to the target agent. */
+  private async agentHandoff(state: AgentState): Promise<NodePatch> {
+    const decision = (state.route_decision ?? {}) as { metadata?: JsonRecord; reason?: string };
+    const target = decision.metadata?.handoff_target;
+    const to: DomainAgentNode = isDomainAgentNode(target)
+      ? target
+      : (this.files.routing.router.fallback_agent as DomainAgentNode);
+    const transfer = { from: state.active_agent ?? null, to, reason: decision.reason ?? '', turn: state.turn ?? null };
+    const patch = await this.agents.run(to, state);
+    return { ...patch, active_agent: to, handoff_transfers: [...(state.handoff_transfers ?? []), transfer] };
+  }
+
+  private async supervisorAgent(state: AgentState): Promise<NodePatch> {
+    const fallback = this.files.routing.router.fallback_agent as DomainAgentNode;
+    return this.agents.run(fallback, state);
+  }
+
+  private outputSupervisor(state: AgentState): Promise<NodePatch> {
+    void state;
+    return Promise.resolve({});
+  }
+
+  private async outputGuardrails(state: AgentState): Promise<NodePatch> {
+    if (state.blocked) return { final_answer: state.final_answer ?? state.answer ?? '' };
+    if (state.output_guardrails_already_applied) return { final_answer: state.final_answer ?? state.answer ?? '' };
+    const result = await this.guardrails.runOutput(state);
+    return {
+      final_answer: result.answer,
+      blocked: result.blocked,
+      guardrail_decisions: [...(state.guardrail_decisions ?? []), ...result.decisions],
+    };
+  }
+
+  private async judge(state: AgentState): Promise<NodePatch> {
+    return { judge_results: await this.judges.evaluate(state) };
+  }
+
+  private async supervisorReview(state: AgentState): Promise<NodePatch> {
+    const review = await this.judges.review(state);
+    return { final_answer: review.answer };
+  }
+
+  private async persistLongTermMemory(state: AgentState): Promise<NodePatch> {
+    try {
+      const result = await this.memory.persistTurn(state);
+      this.events.emit('long_term_memory.persist.completed', { saved: Number(result.saved ?? 0) });
+      return { long_term_memory_write_result: result };
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      this.events.emit('long_term_memory.persist.failed', { error: message });
+      return { long_term_memory_write_result: { saved: 0, error: message } };
+    }
+  }
+
+  /** Appends the turn to the bounded history; the store commit itself happens after the graph. */
+  private persist(state: AgentState): NodePatch {
+    const at = new Date().toISOString();
+    const answer = state.final_answer ?? state.answer ?? '';
+    const turnMessages: HistoryMessage[] = [
+      { role: 'user', content: state.user_text ?? '', turn: state.turn, at },
+      { role: 'assistant', content: answer, turn: state.turn, route: state.route, intent: state.intent, at },
+    ];
+    const history = [...(state.history ?? []), ...turnMessages].slice(-this.checkpointEnv.MEMORY_HISTORY_LIMIT);
+    return { final_answer: answer, history };
+  }
+}
