@@ -29,6 +29,8 @@ export async function createApp(options: CreateAppOptions = {}): Promise<NestFas
   });
   const nest = await NestFactory.create<NestFastifyApplication>(AppModule, adapter, {
     bufferLogs: options.bufferLogs ?? true,
+    // Throw start-up errors to the caller instead of exiting, so main.ts prints them and tests can assert them.
+    abortOnError: false,
   });
   nest.useLogger(nest.get(Logger));
   await nest.register(helmet, { contentSecurityPolicy: false });

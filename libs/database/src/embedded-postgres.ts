@@ -1,37 +1,53 @@
-import { mkdirSync } from 'node:fs';
-import { resolve } from 'node:path';
-import type { PGlite } from '@electric-sql/pglite';
-import type { PGLiteSocketServer } from '@electric-sql/pglite-socket';
+import { ChildProcess, fork } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+
+/** Finds libs/database/pglite-server.cjs from src/ or dist/ alike. */
+function serverScript(): string {
+  let dir = __dirname;
+  for (let i = 0; i < 8; i++) {
+    const candidate = join(dir, 'libs', 'database', 'pglite-server.cjs');
+    if (existsSync(candidate)) return candidate;
+    const parent = dirname(dir);
+    if (parent === dir) break;
+    dir = parent;
+  }
+  throw new Error('libs/database/pglite-server.cjs not found');
+}
 
 /**
- * The embedded default: PGlite (WASM Postgres) served on a private loopback port, so the app reaches it
- * through the same pg/TypeORM code path as a real server. Single-process and no fsync: for trying the
- * service and for tests, never for production.
+ * The embedded default: PGlite (WASM Postgres) in a child process, served on a private loopback port so
+ * the app reaches it through the same pg/TypeORM code path as a real server. Single-process and no fsync:
+ * for trying the service and for tests, never for production.
  */
 export class EmbeddedPostgres {
   private constructor(
-    private readonly db: PGlite,
-    private readonly server: PGLiteSocketServer,
+    private readonly child: ChildProcess,
     readonly port: number,
     readonly dataDir: string,
   ) {}
 
-  static async start(dataDir: string): Promise<EmbeddedPostgres> {
+  static async start(dataDir: string, timeoutMs = 60000): Promise<EmbeddedPostgres> {
     const absolute = resolve(dataDir);
     mkdirSync(absolute, { recursive: true });
-    const { PGlite } = await import('@electric-sql/pglite');
-    const { PGLiteSocketServer } = await import('@electric-sql/pglite-socket');
-    const db = await PGlite.create(absolute);
-    // A few sockets so a reconnect never waits for the old one to close; the pool itself uses one.
-    const server = new PGLiteSocketServer({ db, host: '127.0.0.1', port: 0, maxConnections: 4 });
-    await server.start();
-    const port = Number(server.getServerConn().split(':').pop());
-    if (!Number.isInteger(port) || port <= 0) {
-      await server.stop();
-      await db.close();
-      throw new Error('embedded Postgres did not bind a TCP port');
-    }
-    return new EmbeddedPostgres(db, server, port, absolute);
+    const child = fork(serverScript(), [absolute], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const port = await new Promise<number>((resolvePort, reject) => {
+      const timer = setTimeout(() => {
+        child.kill('SIGKILL');
+        reject(new Error(`embedded Postgres did not start within ${timeoutMs} ms`));
+      }, timeoutMs);
+      child.once('message', (message: unknown) => {
+        clearTimeout(timer);
+        const value = (message as { port?: unknown } | null)?.port;
+        if (typeof value === 'number' && value > 0) resolvePort(value);
+        else reject(new Error('embedded Postgres reported no port'));
+      });
+      child.once('exit', (code) => {
+        clearTimeout(timer);
+        reject(new Error(`embedded Postgres exited during start (code ${String(code)}); is ${absolute} used by another process?`));
+      });
+    });
+    return new EmbeddedPostgres(child, port, absolute);
   }
 
   get url(): string {
@@ -39,7 +55,17 @@ export class EmbeddedPostgres {
   }
 
   async stop(): Promise<void> {
-    await this.server.stop();
-    await this.db.close();
+    if (this.child.exitCode !== null) return;
+    await new Promise<void>((resolveStop) => {
+      const timer = setTimeout(() => {
+        this.child.kill('SIGKILL');
+        resolveStop();
+      }, 10000);
+      this.child.once('exit', () => {
+        clearTimeout(timer);
+        resolveStop();
+      });
+      this.child.send('stop');
+    });
   }
 }

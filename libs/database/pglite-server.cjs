@@ -1,0 +1,41 @@
+// Embedded Postgres (PGlite) served on a loopback port, run as a child process of the app so the app talks
+// to it through the ordinary pg driver. Usage: node pglite-server.cjs <dataDir>; reports {port} over IPC.
+'use strict';
+const { mkdirSync } = require('node:fs');
+const { PGlite } = require('@electric-sql/pglite');
+const { PGLiteSocketServer } = require('@electric-sql/pglite-socket');
+
+async function main() {
+  const dataDir = process.argv[2];
+  if (!dataDir) throw new Error('usage: pglite-server.cjs <dataDir>');
+  mkdirSync(dataDir, { recursive: true });
+  const db = await PGlite.create(dataDir);
+  // A few sockets so a reconnect never waits for the old one to close; the app's pool uses one.
+  const server = new PGLiteSocketServer({ db, host: '127.0.0.1', port: 0, maxConnections: 8 });
+  await server.start();
+  const port = Number(server.getServerConn().split(':').pop());
+  let stopping = false;
+  const stop = async () => {
+    if (stopping) return;
+    stopping = true;
+    try {
+      await server.stop();
+      await db.close();
+    } finally {
+      process.exit(0);
+    }
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+  // The parent went away: never outlive it.
+  process.on('disconnect', stop);
+  process.on('message', (message) => {
+    if (message === 'stop') void stop();
+  });
+  process.send({ port });
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});

@@ -1,0 +1,191 @@
+import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/**
+ * A real HTTP server speaking the OpenAI chat-completions API, scripted per test (DESIGN §5).
+ * Tests, the demo and the benchmarks point LLM_BASE_URL at it; production code never knows it exists.
+ */
+export interface FakeChatRequest {
+  model: string;
+  messages: { role: string; content?: string | null; tool_calls?: unknown; tool_call_id?: string }[];
+  body: Record<string, unknown>;
+  at: number;
+}
+
+export interface FakeToolCall {
+  id?: string;
+  name: string;
+  arguments: Record<string, unknown> | string;
+}
+
+export interface FakeReply {
+  /** Text content of the assistant message. */
+  content?: string | null;
+  /** Serialized with JSON.stringify into `content`. */
+  json?: unknown;
+  tool_calls?: FakeToolCall[];
+  /** Wait before answering (to provoke timeouts or measure latency). */
+  delayMs?: number;
+  /** Answer with this HTTP status and an OpenAI-style error body. */
+  status?: number;
+  /** Send this raw body instead of a valid completion (malformed responses). */
+  rawBody?: string;
+  usage?: { prompt_tokens: number; completion_tokens: number };
+}
+
+export interface FakeScript {
+  /** Matches the request's `model`. */
+  model?: string;
+  /** Matches on anything in the request. */
+  when?: (request: FakeChatRequest) => boolean;
+  reply: FakeReply | ((request: FakeChatRequest) => FakeReply);
+  /** How many requests this script answers; unlimited when absent. */
+  times?: number;
+}
+
+/** The text of every message of a request, joined: handy in `when` predicates. */
+export function requestText(request: FakeChatRequest): string {
+  return request.messages.map((m) => (typeof m.content === 'string' ? m.content : '')).join('\n');
+}
+
+/** The last user message of a request. */
+export function lastUserMessage(request: FakeChatRequest): string {
+  const users = request.messages.filter((m) => m.role === 'user');
+  const last = users[users.length - 1];
+  return typeof last?.content === 'string' ? last.content : '';
+}
+
+export class FakeLlmServer {
+  readonly requests: FakeChatRequest[] = [];
+  private scripts: { script: FakeScript; used: number }[] = [];
+  private fallback: FakeReply | null = null;
+  private readonly sockets = new Set<import('node:net').Socket>();
+
+  private constructor(private readonly server: Server) {}
+
+  static async start(port = 0): Promise<FakeLlmServer> {
+    let instance: FakeLlmServer | null = null;
+    const server = createServer((req, res) => {
+      void instance?.handle(req, res);
+    });
+    instance = new FakeLlmServer(server);
+    server.on('connection', (socket) => {
+      instance?.sockets.add(socket);
+      socket.on('close', () => instance?.sockets.delete(socket));
+    });
+    await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+    return instance;
+  }
+
+  /** The value for LLM_BASE_URL. */
+  get baseUrl(): string {
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/v1`;
+  }
+
+  /** Adds a script; earlier scripts win. Returns this for chaining. */
+  script(script: FakeScript): this {
+    this.scripts.push({ script, used: 0 });
+    return this;
+  }
+
+  /** Answer used when no script matches (otherwise an unmatched request gets HTTP 500). */
+  setFallback(reply: FakeReply | null): this {
+    this.fallback = reply;
+    return this;
+  }
+
+  requestsFor(model: string): FakeChatRequest[] {
+    return this.requests.filter((r) => r.model === model);
+  }
+
+  reset(): void {
+    this.scripts = [];
+    this.fallback = null;
+    this.requests.length = 0;
+  }
+
+  async stop(): Promise<void> {
+    for (const socket of this.sockets) socket.destroy();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    if (req.method !== 'POST' || !/\/chat\/completions$/.test(req.url ?? '')) {
+      return send(res, 404, { error: { message: `no route ${req.method} ${req.url}`, type: 'not_found' } });
+    }
+    let body: Record<string, unknown>;
+    try {
+      body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
+    } catch {
+      return send(res, 400, { error: { message: 'invalid JSON body', type: 'invalid_request_error' } });
+    }
+    const request: FakeChatRequest = {
+      model: String(body.model ?? ''),
+      messages: Array.isArray(body.messages) ? (body.messages as FakeChatRequest['messages']) : [],
+      body,
+      at: Date.now(),
+    };
+    this.requests.push(request);
+    const entry = this.scripts.find(
+      ({ script, used }) =>
+        (script.times === undefined || used < script.times) &&
+        (script.model === undefined || script.model === request.model) &&
+        (script.when === undefined || script.when(request)),
+    );
+    let reply: FakeReply | null = this.fallback;
+    if (entry) {
+      entry.used++;
+      reply = typeof entry.script.reply === 'function' ? entry.script.reply(request) : entry.script.reply;
+    }
+    if (!reply) {
+      return send(res, 500, { error: { message: `fake-llm: no script matched model ${request.model}`, type: 'server_error' } });
+    }
+    if (reply.delayMs) {
+      await new Promise((resolve) => setTimeout(resolve, reply.delayMs));
+      if (res.destroyed || req.destroyed) return;
+    }
+    if (reply.status && reply.status >= 400) {
+      return send(res, reply.status, { error: { message: `scripted failure ${reply.status}`, type: 'server_error' } });
+    }
+    if (reply.rawBody !== undefined) {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(reply.rawBody);
+      return;
+    }
+    const content = reply.json !== undefined ? JSON.stringify(reply.json) : (reply.content ?? null);
+    const toolCalls = (reply.tool_calls ?? []).map((call, index) => ({
+      id: call.id ?? `call_${this.requests.length}_${index}`,
+      type: 'function',
+      function: { name: call.name, arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments) },
+    }));
+    const promptChars = request.messages.reduce((n, m) => n + (typeof m.content === 'string' ? m.content.length : 0), 0);
+    send(res, 200, {
+      id: `chatcmpl-fake-${this.requests.length}`,
+      object: 'chat.completion',
+      created: Math.floor(Date.now() / 1000),
+      model: request.model,
+      choices: [
+        {
+          index: 0,
+          message: { role: 'assistant', content, ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}) },
+          finish_reason: toolCalls.length > 0 ? 'tool_calls' : 'stop',
+        },
+      ],
+      usage: reply.usage
+        ? { ...reply.usage, total_tokens: reply.usage.prompt_tokens + reply.usage.completion_tokens }
+        : {
+            prompt_tokens: Math.ceil(promptChars / 4),
+            completion_tokens: Math.ceil((content ?? '').length / 4) + toolCalls.length * 10,
+            total_tokens: Math.ceil(promptChars / 4) + Math.ceil((content ?? '').length / 4),
+          },
+    });
+  }
+}
+
+function send(res: ServerResponse, status: number, payload: unknown): void {
+  if (res.headersSent || res.destroyed) return;
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(payload));
+}

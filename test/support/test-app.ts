@@ -1,0 +1,105 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { DataSource } from 'typeorm';
+import { createApp } from '../../apps/agent-runtime/src/bootstrap';
+import { FakeLlmServer } from './fake-llm';
+
+export const TEST_LLM_PROFILES = resolve(__dirname, 'config', 'llm_profiles.yaml');
+export const REPO_ROOT = resolve(__dirname, '..', '..');
+
+export interface HttpResult<T = Record<string, unknown>> {
+  status: number;
+  body: T;
+  headers: Headers;
+}
+
+export interface TestApp {
+  app: NestFastifyApplication;
+  baseUrl: string;
+  dataSource: DataSource;
+  post<T = Record<string, unknown>>(path: string, body: unknown, headers?: Record<string, string>): Promise<HttpResult<T>>;
+  get<T = Record<string, unknown>>(path: string, headers?: Record<string, string>): Promise<HttpResult<T>>;
+  request<T = Record<string, unknown>>(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<HttpResult<T>>;
+  close(): Promise<void>;
+}
+
+export interface TestAppOptions {
+  /** Env overrides for this app (undefined removes a variable). */
+  env?: Record<string, string | undefined>;
+  /** Points LLM_BASE_URL at this server. */
+  fakeLlm?: FakeLlmServer;
+}
+
+/** The database the tests use: DATABASE_URL when set (CI's Postgres), else a fresh embedded PGlite. */
+export function testDatabaseEnv(): Record<string, string | undefined> {
+  if (process.env.DATABASE_URL) return { DATABASE_URL: process.env.DATABASE_URL };
+  return { DATABASE_URL: undefined, DATA_DIR: mkdtempSync(join(tmpdir(), 'agent-runtime-test-')) };
+}
+
+/** Boots the whole Nest app on an ephemeral port with test config and the fake LLM. */
+export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
+  const database = testDatabaseEnv();
+  const env: Record<string, string | undefined> = {
+    LOG_LEVEL: 'silent',
+    NODE_ENV: 'test',
+    CONFIG_DIR: join(REPO_ROOT, 'config'),
+    LLM_PROFILES_PATH: TEST_LLM_PROFILES,
+    LLM_BASE_URL: options.fakeLlm?.baseUrl,
+    LLM_API_KEY: 'test-key',
+    ...database,
+    ...options.env,
+  };
+  const saved: Record<string, string | undefined> = {};
+  for (const [key, value] of Object.entries(env)) {
+    saved[key] = process.env[key];
+    if (value === undefined) delete process.env[key];
+    else process.env[key] = value;
+  }
+  let app: NestFastifyApplication;
+  try {
+    app = await createApp();
+    await app.listen({ port: 0, host: '127.0.0.1' });
+  } finally {
+    for (const [key, value] of Object.entries(saved)) {
+      if (value === undefined) delete process.env[key];
+      else process.env[key] = value;
+    }
+  }
+  const address = app.getHttpServer().address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const request = async <T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
+    const response = await fetch(`${baseUrl}${path}`, {
+      method,
+      headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
+      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    });
+    const text = await response.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : {};
+    } catch {
+      // non-JSON bodies (metrics) stay text
+    }
+    return { status: response.status, body: parsed as T, headers: response.headers };
+  };
+  return {
+    app,
+    baseUrl,
+    dataSource: app.get(DataSource),
+    request,
+    post: (path, body, headers) => request('POST', path, body, headers),
+    get: (path, headers) => request('GET', path, undefined, headers),
+    close: async () => {
+      await app.close();
+      if (database.DATA_DIR) rmSync(database.DATA_DIR, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A unique id per test so tests share a database without interfering. */
+export function uniqueId(prefix = 's'): string {
+  return `${prefix}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+}
