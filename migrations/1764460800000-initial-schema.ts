@@ -26,7 +26,9 @@ export class InitialSchema1764460800000 implements MigrationInterface {
         updated_at timestamptz NOT NULL DEFAULT now(),
         CONSTRAINT sessions_tenant_session_unique UNIQUE (tenant_id, session_id)
       )`);
-    await queryRunner.query(`CREATE INDEX sessions_tenant_updated_idx ON sessions (tenant_id, updated_at DESC, conversation_key)`);
+    await queryRunner.query(
+      `CREATE INDEX sessions_tenant_updated_idx ON sessions (tenant_id, updated_at DESC, conversation_key)`,
+    );
     await queryRunner.query(`CREATE INDEX sessions_status_idx ON sessions (status)`);
 
     await queryRunner.query(`
@@ -54,7 +56,9 @@ export class InitialSchema1764460800000 implements MigrationInterface {
         payload jsonb NOT NULL,
         created_at timestamptz NOT NULL DEFAULT now()
       )`);
-    await queryRunner.query(`CREATE INDEX session_events_conversation_idx ON session_events (conversation_key, turn, seq)`);
+    await queryRunner.query(
+      `CREATE INDEX session_events_conversation_idx ON session_events (conversation_key, turn, seq)`,
+    );
 
     await queryRunner.query(`
       CREATE TABLE processed_messages (
@@ -115,7 +119,15 @@ export class InitialSchema1764460800000 implements MigrationInterface {
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {
-    for (const table of ['rag_chunks', 'rag_documents', 'long_term_memories', 'processed_messages', 'session_events', 'checkpoints', 'sessions']) {
+    for (const table of [
+      'rag_chunks',
+      'rag_documents',
+      'long_term_memories',
+      'processed_messages',
+      'session_events',
+      'checkpoints',
+      'sessions',
+    ]) {
       await queryRunner.query(`DROP TABLE IF EXISTS ${table}`);
     }
   }

@@ -1,8 +1,24 @@
 const { resolve } = require('node:path');
 
 const root = resolve(__dirname, '..');
-const libs = ['contracts', 'config', 'database', 'llm', 'observability', 'checkpoint', 'routing', 'continuity',
-  'session-control', 'guardrails', 'judges', 'memory', 'mcp', 'agents', 'rag', 'workflow'];
+const libs = [
+  'contracts',
+  'config',
+  'database',
+  'llm',
+  'observability',
+  'checkpoint',
+  'routing',
+  'continuity',
+  'session-control',
+  'guardrails',
+  'judges',
+  'memory',
+  'mcp',
+  'agents',
+  'rag',
+  'workflow',
+];
 
 module.exports = {
   rootDir: root,

@@ -50,10 +50,11 @@ describe('POST /v1/channels/:channel/messages', () => {
     expect(agentCalls).toHaveLength(1);
     expect(agentCalls[0].messages[0].content).toContain('billing_agent');
 
-    const rows: { name: string; turn: number; payload: Record<string, unknown> }[] = await app.dataSource.query(
-      'SELECT name, turn, payload FROM session_events WHERE conversation_key = $1 ORDER BY id',
-      [`acme:${sessionId}`],
-    );
+    const rows: { name: string; turn: number; payload: Record<string, unknown> }[] =
+      await app.dataSource.query(
+        'SELECT name, turn, payload FROM session_events WHERE conversation_key = $1 ORDER BY id',
+        [`acme:${sessionId}`],
+      );
     const names = rows.map((r) => r.name);
     expect(names[0]).toBe('NOC.001');
     expect(names[1]).toBe('AGENT_STARTED');
@@ -61,7 +62,12 @@ describe('POST /v1/channels/:channel/messages', () => {
     expect(names).toContain('router.decision');
     for (const row of rows) {
       expect(row.turn).toBe(1);
-      expect(row.payload).toMatchObject({ tenant_id: 'acme', agent_id: 'telecom_contas', session_id: sessionId, turn: 1 });
+      expect(row.payload).toMatchObject({
+        tenant_id: 'acme',
+        agent_id: 'telecom_contas',
+        session_id: sessionId,
+        turn: 1,
+      });
       expect(typeof row.payload.at).toBe('string');
     }
   });
@@ -71,7 +77,12 @@ describe('POST /v1/channels/:channel/messages', () => {
     fake.setFallback({ json: { intent: 'unknown', confidence: 0 } });
     const sessionId = uniqueId();
     const send = (text: string) =>
-      app.post('/v1/channels/web/messages', { tenant_id: 'acme', agent_id: 'telecom_contas', session_id: sessionId, text });
+      app.post('/v1/channels/web/messages', {
+        tenant_id: 'acme',
+        agent_id: 'telecom_contas',
+        session_id: sessionId,
+        text,
+      });
     const first = await send('primeira mensagem sobre fatura');
     const second = await send('segunda mensagem sobre fatura');
     expect(first.body.turn).toBe(1);
@@ -106,7 +117,12 @@ describe('POST /v1/channels/:channel/messages', () => {
       text: 'oi',
     });
     expect(unknown.status).toBe(400);
-    const first = await app.post('/v1/channels/web/messages', { tenant_id: 'acme', agent_id: 'telecom_contas', session_id: sessionId, text: 'oi' });
+    const first = await app.post('/v1/channels/web/messages', {
+      tenant_id: 'acme',
+      agent_id: 'telecom_contas',
+      session_id: sessionId,
+      text: 'oi',
+    });
     expect(first.status).toBe(200);
     const other = await app.post<{ error: { code: string } }>('/v1/channels/web/messages', {
       tenant_id: 'acme',
@@ -132,7 +148,10 @@ describe('POST /v1/channels/:channel/messages', () => {
   });
 
   it('serves readiness with database, migrations, config and LLM configuration', async () => {
-    const res = await app.get<{ status: string; details: Record<string, { status: string; configured?: boolean }> }>('/health/ready');
+    const res = await app.get<{
+      status: string;
+      details: Record<string, { status: string; configured?: boolean }>;
+    }>('/health/ready');
     expect(res.status).toBe(200);
     expect(res.body.details.database.status).toBe('up');
     expect(res.body.details.config.status).toBe('up');

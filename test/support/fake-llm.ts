@@ -122,7 +122,7 @@ export class FakeLlmServer {
       return send(res, 400, { error: { message: 'invalid JSON body', type: 'invalid_request_error' } });
     }
     const request: FakeChatRequest = {
-      model: String(body.model ?? ''),
+      model: typeof body.model === 'string' ? body.model : '',
       messages: Array.isArray(body.messages) ? (body.messages as FakeChatRequest['messages']) : [],
       body,
       at: Date.now(),
@@ -140,14 +140,18 @@ export class FakeLlmServer {
       reply = typeof entry.script.reply === 'function' ? entry.script.reply(request) : entry.script.reply;
     }
     if (!reply) {
-      return send(res, 500, { error: { message: `fake-llm: no script matched model ${request.model}`, type: 'server_error' } });
+      return send(res, 500, {
+        error: { message: `fake-llm: no script matched model ${request.model}`, type: 'server_error' },
+      });
     }
     if (reply.delayMs) {
       await new Promise((resolve) => setTimeout(resolve, reply.delayMs));
       if (res.destroyed || req.destroyed) return;
     }
     if (reply.status && reply.status >= 400) {
-      return send(res, reply.status, { error: { message: `scripted failure ${reply.status}`, type: 'server_error' } });
+      return send(res, reply.status, {
+        error: { message: `scripted failure ${reply.status}`, type: 'server_error' },
+      });
     }
     if (reply.rawBody !== undefined) {
       res.writeHead(200, { 'content-type': 'application/json' });
@@ -158,9 +162,15 @@ export class FakeLlmServer {
     const toolCalls = (reply.tool_calls ?? []).map((call, index) => ({
       id: call.id ?? `call_${this.requests.length}_${index}`,
       type: 'function',
-      function: { name: call.name, arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments) },
+      function: {
+        name: call.name,
+        arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments),
+      },
     }));
-    const promptChars = request.messages.reduce((n, m) => n + (typeof m.content === 'string' ? m.content.length : 0), 0);
+    const promptChars = request.messages.reduce(
+      (n, m) => n + (typeof m.content === 'string' ? m.content.length : 0),
+      0,
+    );
     send(res, 200, {
       id: `chatcmpl-fake-${this.requests.length}`,
       object: 'chat.completion',

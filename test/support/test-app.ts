@@ -19,9 +19,18 @@ export interface TestApp {
   app: NestFastifyApplication;
   baseUrl: string;
   dataSource: DataSource;
-  post<T = Record<string, unknown>>(path: string, body: unknown, headers?: Record<string, string>): Promise<HttpResult<T>>;
+  post<T = Record<string, unknown>>(
+    path: string,
+    body: unknown,
+    headers?: Record<string, string>,
+  ): Promise<HttpResult<T>>;
   get<T = Record<string, unknown>>(path: string, headers?: Record<string, string>): Promise<HttpResult<T>>;
-  request<T = Record<string, unknown>>(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<HttpResult<T>>;
+  request<T = Record<string, unknown>>(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers?: Record<string, string>,
+  ): Promise<HttpResult<T>>;
   close(): Promise<void>;
 }
 
@@ -70,7 +79,12 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   const address = app.getHttpServer().address();
   const port = typeof address === 'object' && address ? address.port : 0;
   const baseUrl = `http://127.0.0.1:${port}`;
-  const request = async <T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
+  const request = async <T>(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ) => {
     const response = await fetch(`${baseUrl}${path}`, {
       method,
       headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },

@@ -51,19 +51,27 @@ export async function createApp(options: CreateAppOptions = {}): Promise<NestFas
   });
   fastify.addHook('onResponse', (request, reply, done) => {
     metrics.httpDuration.observe(
-      { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) },
+      {
+        method: request.method,
+        route: request.routeOptions.url ?? 'unmatched',
+        status: String(reply.statusCode),
+      },
       reply.elapsedTime / 1000,
     );
     done();
   });
-  SwaggerModule.setup('docs', nest, SwaggerModule.createDocument(nest, openApiConfig()), { jsonDocumentUrl: 'docs/json' });
+  SwaggerModule.setup('docs', nest, SwaggerModule.createDocument(nest, openApiConfig()), {
+    jsonDocumentUrl: 'docs/json',
+  });
   return nest;
 }
 
 export function openApiConfig() {
   return new DocumentBuilder()
     .setTitle('Agent Runtime')
-    .setDescription('Enterprise conversational agent runtime: one turn per request, semantic route stickiness, global session control.')
+    .setDescription(
+      'Enterprise conversational agent runtime: one turn per request, semantic route stickiness, global session control.',
+    )
     .setVersion('0.1.0')
     .addBearerAuth()
     .build();

@@ -62,7 +62,8 @@ export class CheckpointService {
     this.localQueues.set(identity.conversation_key, chained);
     const cleanupLocal = () => {
       releaseLocal();
-      if (this.localQueues.get(identity.conversation_key) === chained) this.localQueues.delete(identity.conversation_key);
+      if (this.localQueues.get(identity.conversation_key) === chained)
+        this.localQueues.delete(identity.conversation_key);
     };
 
     try {
@@ -78,11 +79,16 @@ export class CheckpointService {
           }
           const waitedMs = Date.now() - started;
           this.metrics.lockWait.observe(waitedMs / 1000);
-          const heartbeat = setInterval(() => {
-            this.store.renewLease(identity.conversation_key, token, this.config.TURN_LEASE_MS).catch((error: unknown) => {
-              this.logger.warn(`lease renewal failed for ${identity.conversation_key}: ${String(error)}`);
-            });
-          }, Math.max(1000, Math.floor(this.config.TURN_LEASE_MS / 3)));
+          const heartbeat = setInterval(
+            () => {
+              this.store
+                .renewLease(identity.conversation_key, token, this.config.TURN_LEASE_MS)
+                .catch((error: unknown) => {
+                  this.logger.warn(`lease renewal failed for ${identity.conversation_key}: ${String(error)}`);
+                });
+            },
+            Math.max(1000, Math.floor(this.config.TURN_LEASE_MS / 3)),
+          );
           heartbeat.unref();
           let released = false;
           return {
@@ -104,7 +110,8 @@ export class CheckpointService {
             },
           };
         }
-        if (Date.now() + delay > deadline) throw new TurnLockTimeoutError(identity.conversation_key, Date.now() - started, 1);
+        if (Date.now() + delay > deadline)
+          throw new TurnLockTimeoutError(identity.conversation_key, Date.now() - started, 1);
         await sleep(delay);
         delay = Math.min(delay * 2, 100);
       }
@@ -124,7 +131,9 @@ export class CheckpointService {
    * each corrupt one emits `checkpoint.recovery.skip_corrupt`; none valid → null (clean start).
    */
   async loadLatest(conversationKey: string): Promise<LoadedCheckpoint | null> {
-    const rows = await this.withRetry('load', () => this.store.latestVersions(conversationKey, this.config.CHECKPOINT_RECOVERY_SCAN_LIMIT));
+    const rows = await this.withRetry('load', () =>
+      this.store.latestVersions(conversationKey, this.config.CHECKPOINT_RECOVERY_SCAN_LIMIT),
+    );
     let skipped = 0;
     for (const row of rows) {
       const problem = verify(row);
@@ -148,7 +157,10 @@ export class CheckpointService {
       } catch (error) {
         // A retried commit whose first attempt did land must not fail: the head already is our version.
         if (error instanceof CheckpointFencingError) {
-          const head = await this.store.getVersion(commit.identity.conversation_key, (commit.parentVersion ?? 0) + 1);
+          const head = await this.store.getVersion(
+            commit.identity.conversation_key,
+            (commit.parentVersion ?? 0) + 1,
+          );
           if (head && head.checksum === checksum) return head.version;
         }
         throw error;
@@ -161,7 +173,9 @@ export class CheckpointService {
   }
 
   findProcessedMessage(conversationKey: string, messageId: string): Promise<Record<string, unknown> | null> {
-    return this.withRetry('idempotency_lookup', () => this.store.findProcessedMessage(conversationKey, messageId));
+    return this.withRetry('idempotency_lookup', () =>
+      this.store.findProcessedMessage(conversationKey, messageId),
+    );
   }
 
   getSession(conversationKey: string): Promise<SessionRow | null> {
@@ -178,7 +192,10 @@ export class CheckpointService {
 
   async listCheckpoints(conversationKey: string): Promise<VerifiedCheckpointRow[]> {
     const rows = await this.store.latestVersions(conversationKey, 1000);
-    return rows.map(({ state: _state, ...rest }) => ({ ...rest, valid: verify({ ...rest, state: _state }) === null }));
+    return rows.map(({ state: _state, ...rest }) => ({
+      ...rest,
+      valid: verify({ ...rest, state: _state }) === null,
+    }));
   }
 
   getVersion(conversationKey: string, version: number): Promise<CheckpointRow | null> {
@@ -195,7 +212,9 @@ export class CheckpointService {
     } catch (error) {
       // Compaction is housekeeping: its failure never undoes the committed turn.
       this.logger.warn(`checkpoint compaction failed for ${conversationKey}: ${String(error)}`);
-      this.events.emit('checkpoint.compaction.failed', { error: error instanceof Error ? error.message : String(error) });
+      this.events.emit('checkpoint.compaction.failed', {
+        error: error instanceof Error ? error.message : String(error),
+      });
     }
   }
 
@@ -208,7 +227,10 @@ export class CheckpointService {
       } catch (error) {
         if (attempt >= attempts || !isConnectionError(error)) throw error;
         const delay =
-          Math.min(this.config.CHECKPOINT_RETRY_MAX_MS, this.config.CHECKPOINT_RETRY_BASE_MS * 2 ** (attempt - 1)) +
+          Math.min(
+            this.config.CHECKPOINT_RETRY_MAX_MS,
+            this.config.CHECKPOINT_RETRY_BASE_MS * 2 ** (attempt - 1),
+          ) +
           Math.random() * this.config.CHECKPOINT_RETRY_JITTER_MS;
         this.events.emit(`checkpoint.${operation}.retry`, {
           attempt,
@@ -223,7 +245,8 @@ export class CheckpointService {
 }
 
 function verify(row: CheckpointRow): string | null {
-  if (row.state === null || typeof row.state !== 'object' || Array.isArray(row.state)) return 'state is not an object';
+  if (row.state === null || typeof row.state !== 'object' || Array.isArray(row.state))
+    return 'state is not an object';
   const expected = checkpointChecksum(row.state, row.parent_version);
   return expected === row.checksum ? null : 'checksum mismatch';
 }

@@ -51,7 +51,11 @@ export class PostgresCheckpointStore extends CheckpointStore {
     );
   }
 
-  async tryAcquireLease(identity: ConversationIdentity, token: string, leaseMs: number): Promise<SessionRow | null> {
+  async tryAcquireLease(
+    identity: ConversationIdentity,
+    token: string,
+    leaseMs: number,
+  ): Promise<SessionRow | null> {
     const rows: SessionRow[] = await this.ds.query(
       `INSERT INTO sessions (conversation_key, tenant_id, session_id, agent_id, user_id, channel, lease_owner, lease_expires_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, now() + ($8::text || ' milliseconds')::interval)
@@ -124,7 +128,15 @@ export class PostgresCheckpointStore extends CheckpointStore {
         const values: unknown[] = [];
         const tuples = commit.events.map((event, index) => {
           const base = index * 7;
-          values.push(key, commit.identity.tenant_id, commit.identity.session_id, commit.turn, index + 1, event.name, JSON.stringify(event.payload));
+          values.push(
+            key,
+            commit.identity.tenant_id,
+            commit.identity.session_id,
+            commit.turn,
+            index + 1,
+            event.name,
+            JSON.stringify(event.payload),
+          );
           return `($${base + 1}, $${base + 2}, $${base + 3}, $${base + 4}, $${base + 5}, $${base + 6}, $${base + 7}::jsonb)`;
         });
         await manager.query(
@@ -151,7 +163,10 @@ export class PostgresCheckpointStore extends CheckpointStore {
     return result[1];
   }
 
-  async findProcessedMessage(conversationKey: string, messageId: string): Promise<Record<string, unknown> | null> {
+  async findProcessedMessage(
+    conversationKey: string,
+    messageId: string,
+  ): Promise<Record<string, unknown> | null> {
     const rows: { response: Record<string, unknown> }[] = await this.ds.query(
       `SELECT response FROM processed_messages WHERE conversation_key = $1 AND message_id = $2`,
       [conversationKey, messageId],
@@ -160,13 +175,16 @@ export class PostgresCheckpointStore extends CheckpointStore {
   }
 
   async getSession(conversationKey: string): Promise<SessionRow | null> {
-    const rows: SessionRow[] = await this.ds.query(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE conversation_key = $1`, [
-      conversationKey,
-    ]);
+    const rows: SessionRow[] = await this.ds.query(
+      `SELECT ${SESSION_COLUMNS} FROM sessions WHERE conversation_key = $1`,
+      [conversationKey],
+    );
     return rows[0] ?? null;
   }
 
-  async listSessions(filter: SessionListFilter): Promise<{ items: SessionRow[]; next_cursor: string | null }> {
+  async listSessions(
+    filter: SessionListFilter,
+  ): Promise<{ items: SessionRow[]; next_cursor: string | null }> {
     const where: string[] = ['turn_count > 0'];
     const params: unknown[] = [];
     const add = (sql: string, value: unknown) => {
@@ -190,7 +208,9 @@ export class PostgresCheckpointStore extends CheckpointStore {
     const items = rows.slice(0, filter.limit);
     const last = items[items.length - 1];
     const next_cursor =
-      rows.length > filter.limit && last ? encodeCursor(new Date(last.updated_at).toISOString(), last.conversation_key) : null;
+      rows.length > filter.limit && last
+        ? encodeCursor(new Date(last.updated_at).toISOString(), last.conversation_key)
+        : null;
     return { items, next_cursor };
   }
 
@@ -225,7 +245,12 @@ function encodeCursor(updatedAt: string, conversationKey: string): string {
 function decodeCursor(cursor: string): { updated_at: string; conversation_key: string } {
   try {
     const parsed: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (Array.isArray(parsed) && typeof parsed[0] === 'string' && typeof parsed[1] === 'string' && !Number.isNaN(Date.parse(parsed[0]))) {
+    if (
+      Array.isArray(parsed) &&
+      typeof parsed[0] === 'string' &&
+      typeof parsed[1] === 'string' &&
+      !Number.isNaN(Date.parse(parsed[0]))
+    ) {
       return { updated_at: parsed[0], conversation_key: parsed[1] };
     }
   } catch {

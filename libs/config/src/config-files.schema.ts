@@ -16,14 +16,15 @@ export const llmProfileSchema = z
     max_tokens: z.number().int().positive().default(512),
     timeout_seconds: z.number().positive().max(600).default(30),
     base_url: z.string().url().optional(),
-    api_key_env: z.string().regex(/^[A-Z_][A-Z0-9_]*$/, 'must be an env variable name').optional(),
+    api_key_env: z
+      .string()
+      .regex(/^[A-Z_][A-Z0-9_]*$/, 'must be an env variable name')
+      .optional(),
     /** Send response_format json_object when a stage asks for JSON (some endpoints reject it). */
     json_mode: z.boolean().default(true),
   })
   .strict();
-export const llmProfilesFileSchema = z
-  .object({ profiles: z.record(identifier, llmProfileSchema) })
-  .strict();
+export const llmProfilesFileSchema = z.object({ profiles: z.record(identifier, llmProfileSchema) }).strict();
 export type LlmProfileConfig = z.output<typeof llmProfileSchema>;
 export type LlmProfilesFile = z.output<typeof llmProfilesFileSchema>;
 
@@ -54,10 +55,12 @@ export const agentsFileSchema = z
     default_agent_id: identifier,
     agents: z.record(identifier, agentProfileSchema),
     graph_agents: z
-      .object(Object.fromEntries(DOMAIN_AGENT_NODES.map((name) => [name, graphAgentSchema])) as Record<
-        (typeof DOMAIN_AGENT_NODES)[number],
-        typeof graphAgentSchema
-      >)
+      .object(
+        Object.fromEntries(DOMAIN_AGENT_NODES.map((name) => [name, graphAgentSchema])) as Record<
+          (typeof DOMAIN_AGENT_NODES)[number],
+          typeof graphAgentSchema
+        >,
+      )
       .strict(),
   })
   .strict()
@@ -117,7 +120,11 @@ export const routingFileSchema = z
     const seen = new Set<string>();
     file.intents.forEach((intent, index) => {
       if (seen.has(intent.name)) {
-        ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['intents', index, 'name'], message: `duplicate intent "${intent.name}"` });
+        ctx.addIssue({
+          code: z.ZodIssueCode.custom,
+          path: ['intents', index, 'name'],
+          message: `duplicate intent "${intent.name}"`,
+        });
       }
       seen.add(intent.name);
       if (!agents.has(intent.agent)) {

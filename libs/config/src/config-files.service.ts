@@ -39,7 +39,9 @@ export class ConfigFilesService {
     this.agents = loadYamlFile(this.path('agents.yaml'), agentsFileSchema);
     this.tools = loadYamlFile(this.path('tools.yaml'), toolsFileSchema);
     const routing = loadYamlFile(this.path('routing.yaml'), routingFileSchema);
-    this.routing = routingEnv.ROUTING_MODE ? { ...routing, router: { ...routing.router, mode: routingEnv.ROUTING_MODE } } : routing;
+    this.routing = routingEnv.ROUTING_MODE
+      ? { ...routing, router: { ...routing.router, mode: routingEnv.ROUTING_MODE } }
+      : routing;
     this.crossValidate();
   }
 

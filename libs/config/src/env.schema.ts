@@ -29,7 +29,10 @@ const envNumber = (fallback: number, opts: { min?: number; max?: number; int?: b
         if (opts.max !== undefined && parsed > opts.max) problems.push(`<= ${opts.max}`);
       }
       if (problems.length > 0) {
-        ctx.addIssue({ code: z.ZodIssueCode.custom, message: `expected ${problems.join(', ')}, got "${value}"` });
+        ctx.addIssue({
+          code: z.ZodIssueCode.custom,
+          message: `expected ${problems.join(', ')}, got "${value}"`,
+        });
         return z.NEVER;
       }
       return parsed;
@@ -54,10 +57,13 @@ const envEnum = <T extends [string, ...string[]]>(values: T, fallback: T[number]
       if (value === undefined || value.trim() === '') return fallback;
       const normalized = value.trim().toLowerCase();
       if (!(values as string[]).includes(normalized)) {
-        ctx.addIssue({ code: z.ZodIssueCode.custom, message: `expected one of ${values.join('|')}, got "${value}"` });
+        ctx.addIssue({
+          code: z.ZodIssueCode.custom,
+          message: `expected one of ${values.join('|')}, got "${value}"`,
+        });
         return z.NEVER;
       }
-      return normalized as T[number];
+      return normalized;
     });
 
 const httpUrl = z
@@ -104,7 +110,10 @@ const tenantKeyList = (allowGlobal: boolean) =>
         const separator = item.indexOf(':');
         if (separator === -1) {
           if (!allowGlobal) {
-            ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'expected tenant:key pairs separated by commas' });
+            ctx.addIssue({
+              code: z.ZodIssueCode.custom,
+              message: 'expected tenant:key pairs separated by commas',
+            });
             return z.NEVER;
           }
           entries.push({ tenant: null, key: item });
@@ -113,7 +122,10 @@ const tenantKeyList = (allowGlobal: boolean) =>
         const tenant = item.slice(0, separator).trim();
         const key = item.slice(separator + 1).trim();
         if (tenant === '' || key.length < 8) {
-          ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'each entry needs a tenant and a key of at least 8 characters' });
+          ctx.addIssue({
+            code: z.ZodIssueCode.custom,
+            message: 'each entry needs a tenant and a key of at least 8 characters',
+          });
           return z.NEVER;
         }
         entries.push({ tenant, key });
@@ -176,7 +188,7 @@ export const routingEnvSchema = z.object({
         ctx.addIssue({ code: z.ZodIssueCode.custom, message: `expected router|supervisor, got "${value}"` });
         return z.NEVER;
       }
-      return normalized as 'router' | 'supervisor';
+      return normalized;
     }),
   ENABLE_LLM_ROUTER: envBoolean(true),
 });

@@ -28,7 +28,7 @@ export function parseEnvNamespace<N extends EnvNamespace>(namespace: N, raw: Raw
   if (!result.success) {
     throw new EnvValidationError(result.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));
   }
-  return result.data as EnvOf<N>;
+  return result.data;
 }
 
 const namespace = <N extends EnvNamespace>(name: N) => registerAs(name, () => parseEnvNamespace(name));

@@ -16,7 +16,10 @@ export class ConfigFileError extends Error {
 
 export function formatIssuePath(path: (string | number)[]): string {
   if (path.length === 0) return '(root)';
-  return path.reduce<string>((acc, part) => (typeof part === 'number' ? `${acc}[${part}]` : acc ? `${acc}.${part}` : part), '');
+  return path.reduce<string>(
+    (acc, part) => (typeof part === 'number' ? `${acc}[${part}]` : acc ? `${acc}.${part}` : part),
+    '',
+  );
 }
 
 export function loadYamlFile<S extends z.ZodTypeAny>(filePath: string, schema: S): z.output<S> {

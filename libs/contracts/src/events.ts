@@ -22,8 +22,22 @@ export interface EventPayloads {
     latency_ms: number;
     reason?: string;
   };
-  'router.decision': { route: string; intent: string; method: string; confidence: number; reason?: string; domain?: string | null; mcp_tools?: string[] };
-  'router.continuity.shadow': { continuity_agent: string; router_agent: string; router_intent: string; router_method: string; agreed: boolean };
+  'router.decision': {
+    route: string;
+    intent: string;
+    method: string;
+    confidence: number;
+    reason?: string;
+    domain?: string | null;
+    mcp_tools?: string[];
+  };
+  'router.continuity.shadow': {
+    continuity_agent: string;
+    router_agent: string;
+    router_intent: string;
+    router_method: string;
+    agreed: boolean;
+  };
   'session.human_handoff.requested': { reason: string; source: string };
   'session.end.requested': { reason: string; source: string };
   'session.message.rejected_after_end': Record<string, unknown>;
@@ -44,7 +58,13 @@ export interface EventPayloads {
   AGENT_COMPLETED: { route?: string; intent?: string; answer_chars: number; latency_ms: number };
   'NOC.005': { error: string; exception_type: string };
   'NOC.MCP_TOOL_FAILED': { tool_name: string; server?: string; error: string };
-  'mcp.tool_call.completed': { tool_name: string; server: string; ok: boolean; error?: string | null; latency_ms: number };
+  'mcp.tool_call.completed': {
+    tool_name: string;
+    server: string;
+    ok: boolean;
+    error?: string | null;
+    latency_ms: number;
+  };
   'llm.call': {
     profile: string;
     model: string;
@@ -56,7 +76,8 @@ export interface EventPayloads {
   'workflow.node.completed': { node: string; duration_ms: number; outcome: 'ok' | 'error' };
 }
 
-export type LlmCallOutcome = 'ok' | 'timeout' | 'http_error' | 'invalid_response' | 'error' | 'not_configured';
+export type LlmCallOutcome =
+  'ok' | 'timeout' | 'http_error' | 'invalid_response' | 'error' | 'not_configured';
 
 export type KnownEventName = keyof EventPayloads;
 
@@ -75,7 +96,9 @@ export type DynamicEventName =
 
 export type EventName = KnownEventName | DynamicEventName;
 
-export type EventPayload<N extends EventName> = N extends KnownEventName ? EventPayloads[N] : Record<string, unknown>;
+export type EventPayload<N extends EventName> = N extends KnownEventName
+  ? EventPayloads[N]
+  : Record<string, unknown>;
 
 export interface StoredEvent {
   name: string;

@@ -10,14 +10,24 @@ export const ROUTE_METHODS = [
 ] as const;
 export type RouteMethod = (typeof ROUTE_METHODS)[number];
 
-export const DOMAIN_AGENT_NODES = ['billing_agent', 'product_agent', 'orders_agent', 'support_agent'] as const;
+export const DOMAIN_AGENT_NODES = [
+  'billing_agent',
+  'product_agent',
+  'orders_agent',
+  'support_agent',
+] as const;
 export type DomainAgentNode = (typeof DOMAIN_AGENT_NODES)[number];
 
 export const SESSION_NODES = ['human_handoff', 'end_session'] as const;
 export type SessionNode = (typeof SESSION_NODES)[number];
 
 /** Every node `routing_decision` may hand the turn to. */
-export const ROUTABLE_NODES = [...DOMAIN_AGENT_NODES, 'handoff', ...SESSION_NODES, 'supervisor_agent'] as const;
+export const ROUTABLE_NODES = [
+  ...DOMAIN_AGENT_NODES,
+  'handoff',
+  ...SESSION_NODES,
+  'supervisor_agent',
+] as const;
 export type RoutableNode = (typeof ROUTABLE_NODES)[number];
 
 export function isDomainAgentNode(value: unknown): value is DomainAgentNode {

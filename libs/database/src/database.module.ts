@@ -62,7 +62,8 @@ async function runMigrationsExclusively(dataSource: DataSource, embedded: boolea
     {
       provide: DatabaseService,
       inject: [DataSource, EMBEDDED_POSTGRES],
-      useFactory: (dataSource: DataSource, embedded: EmbeddedPostgres | null) => new DatabaseService(dataSource, embedded),
+      useFactory: (dataSource: DataSource, embedded: EmbeddedPostgres | null) =>
+        new DatabaseService(dataSource, embedded),
     },
   ],
   exports: [DataSource, DatabaseService],

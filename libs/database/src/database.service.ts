@@ -68,7 +68,9 @@ export class DatabaseService implements OnApplicationShutdown {
   async pendingMigrations(): Promise<string[]> {
     const applied: { name: string }[] = await this.dataSource.query('SELECT name FROM typeorm_migrations');
     const appliedNames = new Set(applied.map((row) => row.name));
-    return this.dataSource.migrations.map((m) => m.name ?? m.constructor.name).filter((name) => !appliedNames.has(name));
+    return this.dataSource.migrations
+      .map((m) => m.name ?? m.constructor.name)
+      .filter((name) => !appliedNames.has(name));
   }
 
   /** Runs `work` in one transaction; connection failures surface as DatabaseUnavailableError. */

@@ -44,7 +44,11 @@ export class EmbeddedPostgres {
       });
       child.once('exit', (code) => {
         clearTimeout(timer);
-        reject(new Error(`embedded Postgres exited during start (code ${String(code)}); is ${absolute} used by another process?`));
+        reject(
+          new Error(
+            `embedded Postgres exited during start (code ${String(code)}); is ${absolute} used by another process?`,
+          ),
+        );
       });
     });
     return new EmbeddedPostgres(child, port, absolute);

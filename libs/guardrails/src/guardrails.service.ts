@@ -28,6 +28,19 @@ export class GuardrailsService {
     return Promise.resolve({ blocked: false, decisions: [], sanitizedText: text });
   }
 
+  /**
+   * The `output_supervisor` node. `regenerate` asks the producing agent for a new answer with the rails'
+   * guidance (null when no agent produced this answer).
+   */
+  superviseOutput(
+    state: AgentState,
+    regenerate: (guidance: string) => Promise<string | null>,
+  ): Promise<Partial<AgentState>> {
+    void regenerate;
+    void state;
+    return Promise.resolve({});
+  }
+
   runOutput(state: AgentState): Promise<OutputGuardrailsResult> {
     this.events.emit('guardrails.output.completed', { blocked: false, decisions: [] });
     return Promise.resolve({ blocked: false, decisions: [], answer: state.answer ?? '' });

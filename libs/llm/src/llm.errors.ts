@@ -36,7 +36,9 @@ export class LlmHttpError extends LlmError {
 
 export class LlmInvalidResponseError extends LlmError {
   constructor(profile: string, detail: string, cause?: unknown) {
-    super('invalid_response', `LLM profile ${profile} returned an invalid response: ${detail}`, undefined, { cause });
+    super('invalid_response', `LLM profile ${profile} returned an invalid response: ${detail}`, undefined, {
+      cause,
+    });
     this.name = 'LlmInvalidResponseError';
   }
 }

@@ -76,11 +76,17 @@ export class LlmService implements OnModuleInit {
   }
 
   /** What readiness reports: configuration only, never a model call. */
-  describe(): { configured: boolean; profiles_path: string; profiles: { name: string; model: string; endpoint_configured: boolean }[] } {
+  describe(): {
+    configured: boolean;
+    profiles_path: string;
+    profiles: { name: string; model: string; endpoint_configured: boolean }[];
+  } {
     const profiles = Object.entries(this.files.llmProfiles.profiles).map(([name, config]) => ({
       name,
       model: config.model,
-      endpoint_configured: this.endpointFor(config).baseUrl !== undefined || config.provider === 'openai' && this.endpointFor(config).apiKey !== undefined,
+      endpoint_configured:
+        this.endpointFor(config).baseUrl !== undefined ||
+        (config.provider === 'openai' && this.endpointFor(config).apiKey !== undefined),
     }));
     return {
       configured: profiles.some((p) => p.endpoint_configured),
@@ -102,61 +108,80 @@ export class LlmService implements OnModuleInit {
     const profile = this.resolveProfile(request.profile);
     if (!profile) {
       this.record(request.profile, 'unknown', 0, 0, 0, 'not_configured');
-      throw new LlmNotConfiguredError(`LLM profile "${request.profile}" is not defined and there is no default profile`);
+      throw new LlmNotConfiguredError(
+        `LLM profile "${request.profile}" is not defined and there is no default profile`,
+      );
     }
     if (!profile.baseUrl && !(profile.config.provider === 'openai' && profile.apiKey)) {
       this.record(profile.requested, profile.config.model, 0, 0, 0, 'not_configured');
-      throw new LlmNotConfiguredError(`LLM profile "${profile.name}" has no endpoint (set LLM_BASE_URL or base_url)`);
+      throw new LlmNotConfiguredError(
+        `LLM profile "${profile.name}" has no endpoint (set LLM_BASE_URL or base_url)`,
+      );
     }
     const timeoutMs = Math.round(profile.config.timeout_seconds * 1000);
     const maxTokens = Math.min(profile.config.max_tokens, request.maxTokens ?? Number.POSITIVE_INFINITY);
     const client = this.clientFor(profile);
     const started = performance.now();
-    return this.tracing.span(`llm.${profile.requested}`, { 'llm.profile': profile.requested, 'llm.model': profile.config.model }, async () => {
-      try {
-        const completion = await client.chat.completions.create(
-          {
+    return this.tracing.span(
+      `llm.${profile.requested}`,
+      { 'llm.profile': profile.requested, 'llm.model': profile.config.model },
+      async () => {
+        try {
+          const completion = await client.chat.completions.create(
+            {
+              model: profile.config.model,
+              messages: request.messages,
+              temperature: profile.config.temperature,
+              max_tokens: maxTokens,
+              ...(request.json && profile.config.json_mode
+                ? { response_format: { type: 'json_object' as const } }
+                : {}),
+              ...(request.tools && request.tools.length > 0 ? { tools: request.tools } : {}),
+            },
+            { timeout: timeoutMs, maxRetries: 0, signal: AbortSignal.timeout(timeoutMs) },
+          );
+          const latencyMs = performance.now() - started;
+          const choice = Array.isArray(completion?.choices) ? completion.choices[0] : undefined;
+          if (!choice || typeof choice.message !== 'object' || choice.message === null) {
+            throw new LlmInvalidResponseError(profile.requested, 'no choices[0].message');
+          }
+          const toolCalls: ToolCall[] = (choice.message.tool_calls ?? []).flatMap((call) =>
+            call.type === 'function'
+              ? [{ id: call.id, name: call.function.name, arguments: call.function.arguments }]
+              : [],
+          );
+          const content = typeof choice.message.content === 'string' ? choice.message.content : null;
+          if (content === null && toolCalls.length === 0) {
+            throw new LlmInvalidResponseError(profile.requested, 'empty message');
+          }
+          const promptTokens = completion.usage?.prompt_tokens ?? 0;
+          const completionTokens = completion.usage?.completion_tokens ?? 0;
+          this.record(
+            profile.requested,
+            profile.config.model,
+            latencyMs,
+            promptTokens,
+            completionTokens,
+            'ok',
+          );
+          return {
+            content,
+            toolCalls,
+            profile: profile.requested,
             model: profile.config.model,
-            messages: request.messages,
-            temperature: profile.config.temperature,
-            max_tokens: maxTokens,
-            ...(request.json && profile.config.json_mode ? { response_format: { type: 'json_object' as const } } : {}),
-            ...(request.tools && request.tools.length > 0 ? { tools: request.tools } : {}),
-          },
-          { timeout: timeoutMs, maxRetries: 0, signal: AbortSignal.timeout(timeoutMs) },
-        );
-        const latencyMs = performance.now() - started;
-        const choice = Array.isArray(completion?.choices) ? completion.choices[0] : undefined;
-        if (!choice || typeof choice.message !== 'object' || choice.message === null) {
-          throw new LlmInvalidResponseError(profile.requested, 'no choices[0].message');
+            latencyMs,
+            promptTokens,
+            completionTokens,
+            finishReason: choice.finish_reason ?? null,
+          };
+        } catch (error) {
+          const mapped = this.mapError(profile.requested, timeoutMs, error);
+          const outcome: LlmCallOutcome = mapped.kind === 'not_configured' ? 'error' : mapped.kind;
+          this.record(profile.requested, profile.config.model, performance.now() - started, 0, 0, outcome);
+          throw mapped;
         }
-        const toolCalls: ToolCall[] = (choice.message.tool_calls ?? []).flatMap((call) =>
-          call.type === 'function' ? [{ id: call.id, name: call.function.name, arguments: call.function.arguments }] : [],
-        );
-        const content = typeof choice.message.content === 'string' ? choice.message.content : null;
-        if (content === null && toolCalls.length === 0) {
-          throw new LlmInvalidResponseError(profile.requested, 'empty message');
-        }
-        const promptTokens = completion.usage?.prompt_tokens ?? 0;
-        const completionTokens = completion.usage?.completion_tokens ?? 0;
-        this.record(profile.requested, profile.config.model, latencyMs, promptTokens, completionTokens, 'ok');
-        return {
-          content,
-          toolCalls,
-          profile: profile.requested,
-          model: profile.config.model,
-          latencyMs,
-          promptTokens,
-          completionTokens,
-          finishReason: choice.finish_reason ?? null,
-        };
-      } catch (error) {
-        const mapped = this.mapError(profile.requested, timeoutMs, error);
-        const outcome: LlmCallOutcome = mapped.kind === 'not_configured' ? 'error' : mapped.kind;
-        this.record(profile.requested, profile.config.model, performance.now() - started, 0, 0, outcome);
-        throw mapped;
-      }
-    });
+      },
+    );
   }
 
   private mapError(profile: string, timeoutMs: number, error: unknown): LlmError {
@@ -171,9 +196,14 @@ export class LlmService implements OnModuleInit {
       return new LlmHttpError(profile, error.status, error);
     }
     if (error instanceof SyntaxError) return new LlmInvalidResponseError(profile, error.message, error);
-    return new LlmError('error', `LLM profile ${profile} failed: ${error instanceof Error ? error.message : String(error)}`, undefined, {
-      cause: error,
-    });
+    return new LlmError(
+      'error',
+      `LLM profile ${profile} failed: ${error instanceof Error ? error.message : String(error)}`,
+      undefined,
+      {
+        cause: error,
+      },
+    );
   }
 
   private record(

@@ -39,7 +39,9 @@ function tryParse(candidate: string): Record<string, unknown> | null {
   if (!candidate.startsWith('{')) return null;
   try {
     const value: unknown = JSON.parse(candidate);
-    return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
+    return value !== null && typeof value === 'object' && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : null;
   } catch {
     return null;
   }

@@ -21,7 +21,11 @@ export class NodeTelemetryService {
       throw error;
     } finally {
       const durationMs = performance.now() - started;
-      TurnContextStore.current()?.nodes.push({ node, duration_ms: Math.round(durationMs * 1000) / 1000, outcome });
+      TurnContextStore.current()?.nodes.push({
+        node,
+        duration_ms: Math.round(durationMs * 1000) / 1000,
+        outcome,
+      });
       this.metrics.nodeDuration.observe({ node, outcome }, durationMs / 1000);
     }
   }

@@ -37,7 +37,13 @@ export class TracingService implements OnApplicationShutdown {
       {
         attributes: {
           ...attributes,
-          ...(turn ? { 'request.id': turn.request_id, 'conversation.key': turn.conversation_key, 'turn.number': turn.turn } : {}),
+          ...(turn
+            ? {
+                'request.id': turn.request_id,
+                'conversation.key': turn.conversation_key,
+                'turn.number': turn.turn,
+              }
+            : {}),
         },
       },
       async (span) => {

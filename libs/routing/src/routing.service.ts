@@ -1,6 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { ConfigFilesService } from '@agent/config';
-import type { AgentState, RouteDecision } from '@agent/contracts';
+import type { AgentState, DomainAgentNode, RouteDecision } from '@agent/contracts';
+
+/** Runs one domain agent on the given (isolated) state; supplied by the workflow. */
+export type AgentRunner = (node: DomainAgentNode, state: AgentState) => Promise<Partial<AgentState>>;
 import { EventBusService } from '@agent/observability';
 
 /** Facade of RoutingModule: the Enterprise Router. */
@@ -39,5 +42,10 @@ export class RoutingService {
       confidence: decision.confidence,
     });
     return Promise.resolve(decision);
+  }
+
+  /** The `supervisor_agent` node (ROUTING_MODE=supervisor). */
+  superviseTurn(state: AgentState, runAgent: AgentRunner): Promise<Partial<AgentState>> {
+    return runAgent(this.files.routing.router.fallback_agent as DomainAgentNode, state);
   }
 }

@@ -1,11 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ConfigType } from '@nestjs/config';
 import { sessionControlConfig } from '@agent/config';
-import {
-  AgentState,
-  HUMAN_HANDOFF_REQUESTED_STATE,
-  SESSION_ENDED_STATE,
-} from '@agent/contracts';
+import { AgentState, HUMAN_HANDOFF_REQUESTED_STATE, SESSION_ENDED_STATE } from '@agent/contracts';
 import { EventBusService, MetricsService } from '@agent/observability';
 
 export type SessionControlSource = 'continuity' | 'admin';
@@ -60,9 +56,13 @@ export class SessionControlService {
   }
 
   /** The `human_handoff` node: no agent, tool or RAG runs; the event is the integration contract. */
-  humanHandoff(state: AgentState, source: SessionControlSource = 'continuity', reason?: string): Partial<AgentState> {
+  humanHandoff(
+    state: AgentState,
+    source: SessionControlSource = 'continuity',
+    reason?: string,
+  ): Partial<AgentState> {
     this.events.emit('session.human_handoff.requested', {
-      reason: reason ?? String((state.route_decision as { reason?: unknown } | undefined)?.reason ?? ''),
+      reason: reason ?? decisionReason(state),
       source,
     });
     this.metrics.sessionsHandedOff.inc({ source });
@@ -79,9 +79,13 @@ export class SessionControlService {
   }
 
   /** The `end_session` node; `session.end.requested` is emitted before persistence. */
-  endSession(state: AgentState, source: SessionControlSource = 'continuity', reason?: string): Partial<AgentState> {
+  endSession(
+    state: AgentState,
+    source: SessionControlSource = 'continuity',
+    reason?: string,
+  ): Partial<AgentState> {
     this.events.emit('session.end.requested', {
-      reason: reason ?? String((state.route_decision as { reason?: unknown } | undefined)?.reason ?? ''),
+      reason: reason ?? decisionReason(state),
       source,
     });
     this.metrics.sessionsEnded.inc({ source });
@@ -111,4 +115,9 @@ export class SessionControlService {
   get messages(): { handoff: string; end: string } {
     return { handoff: this.config.HUMAN_HANDOFF_MESSAGE, end: this.config.END_SESSION_MESSAGE };
   }
+}
+
+function decisionReason(state: AgentState): string {
+  const reason = state.route_decision?.reason;
+  return typeof reason === 'string' ? reason : '';
 }

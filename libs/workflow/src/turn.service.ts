@@ -135,15 +135,23 @@ export class TurnService {
         await this.checkpoints.commit({
           identity,
           leaseToken: lease.token,
-          parentVersion: loaded?.version ?? (lease.session.head_version > 0 ? lease.session.head_version : null),
+          parentVersion:
+            loaded?.version ?? (lease.session.head_version > 0 ? lease.session.head_version : null),
           turn,
           state: final,
           status: statusOf(final),
           events: context.events,
-          idempotency: input.message_id ? { message_id: input.message_id, response: response as unknown as JsonRecord } : undefined,
+          idempotency: input.message_id
+            ? { message_id: input.message_id, response: response as unknown as JsonRecord }
+            : undefined,
         });
-        const method = String((final.route_decision as { method?: unknown } | undefined)?.method ?? 'none');
-        this.metrics.turns.inc({ route: final.route ?? 'none', method, outcome: final.blocked ? 'blocked' : 'ok' });
+        const method =
+          typeof final.route_decision?.method === 'string' ? final.route_decision.method : 'none';
+        this.metrics.turns.inc({
+          route: final.route ?? 'none',
+          method,
+          outcome: final.blocked ? 'blocked' : 'ok',
+        });
         if (method === 'continuity') this.metrics.routerCallsAvoided.inc();
         this.metrics.turnDuration.observe((performance.now() - started) / 1000);
         return { response, replayed: false };
@@ -153,7 +161,13 @@ export class TurnService {
     }
   }
 
-  private initialState(previous: AgentState, input: TurnInput, conversationKey: string, turn: number, messageId: string): AgentState {
+  private initialState(
+    previous: AgentState,
+    input: TurnInput,
+    conversationKey: string,
+    turn: number,
+    messageId: string,
+  ): AgentState {
     const state: AgentState = { ...previous };
     for (const key of PER_TURN_KEYS) delete state[key];
     return {
@@ -170,13 +184,23 @@ export class TurnService {
       metadata: input.metadata ?? {},
       turn,
       // Session-control facts are re-derived every turn; only an ended session or a held handoff carries over.
-      session_control: previous.session_ended ? 'END_SESSION' : previous.human_handoff_held ? 'HUMAN_HANDOFF' : '',
+      session_control: previous.session_ended
+        ? 'END_SESSION'
+        : previous.human_handoff_held
+          ? 'HUMAN_HANDOFF'
+          : '',
       human_handoff_requested: previous.human_handoff_held === true,
       history: previous.history ?? [],
     };
   }
 
-  private response(state: AgentState, conversationKey: string, messageId: string, turn: number, latencyMs: number): TurnResponse {
+  private response(
+    state: AgentState,
+    conversationKey: string,
+    messageId: string,
+    turn: number,
+    latencyMs: number,
+  ): TurnResponse {
     return {
       session_id: state.session_id ?? '',
       conversation_key: conversationKey,
@@ -189,7 +213,10 @@ export class TurnService {
       active_agent: state.active_agent ?? null,
       route_bypassed: state.route_bypassed === true,
       route_decision: state.route_decision ?? null,
-      continuity_signal: state.continuity_signal && Object.keys(state.continuity_signal).length > 0 ? state.continuity_signal : null,
+      continuity_signal:
+        state.continuity_signal && Object.keys(state.continuity_signal).length > 0
+          ? state.continuity_signal
+          : null,
       session_control: state.session_control ? state.session_control : null,
       session_ended: state.session_ended === true,
       human_handoff_requested: state.human_handoff_requested === true,

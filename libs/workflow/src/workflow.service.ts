@@ -152,13 +152,20 @@ export class WorkflowService {
     const outcome = this.continuity.enabled ? await this.continuity.evaluate(state) : null;
     let decision = outcome?.decision ?? null;
     if (!decision) {
-      decision = this.routing.mode === 'supervisor' ? this.supervisorDecision() : await this.routing.route(state);
+      decision =
+        this.routing.mode === 'supervisor' ? this.supervisorDecision() : await this.routing.route(state);
     }
     if (!isRoutableNode(decision.route)) {
       const fallback = this.files.routing.router.fallback_agent;
-      decision = { ...decision, route: fallback, agent: fallback, reason: `unknown route "${decision.route}" replaced by the fallback agent` };
+      decision = {
+        ...decision,
+        route: fallback,
+        agent: fallback,
+        reason: `unknown route "${decision.route}" replaced by the fallback agent`,
+      };
     }
-    const sessionControl = typeof decision.metadata.session_control === 'string' ? decision.metadata.session_control : '';
+    const sessionControl =
+      typeof decision.metadata.session_control === 'string' ? decision.metadata.session_control : '';
     return {
       route: decision.route,
       intent: decision.intent,
@@ -201,24 +208,37 @@ export class WorkflowService {
     const to: DomainAgentNode = isDomainAgentNode(target)
       ? target
       : (this.files.routing.router.fallback_agent as DomainAgentNode);
-    const transfer = { from: state.active_agent ?? null, to, reason: decision.reason ?? '', turn: state.turn ?? null };
+    const transfer = {
+      from: state.active_agent ?? null,
+      to,
+      reason: decision.reason ?? '',
+      turn: state.turn ?? null,
+    };
     const patch = await this.agents.run(to, state);
     return { ...patch, active_agent: to, handoff_transfers: [...(state.handoff_transfers ?? []), transfer] };
   }
 
-  private async supervisorAgent(state: AgentState): Promise<NodePatch> {
-    const fallback = this.files.routing.router.fallback_agent as DomainAgentNode;
-    return this.agents.run(fallback, state);
+  /** Supervisor mode: RoutingService plans the intents and runs each agent on an isolated copy of the state. */
+  private supervisorAgent(state: AgentState): Promise<NodePatch> {
+    return this.routing.superviseTurn(state, (node, isolated) => this.agents.run(node, isolated));
   }
 
+  /** Output rails over the candidate answer; RETRY regenerates it through the agent that produced it. */
   private outputSupervisor(state: AgentState): Promise<NodePatch> {
-    void state;
-    return Promise.resolve({});
+    const producer = isDomainAgentNode(state.route)
+      ? state.route
+      : isDomainAgentNode(state.active_agent)
+        ? state.active_agent
+        : null;
+    return this.guardrails.superviseOutput(state, (guidance) =>
+      producer ? this.agents.regenerate(producer, state, guidance) : Promise.resolve(null),
+    );
   }
 
   private async outputGuardrails(state: AgentState): Promise<NodePatch> {
     if (state.blocked) return { final_answer: state.final_answer ?? state.answer ?? '' };
-    if (state.output_guardrails_already_applied) return { final_answer: state.final_answer ?? state.answer ?? '' };
+    if (state.output_guardrails_already_applied)
+      return { final_answer: state.final_answer ?? state.answer ?? '' };
     const result = await this.guardrails.runOutput(state);
     return {
       final_answer: result.answer,
@@ -256,7 +276,9 @@ export class WorkflowService {
       { role: 'user', content: state.user_text ?? '', turn: state.turn, at },
       { role: 'assistant', content: answer, turn: state.turn, route: state.route, intent: state.intent, at },
     ];
-    const history = [...(state.history ?? []), ...turnMessages].slice(-this.checkpointEnv.MEMORY_HISTORY_LIMIT);
+    const history = [...(state.history ?? []), ...turnMessages].slice(
+      -this.checkpointEnv.MEMORY_HISTORY_LIMIT,
+    );
     return { final_answer: answer, history };
   }
 }

@@ -1,6 +1,11 @@
 import { Controller, Get } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
-import { HealthCheck, HealthCheckService, HealthIndicatorResult, HealthIndicatorService } from '@nestjs/terminus';
+import {
+  HealthCheck,
+  HealthCheckService,
+  HealthIndicatorResult,
+  HealthIndicatorService,
+} from '@nestjs/terminus';
 import { ConfigFilesService } from '@agent/config';
 import { DatabaseService } from '@agent/database';
 import { LlmService } from '@agent/llm';
@@ -68,7 +73,9 @@ export class HealthController {
     const status = this.llm.describe();
     return this.indicators.check('llm').up({
       configured: status.configured,
-      ...(status.configured ? {} : { message: 'no LLM endpoint configured: LLM stages take their fallbacks' }),
+      ...(status.configured
+        ? {}
+        : { message: 'no LLM endpoint configured: LLM stages take their fallbacks' }),
       profiles: status.profiles,
     });
   }

@@ -26,9 +26,13 @@ export class ChannelMessagesController {
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<TurnResponse> {
     const problems: { field: string; errors: string[] }[] = [];
-    if (!CHANNEL.test(channel)) problems.push({ field: 'channel', errors: ['channel must match [a-z0-9_-]{1,32}'] });
+    if (!CHANNEL.test(channel))
+      problems.push({ field: 'channel', errors: ['channel must match [a-z0-9_-]{1,32}'] });
     if (!(body.agent_id in this.files.agents.agents)) {
-      problems.push({ field: 'agent_id', errors: [`unknown agent_id; configured: ${Object.keys(this.files.agents.agents).join(', ')}`] });
+      problems.push({
+        field: 'agent_id',
+        errors: [`unknown agent_id; configured: ${Object.keys(this.files.agents.agents).join(', ')}`],
+      });
     }
     if (problems.length > 0) throw new RequestValidationError(problems);
     const outcome = await this.turns.handle({

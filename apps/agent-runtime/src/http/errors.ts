@@ -9,7 +9,12 @@ import {
   ValidationError,
 } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { AgentMismatchError, CheckpointFencingError, InvalidCursorError, TurnLockTimeoutError } from '@agent/checkpoint';
+import {
+  AgentMismatchError,
+  CheckpointFencingError,
+  InvalidCursorError,
+  TurnLockTimeoutError,
+} from '@agent/checkpoint';
 import { DatabaseUnavailableError, isConnectionError } from '@agent/database';
 import { EventBusService } from '@agent/observability';
 
@@ -25,7 +30,10 @@ export class RequestValidationError extends BadRequestException {
   }
 }
 
-export function flattenValidationErrors(errors: ValidationError[], prefix = ''): { field: string; errors: string[] }[] {
+export function flattenValidationErrors(
+  errors: ValidationError[],
+  prefix = '',
+): { field: string; errors: string[] }[] {
   return errors.flatMap((error) => {
     const field = prefix ? `${prefix}.${error.property}` : error.property;
     const own = error.constraints ? [{ field, errors: Object.values(error.constraints) }] : [];
@@ -49,23 +57,45 @@ export class HttpErrorFilter implements ExceptionFilter {
     if (status >= 500 && status !== 503) {
       this.logger.error({ err: exception, request_id: requestId }, 'unexpected error');
     } else if (status === 503) {
-      this.logger.warn({ request_id: requestId, err: exception instanceof Error ? exception.message : String(exception) }, 'database unavailable');
+      this.logger.warn(
+        { request_id: requestId, err: exception instanceof Error ? exception.message : String(exception) },
+        'database unavailable',
+      );
       this.events.emit('NOC.005', {
         error: exception instanceof Error ? exception.message : String(exception),
         exception_type: exception instanceof Error ? exception.constructor.name : typeof exception,
       });
     }
-    const body: ErrorBody = { error: { code, message, ...(details !== undefined ? { details } : {}) }, request_id: requestId };
+    const body: ErrorBody = {
+      error: { code, message, ...(details !== undefined ? { details } : {}) },
+      request_id: requestId,
+    };
     if (retryAfter !== undefined) void reply.header('Retry-After', String(retryAfter));
     void reply.status(status).send(body);
   }
 
-  private classify(exception: unknown): { status: number; code: string; message: string; details?: unknown; retryAfter?: number } {
+  private classify(exception: unknown): {
+    status: number;
+    code: string;
+    message: string;
+    details?: unknown;
+    retryAfter?: number;
+  } {
     if (exception instanceof RequestValidationError) {
-      return { status: 400, code: 'VALIDATION_FAILED', message: 'request validation failed', details: exception.fieldErrors };
+      return {
+        status: 400,
+        code: 'VALIDATION_FAILED',
+        message: 'request validation failed',
+        details: exception.fieldErrors,
+      };
     }
     if (exception instanceof TurnLockTimeoutError) {
-      return { status: 409, code: 'TURN_LOCK_TIMEOUT', message: exception.message, retryAfter: exception.retryAfterSeconds };
+      return {
+        status: 409,
+        code: 'TURN_LOCK_TIMEOUT',
+        message: exception.message,
+        retryAfter: exception.retryAfterSeconds,
+      };
     }
     if (exception instanceof CheckpointFencingError) {
       return { status: 409, code: 'CONVERSATION_MOVED_ON', message: exception.message, retryAfter: 1 };
@@ -77,14 +107,19 @@ export class HttpErrorFilter implements ExceptionFilter {
       return { status: 400, code: 'INVALID_CURSOR', message: exception.message };
     }
     if (exception instanceof DatabaseUnavailableError || isConnectionError(exception)) {
-      return { status: 503, code: 'DATABASE_UNAVAILABLE', message: 'the database is unavailable; retry shortly', retryAfter: 5 };
+      return {
+        status: 503,
+        code: 'DATABASE_UNAVAILABLE',
+        message: 'the database is unavailable; retry shortly',
+        retryAfter: 5,
+      };
     }
     if (exception instanceof HttpException) {
       const status = exception.getStatus();
       const response = exception.getResponse();
       const message =
         typeof response === 'object' && response !== null && 'message' in response
-          ? String((response as { message: unknown }).message)
+          ? String(response.message)
           : exception.message;
       const code = statusCode(status);
       return { status, code, message, ...(status === 429 ? { retryAfter: 60 } : {}) };
@@ -92,33 +127,28 @@ export class HttpErrorFilter implements ExceptionFilter {
     const status = (exception as { statusCode?: unknown })?.statusCode;
     if (typeof status === 'number' && status >= 400 && status < 500) {
       // Fastify's own errors (body too large, bad JSON, unsupported media type).
-      return { status, code: statusCode(status), message: exception instanceof Error ? exception.message : 'bad request' };
+      return {
+        status,
+        code: statusCode(status),
+        message: exception instanceof Error ? exception.message : 'bad request',
+      };
     }
     return { status: 500, code: 'INTERNAL_ERROR', message: 'unexpected error' };
   }
 }
 
+const STATUS_CODES: Record<number, string> = {
+  [HttpStatus.BAD_REQUEST]: 'BAD_REQUEST',
+  [HttpStatus.UNAUTHORIZED]: 'UNAUTHORIZED',
+  [HttpStatus.FORBIDDEN]: 'FORBIDDEN',
+  [HttpStatus.NOT_FOUND]: 'NOT_FOUND',
+  [HttpStatus.CONFLICT]: 'CONFLICT',
+  [HttpStatus.PAYLOAD_TOO_LARGE]: 'PAYLOAD_TOO_LARGE',
+  [HttpStatus.UNSUPPORTED_MEDIA_TYPE]: 'UNSUPPORTED_MEDIA_TYPE',
+  [HttpStatus.TOO_MANY_REQUESTS]: 'RATE_LIMITED',
+  [HttpStatus.SERVICE_UNAVAILABLE]: 'SERVICE_UNAVAILABLE',
+};
+
 function statusCode(status: number): string {
-  switch (status) {
-    case HttpStatus.BAD_REQUEST:
-      return 'BAD_REQUEST';
-    case HttpStatus.UNAUTHORIZED:
-      return 'UNAUTHORIZED';
-    case HttpStatus.FORBIDDEN:
-      return 'FORBIDDEN';
-    case HttpStatus.NOT_FOUND:
-      return 'NOT_FOUND';
-    case HttpStatus.CONFLICT:
-      return 'CONFLICT';
-    case HttpStatus.PAYLOAD_TOO_LARGE:
-      return 'PAYLOAD_TOO_LARGE';
-    case HttpStatus.UNSUPPORTED_MEDIA_TYPE:
-      return 'UNSUPPORTED_MEDIA_TYPE';
-    case HttpStatus.TOO_MANY_REQUESTS:
-      return 'RATE_LIMITED';
-    case HttpStatus.SERVICE_UNAVAILABLE:
-      return 'SERVICE_UNAVAILABLE';
-    default:
-      return status >= 500 ? 'INTERNAL_ERROR' : 'REQUEST_FAILED';
-  }
+  return STATUS_CODES[status] ?? (status >= 500 ? 'INTERNAL_ERROR' : 'REQUEST_FAILED');
 }

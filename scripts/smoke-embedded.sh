@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Starts the service on the embedded default, sends one message, checks readiness, stops it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+port="${SMOKE_PORT:-38080}"
+data_dir="$(mktemp -d)"
+log="$(mktemp)"
+PORT="$port" DATA_DIR="$data_dir" LOG_LEVEL=warn npm start >"$log" 2>&1 &
+pid=$!
+cleanup() { kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$data_dir"; }
+trap cleanup EXIT
+for _ in $(seq 1 120); do
+  curl -sf "http://127.0.0.1:$port/health/live" >/dev/null 2>&1 && break
+  kill -0 "$pid" 2>/dev/null || { cat "$log"; echo "smoke: server exited"; exit 1; }
+  sleep 1
+done
+ready=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health/ready")
+[ "$ready" = "200" ] || { cat "$log"; echo "smoke: readiness answered $ready"; exit 1; }
+reply=$(curl -sf -X POST "http://127.0.0.1:$port/v1/channels/web/messages" -H 'content-type: application/json' \
+  -d '{"tenant_id":"smoke","agent_id":"telecom_contas","session_id":"smoke-1","text":"Qual é o meu plano?"}')
+echo "$reply" | grep -q '"turn":1' || { cat "$log"; echo "smoke: unexpected reply $reply"; exit 1; }
+echo "smoke: ok ($reply)" | cut -c1-300
