@@ -1,7 +1,26 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { ConfigType } from '@nestjs/config';
-import { continuityConfig } from '@agent/config';
-import type { AgentState, ContinuitySignal, RouteDecision } from '@agent/contracts';
+import { ConfigFilesService, continuityConfig } from '@agent/config';
+import {
+  AgentState,
+  ContinuityDecision,
+  ContinuityFallbackReason,
+  ContinuitySignal,
+  HUMAN_HANDOFF_REQUESTED_STATE,
+  RouteDecision,
+  SESSION_ENDED_STATE,
+  SessionControl,
+} from '@agent/contracts';
+import { LlmError, LlmErrorKind, LlmService } from '@agent/llm';
+import { EventBusService, MetricsService } from '@agent/observability';
+import { parseContinuityOutput } from './continuity.output';
+import {
+  buildPayload,
+  capabilitiesByAgent,
+  CONTINUITY_SYSTEM_PROMPT,
+  nonEmptyString,
+  truncate,
+} from './continuity.prompt';
 
 export interface ContinuityOutcome {
   signal: ContinuitySignal;
@@ -9,18 +28,288 @@ export interface ContinuityOutcome {
   decision: RouteDecision | null;
 }
 
-/** Facade of ContinuityModule: the semantic stickiness classifier. */
+/** Longest model reason kept in events, signals and decisions. */
+const REASON_MAX_CHARS = 500;
+
+const DEFAULT_REASONS: Record<'CONTINUE' | SessionControl, string> = {
+  CONTINUE: 'the message continues under the active agent',
+  HUMAN_HANDOFF: 'the user asked to be served by a person',
+  END_SESSION: 'the user asked to end the conversation',
+};
+
+/** States that belong to a session-control node; a continued agent must not inherit them. */
+const SESSION_STATES: ReadonlySet<string> = new Set([HUMAN_HANDOFF_REQUESTED_STATE, SESSION_ENDED_STATE]);
+
+interface Classification {
+  decision: ContinuityDecision;
+  confidence: number;
+  reason: string;
+  /** Set when the classifier gave no usable answer: the label is then ROUTE with confidence 0. */
+  failure: ContinuityFallbackReason | null;
+}
+
+/**
+ * Facade of ContinuityModule: the semantic stickiness classifier. One small-model call per turn decides whether
+ * the active agent keeps the turn (the Enterprise Router is skipped), the user wants a person or the end of
+ * the session, or the router must decide. Only the model's label, its confidence and two technical facts
+ * (the threshold and whether the active agent exists) decide the outcome; every failure routes normally.
+ */
 @Injectable()
 export class ContinuityService {
-  constructor(@Inject(continuityConfig.KEY) private readonly config: ConfigType<typeof continuityConfig>) {}
+  private readonly logger = new Logger(ContinuityService.name);
+
+  constructor(
+    @Inject(continuityConfig.KEY) private readonly config: ConfigType<typeof continuityConfig>,
+    private readonly files: ConfigFilesService,
+    private readonly llm: LlmService,
+    private readonly events: EventBusService,
+    private readonly metrics: MetricsService,
+  ) {}
 
   get enabled(): boolean {
     return this.config.ENABLE_ROUTE_STICKINESS;
   }
 
-  /** Null when the feature is disabled: no classifier call at all. */
-  evaluate(state: AgentState): Promise<ContinuityOutcome | null> {
-    void state;
-    return Promise.resolve(null);
+  get profileName(): string {
+    return this.config.ROUTE_STICKINESS_LLM_PROFILE;
   }
+
+  /**
+   * Classifies the current turn. Null when the feature is disabled (no classifier call at all) or the turn has
+   * no text to classify; otherwise the signal, and the decision when one was accepted.
+   */
+  async evaluate(state: AgentState): Promise<ContinuityOutcome | null> {
+    if (!this.enabled) return null;
+    const text = (state.sanitized_input ?? state.user_text ?? '').trim();
+    if (text === '') return null;
+
+    const intents = this.files.routing.intents.filter((intent) => intent.enabled);
+    const capabilities = capabilitiesByAgent(intents);
+    const requestedAgent = nonEmptyString(state.active_agent) ?? '';
+    // Only an agent that owns an enabled intent can keep a turn: session nodes, the supervisor or a stale name
+    // from an older catalogue cannot.
+    const activeAgent = capabilities.has(requestedAgent) ? requestedAgent : '';
+    const payload = buildPayload(
+      state,
+      activeAgent,
+      capabilities,
+      text,
+      this.config.ROUTE_STICKINESS_HISTORY_TURNS,
+    );
+
+    const started = performance.now();
+    const classification = await this.classify(JSON.stringify(payload));
+    const latencyMs = Math.round((performance.now() - started) * 100) / 100;
+
+    const { decision: label, confidence } = classification;
+    let fallbackReason: ContinuityFallbackReason | null = classification.failure;
+    if (fallbackReason === null && label === 'CONTINUE' && activeAgent === '') {
+      fallbackReason = 'no_active_agent';
+    }
+    if (fallbackReason === null && confidence < this.config.ROUTE_STICKINESS_CONFIDENCE_THRESHOLD) {
+      fallbackReason = 'below_threshold';
+    }
+    const accepted = fallbackReason === null;
+    const decision = accepted ? this.decisionFor(label, classification, state, activeAgent) : null;
+
+    const signal: ContinuitySignal = {
+      decision: label,
+      confidence,
+      accepted,
+      reason: classification.reason,
+      fallback_reason: fallbackReason,
+      latency_ms: latencyMs,
+      profile_name: this.profileName,
+    };
+    this.events.emit('router.continuity', {
+      decision: label,
+      confidence,
+      active_agent: activeAgent,
+      route_bypassed: decision !== null,
+      profile_name: this.profileName,
+      accepted,
+      fallback_reason: fallbackReason,
+      latency_ms: latencyMs,
+      reason: classification.reason,
+    });
+    this.metrics.continuityDecisions.inc({
+      decision: label,
+      accepted: String(accepted),
+      fallback_reason: fallbackReason ?? 'none',
+    });
+    return { signal, decision };
+  }
+
+  /**
+   * Shadow mode: whether this accepted CONTINUE turn should also run the Enterprise Router off the critical
+   * path, to measure how often the router would have agreed. ROUTE_STICKINESS_SHADOW_RATE is the sampled share.
+   */
+  shouldShadow(): boolean {
+    const rate = this.config.ROUTE_STICKINESS_SHADOW_RATE;
+    return this.enabled && rate > 0 && Math.random() < rate;
+  }
+
+  /** Records the shadow router's decision against the agent continuity kept; returns whether they agreed. */
+  recordShadow(continuityAgent: string, routerDecision: RouteDecision): boolean {
+    const routerAgent = routerDecision.agent ?? routerDecision.route;
+    const agreed = routerAgent === continuityAgent;
+    this.events.emit('router.continuity.shadow', {
+      continuity_agent: continuityAgent,
+      router_agent: routerAgent,
+      router_intent: routerDecision.intent,
+      router_method: routerDecision.method,
+      agreed,
+    });
+    this.metrics.continuityShadow.inc({ agreed: String(agreed) });
+    return agreed;
+  }
+
+  private async classify(payload: string): Promise<Classification> {
+    try {
+      const result = await this.llm.chat({
+        profile: this.profileName,
+        messages: [
+          { role: 'system', content: CONTINUITY_SYSTEM_PROMPT },
+          { role: 'user', content: payload },
+        ],
+        json: true,
+        maxTokens: this.config.ROUTE_STICKINESS_MAX_TOKENS,
+      });
+      const parsed = parseContinuityOutput(result.content);
+      if (!parsed.ok) {
+        this.logger.warn(`continuity classifier output rejected: ${parsed.problem}`);
+        return failure('invalid_output', 'invalid_output');
+      }
+      return {
+        decision: parsed.output.decision,
+        confidence: parsed.output.confidence,
+        reason: truncate(parsed.output.reason, REASON_MAX_CHARS),
+        failure: null,
+      };
+    } catch (error) {
+      // Fail-safe by contract: whatever goes wrong here, the turn goes to the Enterprise Router.
+      if (error instanceof LlmError) {
+        this.logger.warn(`continuity classifier failed, the Enterprise Router decides: ${error.message}`);
+        return failure(fallbackOf(error.kind), error.kind);
+      }
+      this.logger.error(`continuity classifier crashed, the Enterprise Router decides: ${String(error)}`);
+      return failure('error', 'error');
+    }
+  }
+
+  private decisionFor(
+    label: ContinuityDecision,
+    classification: Classification,
+    state: AgentState,
+    activeAgent: string,
+  ): RouteDecision | null {
+    switch (label) {
+      case 'HUMAN_HANDOFF':
+      case 'END_SESSION':
+        return this.sessionControlDecision(label, classification);
+      case 'CONTINUE':
+        return this.continueDecision(classification, state, activeAgent);
+      case 'ROUTE':
+        return null;
+    }
+  }
+
+  private sessionControlDecision(control: SessionControl, classification: Classification): RouteDecision {
+    const node = control === 'HUMAN_HANDOFF' ? 'human_handoff' : 'end_session';
+    return {
+      route: node,
+      agent: node,
+      intent: node,
+      domain: null,
+      mcp_tools: [],
+      confidence: classification.confidence,
+      method: 'continuity',
+      reason: classification.reason || DEFAULT_REASONS[control],
+      next_state: null,
+      route_bypassed: true,
+      ...(control === 'HUMAN_HANDOFF' ? { handoff: true } : {}),
+      metadata: {
+        session_control: control,
+        route_bypassed: true,
+        continuity_decision: control,
+        continuity_profile: this.profileName,
+      },
+    };
+  }
+
+  /**
+   * The active agent keeps the turn with the facts of the decision that made it active (intent, domain, tools)
+   * and the current next_state, so a pending transaction goes on as if the router had kept it.
+   */
+  private continueDecision(
+    classification: Classification,
+    state: AgentState,
+    activeAgent: string,
+  ): RouteDecision {
+    const previous = state.route_decision ?? {};
+    // Another decision (a blocked input, an agent handoff) may have replaced route_decision since the agent
+    // became active; its intent and tools are not the agent's, so the state's own facts are used instead.
+    const own = previous.agent === activeAgent;
+    const intent =
+      (own ? nonEmptyString(previous.intent) : null) ?? this.ownIntent(state.intent, activeAgent);
+    const domain = (own ? nonEmptyString(previous.domain) : null) ?? nonEmptyString(state.domain);
+    const tools = (own ? stringList(previous.mcp_tools) : null) ?? this.ownTools(state, activeAgent);
+    const nextState = nonEmptyString(state.next_state);
+    return {
+      route: activeAgent,
+      agent: activeAgent,
+      intent: intent ?? 'continuity',
+      domain,
+      mcp_tools: tools,
+      confidence: classification.confidence,
+      method: 'continuity',
+      reason: classification.reason || DEFAULT_REASONS.CONTINUE,
+      next_state: nextState !== null && !SESSION_STATES.has(nextState) ? nextState : null,
+      route_bypassed: true,
+      metadata: {
+        route_bypassed: true,
+        continuity_decision: 'CONTINUE',
+        continuity_profile: this.profileName,
+      },
+    };
+  }
+
+  /** The state's intent when it is one of the active agent's enabled intents. */
+  private ownIntent(intent: string | undefined, agent: string): string | null {
+    const name = nonEmptyString(intent);
+    return name !== null && this.intentsOf(agent).some((i) => i.name === name) ? name : null;
+  }
+
+  /** The state's tools when they came with the agent's own intent, else every tool of the agent's intents. */
+  private ownTools(state: AgentState, agent: string): string[] {
+    const own = this.ownIntent(state.intent, agent);
+    const stateTools = stringList(state.mcp_tools);
+    if (own !== null && stateTools !== null) return stateTools;
+    return [...new Set(this.intentsOf(agent).flatMap((i) => i.mcp_tools))];
+  }
+
+  private intentsOf(agent: string) {
+    return this.files.routing.intents.filter((i) => i.enabled && i.agent === agent);
+  }
+}
+
+function failure(reason: ContinuityFallbackReason, kind: string): Classification {
+  return { decision: 'ROUTE', confidence: 0, reason: `continuity_error:${kind}`, failure: reason };
+}
+
+function fallbackOf(kind: LlmErrorKind): ContinuityFallbackReason {
+  switch (kind) {
+    case 'timeout':
+      return 'timeout';
+    case 'invalid_response':
+      return 'invalid_output';
+    case 'not_configured':
+    case 'http_error':
+    case 'error':
+      return 'error';
+  }
+}
+
+function stringList(value: unknown): string[] | null {
+  return Array.isArray(value) && value.every((v): v is string => typeof v === 'string') ? [...value] : null;
 }

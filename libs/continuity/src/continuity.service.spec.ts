@@ -1,0 +1,751 @@
+import { EventEmitter2 } from '@nestjs/event-emitter';
+import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { ConfigFilesService, parseEnvNamespace } from '@agent/config';
+import type { AgentState, RouteDecision, StoredEvent } from '@agent/contracts';
+import { LlmService } from '@agent/llm';
+import { EventBusService, MetricsService, TracingService, TurnContextStore } from '@agent/observability';
+import { FakeChatRequest, FakeLlmServer, FakeReply } from '../../../test/support/fake-llm';
+import { CONTINUITY_SYSTEM_PROMPT, HISTORY_MESSAGE_MAX_CHARS } from './continuity.prompt';
+import { ContinuityOutcome, ContinuityService } from './continuity.service';
+
+const REPO = resolve(__dirname, '..', '..', '..');
+const TEST_PROFILES = join(REPO, 'test', 'support', 'config', 'llm_profiles.yaml');
+
+/** The reference suite's catalogue, plus a disabled intent whose agent owns nothing else. */
+const ROUTING_YAML = `
+router:
+  fallback_agent: billing_agent
+intents:
+  - name: product_services_information
+    description: plans, services, benefits and plan change
+    agent: product_agent
+    domain: telecom
+    mcp_tools: [consultar_plano, listar_servicos]
+  - name: billing_invoice_explanation
+    description: invoices, payments, charges and contestation
+    agent: billing_agent
+    domain: telecom
+    mcp_tools: [consultar_fatura]
+  - name: retail_order_tracking
+    description: order status and delivery
+    agent: orders_agent
+    domain: retail
+    enabled: false
+    mcp_tools: [consultar_pedido]
+`;
+
+/** The reference suite's base state: product_agent active after "qual é o meu plano?". */
+function baseState(message = 'o que está incluso?', overrides: Partial<AgentState> = {}): AgentState {
+  return {
+    session_id: 's1',
+    conversation_key: 'acme:s1',
+    active_agent: 'product_agent',
+    intent: 'product_services_information',
+    domain: 'telecom',
+    route_decision: {
+      route: 'product_agent',
+      agent: 'product_agent',
+      intent: 'product_services_information',
+      domain: 'telecom',
+      mcp_tools: ['consultar_plano'],
+    },
+    history: [
+      { role: 'user', content: 'qual é o meu plano?' },
+      { role: 'assistant', content: 'Seu plano atual é Controle 50GB.' },
+    ],
+    user_text: message,
+    sanitized_input: message,
+    ...overrides,
+  };
+}
+
+function withoutActiveAgent(message: string): AgentState {
+  const state = baseState(message);
+  delete state.active_agent;
+  return state;
+}
+
+interface Harness {
+  service: ContinuityService;
+  metrics: MetricsService;
+}
+
+describe('ContinuityService', () => {
+  let fake: FakeLlmServer;
+  let configDir: string;
+
+  beforeAll(async () => {
+    fake = await FakeLlmServer.start();
+    configDir = mkdtempSync(join(tmpdir(), 'continuity-spec-'));
+    copyFileSync(join(REPO, 'config', 'agents.yaml'), join(configDir, 'agents.yaml'));
+    copyFileSync(join(REPO, 'config', 'tools.yaml'), join(configDir, 'tools.yaml'));
+    writeFileSync(join(configDir, 'routing.yaml'), ROUTING_YAML);
+  });
+
+  afterAll(async () => {
+    await fake.stop();
+    rmSync(configDir, { recursive: true, force: true });
+  });
+
+  beforeEach(() => fake.reset());
+
+  /** `llmBaseUrl: null` leaves the LLM endpoint unconfigured. */
+  function harness(env: Record<string, string> = {}, llmBaseUrl: string | null = fake.baseUrl): Harness {
+    const raw = {
+      CONFIG_DIR: configDir,
+      LLM_PROFILES_PATH: TEST_PROFILES,
+      LLM_BASE_URL: llmBaseUrl ?? undefined,
+      LLM_API_KEY: 'test-key',
+      ENABLE_ROUTE_STICKINESS: 'true',
+      ...env,
+    };
+    const llmEnv = parseEnvNamespace('llm', raw);
+    const files = new ConfigFilesService(
+      parseEnvNamespace('app', raw),
+      llmEnv,
+      parseEnvNamespace('routing', raw),
+    );
+    const events = new EventBusService(new EventEmitter2());
+    const metrics = new MetricsService();
+    const llm = new LlmService(llmEnv, files, events, metrics, new TracingService());
+    const service = new ContinuityService(parseEnvNamespace('continuity', raw), files, llm, events, metrics);
+    return { service, metrics };
+  }
+
+  /** Runs evaluate inside a turn context so the emitted events can be inspected like a turn's commit. */
+  async function evaluate(
+    service: ContinuityService,
+    state: AgentState,
+  ): Promise<{ outcome: ContinuityOutcome | null; events: StoredEvent[] }> {
+    const events: StoredEvent[] = [];
+    const outcome = await TurnContextStore.run(
+      {
+        request_id: 'r1',
+        tenant_id: 'acme',
+        agent_id: 'telecom_contas',
+        session_id: 's1',
+        conversation_key: 'acme:s1',
+        turn: 2,
+        events,
+        nodes: [],
+      },
+      () => service.evaluate(state),
+    );
+    return { outcome, events };
+  }
+
+  function classifierReplies(reply: FakeReply, times?: number): void {
+    fake.script({ model: 'route_continuity', reply, times });
+  }
+
+  function classifierRequests(): FakeChatRequest[] {
+    return fake.requestsFor('route_continuity');
+  }
+
+  function sentPayload(index = 0): Record<string, unknown> {
+    const request = classifierRequests()[index];
+    const user = request.messages.find((m) => m.role === 'user');
+    return JSON.parse(String(user?.content)) as Record<string, unknown>;
+  }
+
+  function continuityEvents(events: StoredEvent[]): Record<string, unknown>[] {
+    return events.filter((e) => e.name === 'router.continuity').map((e) => e.payload);
+  }
+
+  describe('the reference suite', () => {
+    it('CONTINUE bypasses the router without any rule, keeping the previous intent, domain and tools', async () => {
+      const { service } = harness();
+      classifierReplies({ json: { decision: 'CONTINUE', confidence: 0.97, reason: 'same subject' } });
+      const { outcome, events } = await evaluate(service, baseState());
+
+      expect(outcome?.decision).toEqual<RouteDecision>({
+        route: 'product_agent',
+        agent: 'product_agent',
+        intent: 'product_services_information',
+        domain: 'telecom',
+        mcp_tools: ['consultar_plano'],
+        confidence: 0.97,
+        method: 'continuity',
+        reason: 'same subject',
+        next_state: null,
+        route_bypassed: true,
+        metadata: {
+          route_bypassed: true,
+          continuity_decision: 'CONTINUE',
+          continuity_profile: 'route_continuity',
+        },
+      });
+      expect(outcome?.signal).toMatchObject({
+        decision: 'CONTINUE',
+        confidence: 0.97,
+        accepted: true,
+        reason: 'same subject',
+        fallback_reason: null,
+        profile_name: 'route_continuity',
+      });
+      expect(typeof outcome?.signal.latency_ms).toBe('number');
+
+      expect(classifierRequests()).toHaveLength(1);
+      expect(classifierRequests()[0].model).toBe('route_continuity');
+      const payload = sentPayload();
+      expect(payload.current_message).toBe('o que está incluso?');
+      expect(Object.keys(payload.other_agents as object)).not.toContain('product_agent');
+
+      const [event] = continuityEvents(events);
+      expect(event).toMatchObject({
+        decision: 'CONTINUE',
+        confidence: 0.97,
+        active_agent: 'product_agent',
+        route_bypassed: true,
+        profile_name: 'route_continuity',
+        accepted: true,
+        fallback_reason: null,
+        session_id: 's1',
+        conversation_key: 'acme:s1',
+        turn: 2,
+      });
+      expect(typeof event.latency_ms).toBe('number');
+    });
+
+    it('ROUTE falls back to the Enterprise Router', async () => {
+      const { service } = harness();
+      classifierReplies({ json: { decision: 'ROUTE', confidence: 0.98, reason: 'new subject' } });
+      const { outcome, events } = await evaluate(service, baseState('agora quero contestar uma cobrança'));
+      expect(outcome?.decision).toBeNull();
+      expect(outcome?.signal).toMatchObject({ decision: 'ROUTE', accepted: true, fallback_reason: null });
+      expect(continuityEvents(events)[0]).toMatchObject({ decision: 'ROUTE', route_bypassed: false });
+    });
+
+    it('a low-confidence CONTINUE falls back safely', async () => {
+      const { service } = harness();
+      classifierReplies({ json: { decision: 'CONTINUE', confidence: 0.7, reason: 'maybe' } });
+      const { outcome, events } = await evaluate(service, baseState());
+      expect(outcome?.decision).toBeNull();
+      expect(outcome?.signal).toMatchObject({
+        decision: 'CONTINUE',
+        confidence: 0.7,
+        accepted: false,
+        fallback_reason: 'below_threshold',
+      });
+      expect(continuityEvents(events)[0]).toMatchObject({ accepted: false, route_bypassed: false });
+    });
+
+    it('an invalid output falls back safely and is reported as an error evaluation', async () => {
+      const { service } = harness();
+      classifierReplies({ content: 'not-json' });
+      const { outcome, events } = await evaluate(service, baseState());
+      expect(outcome?.decision).toBeNull();
+      expect(outcome?.signal).toMatchObject({
+        decision: 'ROUTE',
+        confidence: 0,
+        accepted: false,
+        reason: 'continuity_error:invalid_output',
+        fallback_reason: 'invalid_output',
+      });
+      expect(continuityEvents(events)[0]).toMatchObject({
+        decision: 'ROUTE',
+        confidence: 0,
+        reason: 'continuity_error:invalid_output',
+        fallback_reason: 'invalid_output',
+        route_bypassed: false,
+      });
+    });
+
+    it('without an active agent the classifier still runs once for global session actions', async () => {
+      const { service } = harness();
+      classifierReplies({ json: { decision: 'ROUTE', confidence: 1, reason: 'first turn' } });
+      const { outcome } = await evaluate(service, withoutActiveAgent('qual é o meu plano?'));
+      expect(outcome?.decision).toBeNull();
+      expect(classifierRequests()).toHaveLength(1);
+      expect(sentPayload().active_agent).toBe('');
+      expect(sentPayload().active_agent_capabilities).toEqual([]);
+    });
+
+    it('HUMAN_HANDOFF is returned as the global human_handoff route', async () => {
+      const { service } = harness();
+      classifierReplies({
+        json: { decision: 'HUMAN_HANDOFF', confidence: 0.99, reason: 'asks for a person' },
+      });
+      const { outcome, events } = await evaluate(service, baseState('quero falar com um atendente'));
+      expect(outcome?.decision).toEqual<RouteDecision>({
+        route: 'human_handoff',
+        agent: 'human_handoff',
+        intent: 'human_handoff',
+        domain: null,
+        mcp_tools: [],
+        confidence: 0.99,
+        method: 'continuity',
+        reason: 'asks for a person',
+        next_state: null,
+        route_bypassed: true,
+        handoff: true,
+        metadata: {
+          session_control: 'HUMAN_HANDOFF',
+          route_bypassed: true,
+          continuity_decision: 'HUMAN_HANDOFF',
+          continuity_profile: 'route_continuity',
+        },
+      });
+      expect(continuityEvents(events)[0]).toMatchObject({ decision: 'HUMAN_HANDOFF', route_bypassed: true });
+    });
+
+    it('END_SESSION is returned as the global end_session route, without the handoff flag', async () => {
+      const { service } = harness();
+      classifierReplies({ json: { decision: 'END_SESSION', confidence: 0.98 } });
+      const { outcome } = await evaluate(service, baseState('obrigado, era só isso'));
+      const decision = outcome?.decision;
+      expect(decision).toMatchObject({
+        route: 'end_session',
+        agent: 'end_session',
+        intent: 'end_session',
+        method: 'continuity',
+        route_bypassed: true,
+        reason: 'the user asked to end the conversation',
+        metadata: {
+          session_control: 'END_SESSION',
+          route_bypassed: true,
+          continuity_decision: 'END_SESSION',
+          continuity_profile: 'route_continuity',
+        },
+      });
+      expect(decision).not.toHaveProperty('handoff');
+    });
+
+    it.each([
+      ['HUMAN_HANDOFF', 'quero uma pessoa', 'human_handoff'],
+      ['END_SESSION', 'obrigado, pode encerrar', 'end_session'],
+    ])('%s works on a first turn without an active agent', async (label, message, route) => {
+      const { service } = harness();
+      classifierReplies({ json: { decision: label, confidence: 0.97 } });
+      const state: AgentState = { session_id: 's1', user_text: message, sanitized_input: message };
+      const { outcome } = await evaluate(service, state);
+      expect(outcome?.decision?.route).toBe(route);
+      expect(outcome?.decision?.metadata.session_control).toBe(label);
+      expect(classifierRequests()).toHaveLength(1);
+      expect(sentPayload().recent_history).toEqual([]);
+    });
+
+    it('CONTINUE without an active agent falls back to the router (no_active_agent)', async () => {
+      const { service } = harness();
+      classifierReplies({ json: { decision: 'CONTINUE', confidence: 0.99 } });
+      const { outcome, events } = await evaluate(service, withoutActiveAgent('o que está incluso?'));
+      expect(outcome?.decision).toBeNull();
+      expect(outcome?.signal).toMatchObject({
+        decision: 'CONTINUE',
+        accepted: false,
+        fallback_reason: 'no_active_agent',
+      });
+      expect(classifierRequests()).toHaveLength(1);
+      expect(continuityEvents(events)[0]).toMatchObject({ active_agent: '', route_bypassed: false });
+    });
+
+    it.each([
+      ['CONTINUE', 'product_agent'],
+      ['ROUTE', null],
+      ['HUMAN_HANDOFF', 'human_handoff'],
+      ['END_SESSION', 'end_session'],
+    ])('only the model decides: the same words labelled %s go to %s', async (label, route) => {
+      const { service } = harness();
+      classifierReplies({ json: { decision: label, confidence: 0.95 } });
+      const { outcome } = await evaluate(service, baseState('quero falar com uma pessoa e encerrar o plano'));
+      expect(outcome?.decision?.route ?? null).toBe(route);
+    });
+
+    it('sends exactly the documented payload, the active agent absent from other_agents', async () => {
+      const { service } = harness();
+      classifierReplies({ json: { decision: 'ROUTE', confidence: 0.95 } });
+      await evaluate(service, baseState());
+      const request = classifierRequests()[0];
+      expect(request.messages.map((m) => m.role)).toEqual(['system', 'user']);
+      expect(request.messages[0].content).toBe(CONTINUITY_SYSTEM_PROMPT);
+      const payload = sentPayload();
+      expect(Object.keys(payload)).toEqual([
+        'active_agent',
+        'active_agent_capabilities',
+        'other_agents',
+        'previous_intent',
+        'previous_domain',
+        'recent_history',
+        'current_message',
+      ]);
+      expect(payload).toEqual({
+        active_agent: 'product_agent',
+        active_agent_capabilities: ['plans, services, benefits and plan change'],
+        // orders_agent owns only a disabled intent, so it is not offered.
+        other_agents: { billing_agent: ['invoices, payments, charges and contestation'] },
+        previous_intent: 'product_services_information',
+        previous_domain: 'telecom',
+        recent_history: [
+          { role: 'user', content: 'qual é o meu plano?' },
+          { role: 'assistant', content: 'Seu plano atual é Controle 50GB.' },
+        ],
+        current_message: 'o que está incluso?',
+      });
+    });
+  });
+
+  describe('failures take the Enterprise Router', () => {
+    it('a timeout is recorded as timeout', async () => {
+      const { service } = harness();
+      // The test profile's timeout is 1 s.
+      classifierReplies({ json: { decision: 'CONTINUE', confidence: 0.99 }, delayMs: 1500 });
+      const { outcome, events } = await evaluate(service, baseState());
+      expect(outcome?.decision).toBeNull();
+      expect(outcome?.signal).toMatchObject({
+        decision: 'ROUTE',
+        confidence: 0,
+        accepted: false,
+        reason: 'continuity_error:timeout',
+        fallback_reason: 'timeout',
+      });
+      expect(outcome?.signal.latency_ms).toBeGreaterThanOrEqual(900);
+      expect(continuityEvents(events)[0]).toMatchObject({
+        decision: 'ROUTE',
+        confidence: 0,
+        reason: 'continuity_error:timeout',
+        fallback_reason: 'timeout',
+      });
+    });
+
+    it('an HTTP 500 is recorded as error', async () => {
+      const { service } = harness();
+      classifierReplies({ status: 500 });
+      const { outcome, events } = await evaluate(service, baseState());
+      expect(outcome?.decision).toBeNull();
+      expect(outcome?.signal).toMatchObject({
+        decision: 'ROUTE',
+        confidence: 0,
+        reason: 'continuity_error:http_error',
+        fallback_reason: 'error',
+      });
+      expect(continuityEvents(events)).toHaveLength(1);
+    });
+
+    it('a malformed completion body is recorded as invalid_output', async () => {
+      const { service } = harness();
+      classifierReplies({ rawBody: '{"choices": []}' });
+      const { outcome } = await evaluate(service, baseState());
+      expect(outcome?.decision).toBeNull();
+      expect(outcome?.signal.fallback_reason).toBe('invalid_output');
+    });
+
+    it('no LLM endpoint configured is recorded as error, with no request', async () => {
+      const { service } = harness({}, null);
+      const { outcome, events } = await evaluate(service, baseState());
+      expect(outcome?.decision).toBeNull();
+      expect(outcome?.signal).toMatchObject({
+        fallback_reason: 'error',
+        reason: 'continuity_error:not_configured',
+      });
+      expect(continuityEvents(events)).toHaveLength(1);
+      expect(fake.requests).toHaveLength(0);
+    });
+
+    it.each<[string, unknown]>([
+      ['an unknown label', { decision: 'MAYBE', confidence: 0.99 }],
+      ['a label with another spelling', { decision: 'CONTINUAR', confidence: 0.99 }],
+      ['a missing label', { confidence: 0.99 }],
+      ['a confidence above 1', { decision: 'CONTINUE', confidence: 1.5 }],
+      ['a negative confidence', { decision: 'CONTINUE', confidence: -0.1 }],
+      ['a confidence given as a string', { decision: 'CONTINUE', confidence: '0.99' }],
+      ['a missing confidence', { decision: 'HUMAN_HANDOFF' }],
+      ['a null confidence', { decision: 'END_SESSION', confidence: null }],
+      ['a reason that is not text', { decision: 'CONTINUE', confidence: 0.99, reason: 42 }],
+    ])('%s is invalid output, never accepted', async (_label, answer) => {
+      const { service } = harness();
+      classifierReplies({ json: answer });
+      const { outcome } = await evaluate(service, baseState());
+      expect(outcome?.decision).toBeNull();
+      expect(outcome?.signal).toMatchObject({
+        decision: 'ROUTE',
+        confidence: 0,
+        accepted: false,
+        fallback_reason: 'invalid_output',
+      });
+    });
+  });
+
+  describe('parsing and thresholds', () => {
+    it.each([
+      ['a code fence', '```json\n{"decision": "CONTINUE", "confidence": 0.95, "reason": "same"}\n```'],
+      ['prose around the object', 'Here you go: {"decision": "CONTINUE", "confidence": 0.95} done.'],
+      ['a lower-case label', '{"decision": " continue ", "confidence": 0.95}'],
+    ])('accepts %s', async (_label, content) => {
+      const { service } = harness();
+      classifierReplies({ content });
+      const { outcome } = await evaluate(service, baseState());
+      expect(outcome?.decision?.route).toBe('product_agent');
+      expect(outcome?.signal.decision).toBe('CONTINUE');
+    });
+
+    it('accepts a confidence exactly equal to the threshold and rejects one just below', async () => {
+      const { service } = harness({ ROUTE_STICKINESS_CONFIDENCE_THRESHOLD: '0.9' });
+      classifierReplies({ json: { decision: 'CONTINUE', confidence: 0.9 } }, 1);
+      classifierReplies({ json: { decision: 'CONTINUE', confidence: 0.8999 } }, 1);
+      const equal = await evaluate(service, baseState());
+      expect(equal.outcome?.signal).toMatchObject({ accepted: true, fallback_reason: null });
+      expect(equal.outcome?.decision?.route).toBe('product_agent');
+      const below = await evaluate(service, baseState());
+      expect(below.outcome?.signal).toMatchObject({ accepted: false, fallback_reason: 'below_threshold' });
+      expect(below.outcome?.decision).toBeNull();
+    });
+
+    it.each(['HUMAN_HANDOFF', 'END_SESSION'])('a low-confidence %s is not accepted', async (label) => {
+      const { service } = harness();
+      classifierReplies({ json: { decision: label, confidence: 0.5 } });
+      const { outcome } = await evaluate(service, baseState());
+      expect(outcome?.decision).toBeNull();
+      expect(outcome?.signal).toMatchObject({ decision: label, fallback_reason: 'below_threshold' });
+    });
+
+    it('caps the output at min(profile max_tokens, ROUTE_STICKINESS_MAX_TOKENS) and asks for JSON', async () => {
+      classifierReplies({ json: { decision: 'ROUTE', confidence: 0.95 } });
+      await evaluate(harness({ ROUTE_STICKINESS_MAX_TOKENS: '40' }).service, baseState());
+      await evaluate(harness({ ROUTE_STICKINESS_MAX_TOKENS: '500' }).service, baseState());
+      const [small, large] = classifierRequests();
+      expect(small.body.max_tokens).toBe(40);
+      // The test profile caps route_continuity at 80.
+      expect(large.body.max_tokens).toBe(80);
+      expect(small.body.response_format).toEqual({ type: 'json_object' });
+      expect(small.body.temperature).toBe(0);
+    });
+
+    it('uses the profile named by ROUTE_STICKINESS_LLM_PROFILE', async () => {
+      const { service } = harness({ ROUTE_STICKINESS_LLM_PROFILE: 'router' });
+      fake.script({ model: 'router', reply: { json: { decision: 'CONTINUE', confidence: 0.95 } } });
+      const { outcome } = await evaluate(service, baseState());
+      expect(fake.requestsFor('router')).toHaveLength(1);
+      expect(classifierRequests()).toHaveLength(0);
+      expect(outcome?.signal.profile_name).toBe('router');
+      expect(outcome?.decision?.metadata.continuity_profile).toBe('router');
+    });
+  });
+
+  describe('history', () => {
+    const long = 'x'.repeat(HISTORY_MESSAGE_MAX_CHARS + 300);
+    const history: AgentState['history'] = [
+      { role: 'user', content: 'turn 1 question' },
+      { role: 'assistant', content: 'turn 1 answer' },
+      { role: 'user', content: 'turn 2 question' },
+      { role: 'assistant', content: long },
+      { role: 'user', content: '   ' },
+      { role: 'user', content: 'turn 3 question' },
+      { role: 'assistant', content: 'turn 3 answer' },
+    ];
+
+    it('sends the last N user+assistant turns, each message truncated, empty ones skipped', async () => {
+      const { service } = harness({ ROUTE_STICKINESS_HISTORY_TURNS: '2' });
+      classifierReplies({ json: { decision: 'ROUTE', confidence: 0.95 } });
+      await evaluate(service, baseState('turn 4 question', { history }));
+      expect(sentPayload().recent_history).toEqual([
+        { role: 'user', content: 'turn 2 question' },
+        { role: 'assistant', content: 'x'.repeat(HISTORY_MESSAGE_MAX_CHARS) },
+        { role: 'user', content: 'turn 3 question' },
+        { role: 'assistant', content: 'turn 3 answer' },
+      ]);
+    });
+
+    it('ROUTE_STICKINESS_HISTORY_TURNS=0 sends no history', async () => {
+      const { service } = harness({ ROUTE_STICKINESS_HISTORY_TURNS: '0' });
+      classifierReplies({ json: { decision: 'ROUTE', confidence: 0.95 } });
+      await evaluate(service, baseState('turn 4 question', { history }));
+      expect(sentPayload().recent_history).toEqual([]);
+    });
+
+    it('never duplicates the current message when the history already ends with it', async () => {
+      const { service } = harness({ ROUTE_STICKINESS_HISTORY_TURNS: '1' });
+      classifierReplies({ json: { decision: 'ROUTE', confidence: 0.95 } });
+      const appended = [...history, { role: 'user' as const, content: 'turn 4 question' }];
+      await evaluate(service, baseState('turn 4 question', { history: appended }));
+      expect(sentPayload().recent_history).toEqual([
+        { role: 'user', content: 'turn 3 question' },
+        { role: 'assistant', content: 'turn 3 answer' },
+      ]);
+      expect(sentPayload().current_message).toBe('turn 4 question');
+    });
+
+    it('keeps a repeated message that the previous turn already answered', async () => {
+      const { service } = harness({ ROUTE_STICKINESS_HISTORY_TURNS: '1' });
+      classifierReplies({ json: { decision: 'ROUTE', confidence: 0.95 } });
+      await evaluate(service, baseState('turn 3 question', { history }));
+      expect(sentPayload().recent_history).toEqual([
+        { role: 'user', content: 'turn 3 question' },
+        { role: 'assistant', content: 'turn 3 answer' },
+      ]);
+    });
+
+    it('classifies the sanitized input when there is one', async () => {
+      const { service } = harness();
+      classifierReplies({ json: { decision: 'ROUTE', confidence: 0.95 } });
+      await evaluate(
+        service,
+        baseState('raw', { user_text: 'meu cpf é 123', sanitized_input: 'meu cpf é ***' }),
+      );
+      expect(sentPayload().current_message).toBe('meu cpf é ***');
+    });
+  });
+
+  describe('the active agent and the facts it keeps', () => {
+    it.each([
+      ['a session node', 'human_handoff'],
+      ['an agent whose only intent is disabled', 'orders_agent'],
+      ['an unknown name', 'legacy_agent'],
+    ])('%s is not a valid active agent: CONTINUE becomes no_active_agent', async (_label, agent) => {
+      const { service } = harness();
+      classifierReplies({ json: { decision: 'CONTINUE', confidence: 0.99 } });
+      const { outcome } = await evaluate(service, baseState('e depois?', { active_agent: agent }));
+      expect(outcome?.decision).toBeNull();
+      expect(outcome?.signal.fallback_reason).toBe('no_active_agent');
+      expect(sentPayload().active_agent).toBe('');
+    });
+
+    it('an accepted CONTINUE during a transaction keeps its next_state', async () => {
+      const { service } = harness();
+      classifierReplies({ json: { decision: 'CONTINUE', confidence: 0.99 } });
+      const state = baseState('qual seria o valor final?', { next_state: 'WAITING_PRODUCT_CONFIRMATION' });
+      const { outcome } = await evaluate(service, state);
+      expect(outcome?.decision).toMatchObject({
+        route: 'product_agent',
+        next_state: 'WAITING_PRODUCT_CONFIRMATION',
+      });
+    });
+
+    it('never carries a session-control state into a continued agent', async () => {
+      const { service } = harness();
+      classifierReplies({ json: { decision: 'CONTINUE', confidence: 0.99 } });
+      const { outcome } = await evaluate(service, baseState('e o roaming?', { next_state: 'SESSION_ENDED' }));
+      expect(outcome?.decision?.next_state).toBeNull();
+    });
+
+    it('when another decision replaced route_decision, the agent keeps its own intent and tools', async () => {
+      const { service } = harness();
+      classifierReplies({ json: { decision: 'CONTINUE', confidence: 0.99 } });
+      const afterBlockedTurn = baseState('e o roaming?', {
+        intent: 'input_guardrail_blocked',
+        mcp_tools: [],
+        route_decision: { route: 'blocked', agent: null, intent: 'input_guardrail_blocked', mcp_tools: [] },
+      });
+      const { outcome } = await evaluate(service, afterBlockedTurn);
+      expect(outcome?.decision).toMatchObject({
+        route: 'product_agent',
+        intent: 'continuity',
+        domain: 'telecom',
+        mcp_tools: ['consultar_plano', 'listar_servicos'],
+      });
+    });
+  });
+
+  describe('feature switch, metrics and shadow mode', () => {
+    it('disabled: no classifier request at all and no decision', async () => {
+      const { service } = harness({ ENABLE_ROUTE_STICKINESS: 'false' });
+      classifierReplies({ json: { decision: 'CONTINUE', confidence: 0.99 } });
+      const { outcome, events } = await evaluate(service, baseState());
+      expect(service.enabled).toBe(false);
+      expect(outcome).toBeNull();
+      expect(fake.requests).toHaveLength(0);
+      expect(events).toHaveLength(0);
+      expect(service.shouldShadow()).toBe(false);
+    });
+
+    it('an empty message is not classified', async () => {
+      const { service } = harness();
+      const { outcome } = await evaluate(service, baseState('   ', { sanitized_input: undefined }));
+      expect(outcome).toBeNull();
+      expect(fake.requests).toHaveLength(0);
+    });
+
+    it('counts every evaluation by decision, acceptance and fallback reason', async () => {
+      const { service, metrics } = harness();
+      classifierReplies({ json: { decision: 'CONTINUE', confidence: 0.99 } }, 1);
+      classifierReplies({ json: { decision: 'CONTINUE', confidence: 0.1 } }, 1);
+      classifierReplies({ status: 503 }, 1);
+      await evaluate(service, baseState());
+      await evaluate(service, baseState());
+      await evaluate(service, baseState());
+      const values = (await metrics.continuityDecisions.get()).values.map((v) => ({
+        labels: v.labels,
+        value: v.value,
+      }));
+      expect(values).toEqual(
+        expect.arrayContaining([
+          { labels: { decision: 'CONTINUE', accepted: 'true', fallback_reason: 'none' }, value: 1 },
+          {
+            labels: { decision: 'CONTINUE', accepted: 'false', fallback_reason: 'below_threshold' },
+            value: 1,
+          },
+          { labels: { decision: 'ROUTE', accepted: 'false', fallback_reason: 'error' }, value: 1 },
+        ]),
+      );
+    });
+
+    it('shadow sampling follows ROUTE_STICKINESS_SHADOW_RATE', () => {
+      expect(harness().service.shouldShadow()).toBe(false);
+      expect(harness({ ROUTE_STICKINESS_SHADOW_RATE: '1' }).service.shouldShadow()).toBe(true);
+      const half = harness({ ROUTE_STICKINESS_SHADOW_RATE: '0.5' }).service;
+      const random = jest.spyOn(Math, 'random');
+      try {
+        random.mockReturnValueOnce(0.49);
+        expect(half.shouldShadow()).toBe(true);
+        random.mockReturnValueOnce(0.5);
+        expect(half.shouldShadow()).toBe(false);
+      } finally {
+        random.mockRestore();
+      }
+    });
+
+    it('records the shadow router decision and whether it agreed', async () => {
+      const { service, metrics } = harness({ ROUTE_STICKINESS_SHADOW_RATE: '1' });
+      const router = (agent: string): RouteDecision => ({
+        route: agent,
+        agent,
+        intent: 'billing_invoice_explanation',
+        domain: 'telecom',
+        mcp_tools: [],
+        confidence: 0.9,
+        method: 'keyword',
+        reason: '',
+        next_state: null,
+        route_bypassed: false,
+        metadata: {},
+      });
+      const events: StoredEvent[] = [];
+      await TurnContextStore.run(
+        {
+          request_id: 'r',
+          tenant_id: 'acme',
+          agent_id: 'telecom_contas',
+          session_id: 's1',
+          conversation_key: 'acme:s1',
+          turn: 1,
+          events,
+          nodes: [],
+        },
+        () => {
+          expect(service.recordShadow('product_agent', router('billing_agent'))).toBe(false);
+          expect(service.recordShadow('billing_agent', router('billing_agent'))).toBe(true);
+          return Promise.resolve();
+        },
+      );
+      expect(events.map((e) => e.payload)).toEqual([
+        expect.objectContaining({
+          continuity_agent: 'product_agent',
+          router_agent: 'billing_agent',
+          router_intent: 'billing_invoice_explanation',
+          router_method: 'keyword',
+          agreed: false,
+        }),
+        expect.objectContaining({ continuity_agent: 'billing_agent', agreed: true }),
+      ]);
+      expect(events.every((e) => e.name === 'router.continuity.shadow')).toBe(true);
+      const values = (await metrics.continuityShadow.get()).values;
+      expect(values).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({ labels: { agreed: 'false' }, value: 1 }),
+          expect.objectContaining({ labels: { agreed: 'true' }, value: 1 }),
+        ]),
+      );
+    });
+  });
+});
