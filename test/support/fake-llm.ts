@@ -145,7 +145,8 @@ export class FakeLlmServer {
       });
     }
     if (reply.delayMs) {
-      await new Promise((resolve) => setTimeout(resolve, reply.delayMs));
+      // unref: a pending delay must not keep the test process alive after stop().
+      await new Promise((resolve) => setTimeout(resolve, reply.delayMs).unref());
       if (res.destroyed || req.destroyed) return;
     }
     if (reply.status && reply.status >= 400) {

@@ -51,6 +51,9 @@ export class EmbeddedPostgres {
         );
       });
     });
+    // The child never keeps the parent alive; it stops itself when the parent goes away (IPC disconnect).
+    child.unref();
+    child.channel?.unref();
     return new EmbeddedPostgres(child, port, absolute);
   }
 

@@ -1,0 +1,165 @@
+import { Test } from '@nestjs/testing';
+import { join } from 'node:path';
+import { EventEmitter2 } from '@nestjs/event-emitter';
+import { AppConfigModule } from '@agent/config';
+import { ObservabilityModule } from '@agent/observability';
+import { FakeLlmServer } from '../../../test/support/fake-llm';
+import { LlmHttpError, LlmInvalidResponseError, LlmNotConfiguredError, LlmTimeoutError } from './llm.errors';
+import { LlmModule } from './llm.module';
+import { LlmService } from './llm.service';
+
+const root = join(__dirname, '..', '..', '..');
+
+async function buildService(env: Record<string, string | undefined>) {
+  const saved = { ...process.env };
+  Object.assign(process.env, {
+    CONFIG_DIR: join(root, 'config'),
+    LLM_PROFILES_PATH: join(root, 'test/support/config/llm_profiles.yaml'),
+  });
+  for (const [key, value] of Object.entries(env)) {
+    if (value === undefined) delete process.env[key];
+    else process.env[key] = value;
+  }
+  try {
+    const moduleRef = await Test.createTestingModule({
+      imports: [AppConfigModule, ObservabilityModule, LlmModule],
+    }).compile();
+    await moduleRef.init();
+    const calls: Record<string, unknown>[] = [];
+    moduleRef.get(EventEmitter2).on('llm.call', (payload: Record<string, unknown>) => calls.push(payload));
+    return { llm: moduleRef.get(LlmService), calls, close: () => moduleRef.close() };
+  } finally {
+    process.env = saved;
+  }
+}
+
+describe(LlmService.name, () => {
+  let fake: FakeLlmServer;
+  let service: Awaited<ReturnType<typeof buildService>>;
+
+  beforeAll(async () => {
+    fake = await FakeLlmServer.start();
+    service = await buildService({ LLM_BASE_URL: fake.baseUrl, LLM_API_KEY: 'k' });
+  });
+  afterAll(async () => {
+    await service.close();
+    await fake.stop();
+  });
+  beforeEach(() => fake.reset());
+
+  it('sends the profile model, temperature, capped max_tokens and JSON mode, and records usage', async () => {
+    fake.script({
+      model: 'route_continuity',
+      reply: { json: { ok: true }, usage: { prompt_tokens: 11, completion_tokens: 3 } },
+    });
+    const result = await service.llm.chat({
+      profile: 'route_continuity',
+      messages: [{ role: 'user', content: 'hi' }],
+      json: true,
+      maxTokens: 40,
+    });
+    expect(result).toMatchObject({
+      content: '{"ok":true}',
+      model: 'route_continuity',
+      promptTokens: 11,
+      completionTokens: 3,
+    });
+    const body = fake.requests[0].body;
+    expect(body).toMatchObject({
+      model: 'route_continuity',
+      temperature: 0,
+      max_tokens: 40,
+      response_format: { type: 'json_object' },
+    });
+    expect(service.calls[service.calls.length - 1]).toMatchObject({
+      profile: 'route_continuity',
+      model: 'route_continuity',
+      prompt_tokens: 11,
+      completion_tokens: 3,
+      outcome: 'ok',
+    });
+  });
+
+  it('never asks for more tokens than the profile allows', async () => {
+    fake.script({ model: 'route_continuity', reply: { content: 'x' } });
+    await service.llm.chat({
+      profile: 'route_continuity',
+      messages: [{ role: 'user', content: 'hi' }],
+      maxTokens: 5000,
+    });
+    expect(fake.requests[0].body.max_tokens).toBe(80);
+  });
+
+  it('falls back to the default profile for an unknown profile name', async () => {
+    fake.script({ model: 'default', reply: { content: 'from default' } });
+    const result = await service.llm.chat({
+      profile: 'no_such_profile',
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    expect(result.content).toBe('from default');
+  });
+
+  it('aborts the request at the profile timeout', async () => {
+    fake.script({ model: 'router', reply: { content: 'late', delayMs: 2500 } });
+    const started = Date.now();
+    await expect(
+      service.llm.chat({ profile: 'router', messages: [{ role: 'user', content: 'hi' }] }),
+    ).rejects.toBeInstanceOf(LlmTimeoutError);
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect(service.calls[service.calls.length - 1]).toMatchObject({ profile: 'router', outcome: 'timeout' });
+  });
+
+  it('maps an HTTP error status', async () => {
+    fake.script({ model: 'router', reply: { status: 503 } });
+    const error = await service.llm
+      .chat({ profile: 'router', messages: [{ role: 'user', content: 'hi' }] })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LlmHttpError);
+    expect((error as LlmHttpError).status).toBe(503);
+  });
+
+  it('maps a malformed body to an invalid response', async () => {
+    fake.script({ model: 'router', reply: { rawBody: '{"choices": []}' } });
+    await expect(
+      service.llm.chat({ profile: 'router', messages: [{ role: 'user', content: 'hi' }] }),
+    ).rejects.toBeInstanceOf(LlmInvalidResponseError);
+    fake.script({ model: 'judge', reply: { rawBody: 'this is not json' } });
+    await expect(
+      service.llm.chat({ profile: 'judge', messages: [{ role: 'user', content: 'hi' }] }),
+    ).rejects.toMatchObject({
+      kind: expect.stringMatching(/invalid_response|error/),
+    });
+  });
+
+  it('returns tool calls', async () => {
+    fake.script({
+      model: 'agent',
+      reply: { tool_calls: [{ name: 'consultar_fatura', arguments: { msisdn: '11999990000' } }] },
+    });
+    const result = await service.llm.chat({
+      profile: 'agent',
+      messages: [{ role: 'user', content: 'fatura' }],
+      tools: [
+        {
+          type: 'function',
+          function: { name: 'consultar_fatura', parameters: { type: 'object', properties: {} } },
+        },
+      ],
+    });
+    expect(result.toolCalls).toEqual([
+      { id: expect.any(String), name: 'consultar_fatura', arguments: '{"msisdn":"11999990000"}' },
+    ]);
+  });
+
+  it('without an endpoint, reports not configured and fails fast with a typed error', async () => {
+    const unconfigured = await buildService({ LLM_BASE_URL: undefined, LLM_API_KEY: undefined });
+    try {
+      expect(unconfigured.llm.describe().configured).toBe(false);
+      await expect(
+        unconfigured.llm.chat({ profile: 'router', messages: [{ role: 'user', content: 'x' }] }),
+      ).rejects.toBeInstanceOf(LlmNotConfiguredError);
+    } finally {
+      await unconfigured.close();
+    }
+  });
+});
