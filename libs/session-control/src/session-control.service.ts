@@ -1,7 +1,14 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ConfigType } from '@nestjs/config';
 import { sessionControlConfig } from '@agent/config';
-import { AgentState, HUMAN_HANDOFF_REQUESTED_STATE, SESSION_ENDED_STATE } from '@agent/contracts';
+import {
+  AgentState,
+  HUMAN_HANDOFF_REQUESTED_STATE,
+  JsonRecord,
+  RouteDecision,
+  SESSION_ENDED_STATE,
+  SessionControl,
+} from '@agent/contracts';
 import { EventBusService, MetricsService } from '@agent/observability';
 
 export type SessionControlSource = 'continuity' | 'admin';
@@ -17,40 +24,18 @@ export class SessionControlService {
 
   /**
    * First check of input_guardrails: an ended session rejects the turn; a held handoff keeps the bot silent.
-   * Returns the state patch of the rejection, or null when the turn may proceed.
+   * Returns the state patch of the rejection, or null when the turn may proceed. The rejection describes this
+   * turn completely (route_decision included), so the response never shows the decision of an earlier turn.
    */
   gate(state: AgentState): Partial<AgentState> | null {
-    if (state.session_ended === true) {
-      this.events.emit('session.message.rejected_after_end', {});
-      return {
-        answer: this.config.SESSION_ALREADY_ENDED_MESSAGE,
-        final_answer: this.config.SESSION_ALREADY_ENDED_MESSAGE,
-        blocked: true,
-        session_control: 'END_SESSION',
-        session_ended: true,
-        human_handoff_requested: false,
-        next_state: SESSION_ENDED_STATE,
-        route: 'end_session',
-        intent: 'session_already_ended',
-        mcp_tools: [],
-        mcp_results: [],
-      };
+    // next_state is checked too: a state that reached SESSION_ENDED by any path is ended, whatever the flag says.
+    if (state.session_ended === true || state.next_state === SESSION_ENDED_STATE) {
+      this.events.emit('session.message.rejected_after_end', { message_id: state.message_id ?? null });
+      return this.rejection('END_SESSION', this.config.SESSION_ALREADY_ENDED_MESSAGE);
     }
     if (state.human_handoff_held === true) {
-      this.events.emit('session.message.held_for_human', {});
-      return {
-        answer: this.config.HUMAN_HANDOFF_PENDING_MESSAGE,
-        final_answer: this.config.HUMAN_HANDOFF_PENDING_MESSAGE,
-        blocked: true,
-        session_control: 'HUMAN_HANDOFF',
-        session_ended: false,
-        human_handoff_requested: true,
-        next_state: HUMAN_HANDOFF_REQUESTED_STATE,
-        route: 'human_handoff',
-        intent: 'held_for_human',
-        mcp_tools: [],
-        mcp_results: [],
-      };
+      this.events.emit('session.message.held_for_human', { message_id: state.message_id ?? null });
+      return this.rejection('HUMAN_HANDOFF', this.config.HUMAN_HANDOFF_PENDING_MESSAGE);
     }
     return null;
   }
@@ -75,6 +60,7 @@ export class SessionControlService {
       human_handoff_held: this.config.HUMAN_HANDOFF_MODE === 'hold',
       mcp_tools: [],
       mcp_results: [],
+      ...abandonPendingTransaction(state, 'human_handoff'),
     };
   }
 
@@ -98,6 +84,7 @@ export class SessionControlService {
       next_state: SESSION_ENDED_STATE,
       mcp_tools: [],
       mcp_results: [],
+      ...abandonPendingTransaction(state, 'end_session'),
     };
   }
 
@@ -112,9 +99,68 @@ export class SessionControlService {
     };
   }
 
+  private rejection(control: SessionControl, message: string): Partial<AgentState> {
+    const ended = control === 'END_SESSION';
+    const decision: RouteDecision = {
+      route: ended ? 'end_session' : 'human_handoff',
+      agent: null,
+      intent: ended ? 'session_already_ended' : 'held_for_human',
+      domain: null,
+      mcp_tools: [],
+      confidence: 1,
+      method: 'guardrail',
+      reason: ended ? 'the session has ended' : 'the session is waiting for a person',
+      next_state: ended ? SESSION_ENDED_STATE : HUMAN_HANDOFF_REQUESTED_STATE,
+      route_bypassed: false,
+      metadata: { session_control: control, gate: ended ? 'session_ended' : 'held_for_human' },
+    };
+    return {
+      answer: message,
+      final_answer: message,
+      blocked: true,
+      session_control: control,
+      session_ended: ended,
+      human_handoff_requested: !ended,
+      next_state: decision.next_state,
+      route: decision.route,
+      intent: decision.intent,
+      route_decision: decision as unknown as JsonRecord,
+      mcp_tools: [],
+      mcp_results: [],
+    };
+  }
+
   get messages(): { handoff: string; end: string } {
     return { handoff: this.config.HUMAN_HANDOFF_MESSAGE, end: this.config.END_SESSION_MESSAGE };
   }
+}
+
+/**
+ * A person or the end of the session supersedes a pending confirmation or parameter collection: it is dropped so
+ * no later message (in notify mode, after a resume) can confirm a stale operation.
+ */
+function abandonPendingTransaction(
+  state: AgentState,
+  interruption: 'human_handoff' | 'end_session',
+): Partial<AgentState> {
+  const pending =
+    isTransactionState(state.next_state) ||
+    (state.pending_tool_call ?? null) !== null ||
+    (state.active_transaction ?? null) !== null ||
+    state.confirmation_required === true;
+  if (!pending) return {};
+  return {
+    pending_tool_call: null,
+    selected_tool_call: null,
+    active_transaction: null,
+    confirmation_required: false,
+    missing_parameters: [],
+    transaction_interruption: interruption,
+  };
+}
+
+function isTransactionState(nextState: string | null | undefined): boolean {
+  return typeof nextState === 'string' && /^(WAITING|COLLECTING)_[A-Z0-9_]+$/.test(nextState);
 }
 
 function decisionReason(state: AgentState): string {
