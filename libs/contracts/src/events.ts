@@ -44,9 +44,26 @@ export interface EventPayloads {
   'session.message.held_for_human': Record<string, unknown>;
   'session.resumed': { source: string };
   'guardrails.input.completed': { blocked: boolean; decisions: unknown[]; codes?: string[] };
-  'guardrails.output.completed': { blocked: boolean; decisions: unknown[]; codes?: string[] };
-  'output_supervisor.completed': { action: string; attempt: number; results?: unknown[] };
-  'supervisor.review.completed': { approved: boolean; violations?: unknown[] };
+  'guardrails.output.completed': {
+    blocked: boolean;
+    decisions: unknown[];
+    codes?: string[];
+    /** Output supervisor pass (0 = the agent's first answer). */
+    attempt?: number;
+  };
+  'output_supervisor.completed': {
+    action: string;
+    attempt: number;
+    results?: unknown[];
+    handover_reason?: string;
+    note?: string;
+  };
+  'supervisor.review.completed': {
+    approved: boolean;
+    violations?: unknown[];
+    /** Why the review did not look at the answer (e.g. a session-control message). */
+    skipped?: string;
+  };
   'long_term_memory.load.failed': { error: string };
   'long_term_memory.persist.completed': { saved: number };
   'long_term_memory.persist.failed': { error: string };

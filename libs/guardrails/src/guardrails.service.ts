@@ -1,6 +1,21 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { ConfigType } from '@nestjs/config';
+import { ConfigFilesService, guardrailsConfig } from '@agent/config';
 import type { AgentState, JsonRecord } from '@agent/contracts';
-import { EventBusService } from '@agent/observability';
+import { LlmError, LlmService } from '@agent/llm';
+import { EventBusService, MetricsService } from '@agent/observability';
+import { ConfiguredRail, ExecutorObserver, ParallelRailExecutor, StageOutcome } from './executor';
+import {
+  GUARDRAILS_FILE,
+  guardrailsFileSchema,
+  resolveGuardrailsConfig,
+  ResolvedGuardrailsConfig,
+} from './guardrails.config';
+import { messageFor } from './messages';
+import { aggregateAction, decisionsOf, firstWith, guidanceOf } from './output-supervisor';
+import { isApproving, RAIL_STAGES, RailAction, RailResult, RailStage } from './rail.types';
+import { RAIL_CATALOGUE } from './rails/catalogue';
+import { LlmVerdictClient } from './rails/llm-verdict';
 
 export interface InputGuardrailsResult {
   blocked: boolean;
@@ -17,32 +32,342 @@ export interface OutputGuardrailsResult {
   answer: string;
 }
 
-/** Facade of GuardrailsModule: input rails, output supervisor and output rails. */
-@Injectable()
-export class GuardrailsService {
-  constructor(private readonly events: EventBusService) {}
+export interface StageGuardrailsResult {
+  blocked: boolean;
+  decisions: JsonRecord[];
+  /** The text after sanitizing rails. */
+  text: string;
+}
 
-  runInput(state: AgentState): Promise<InputGuardrailsResult> {
+/** GRL catalogue codes of the reference (python-implementation §12). */
+type GrlEvent = `GRL.${string}`;
+const GRL_BY_ACTION: Record<RailAction, GrlEvent> = {
+  allow: 'GRL.002',
+  sanitize: 'GRL.003',
+  block: 'GRL.004',
+  retry: 'GRL.005',
+  handover: 'GRL.006',
+  observe: 'GRL.007',
+};
+const GRL_FAIL_CLOSED: GrlEvent = 'GRL.008';
+const GRL_SUMMARY: GrlEvent = 'GRL.009';
+
+/** Routes whose answer is a session-control message: never rewritten by output rails. */
+const SESSION_CONTROL_ROUTES = new Set(['human_handoff', 'end_session']);
+
+/** Facade of GuardrailsModule: input rails, output supervisor and output rails (SPEC-002 §10, §12.2, §12.8). */
+@Injectable()
+export class GuardrailsService implements OnModuleInit {
+  private readonly logger = new Logger(GuardrailsService.name);
+  readonly config: ResolvedGuardrailsConfig;
+  private readonly rails: Record<RailStage, ConfiguredRail[]>;
+  private readonly executor: ParallelRailExecutor;
+  /** Rails already reported as unusable for lack of an LLM endpoint: logged once, not every turn. */
+  private readonly notConfiguredReported = new Set<string>();
+
+  constructor(
+    files: ConfigFilesService,
+    @Inject(guardrailsConfig.KEY) private readonly env: ConfigType<typeof guardrailsConfig>,
+    private readonly llm: LlmService,
+    private readonly events: EventBusService,
+    private readonly metrics: MetricsService,
+  ) {
+    this.config = resolveGuardrailsConfig(files.load(GUARDRAILS_FILE, guardrailsFileSchema));
+    const { file } = this.config;
+    const deps = { verdicts: new LlmVerdictClient(llm, file.llm_profile) };
+    this.rails = Object.fromEntries(
+      RAIL_STAGES.map((stage) => [
+        stage,
+        this.config.stages[stage].map((entry) => ({
+          rail: requireDefinition(entry.code).create(entry.params, deps),
+          failClosed: entry.fail_closed ?? file.fail_closed,
+          timeoutMs: entry.timeout_ms ?? file.timeout_ms,
+        })),
+      ]),
+    ) as Record<RailStage, ConfiguredRail[]>;
+    this.executor = new ParallelRailExecutor(
+      { parallel: file.parallel, failFast: file.fail_fast },
+      this.observer(),
+    );
+  }
+
+  onModuleInit(): void {
+    const { file, stages } = this.config;
+    const summary = RAIL_STAGES.filter((s) => stages[s].length > 0)
+      .map((s) => `${s}: ${stages[s].map((e) => e.code).join(', ')}`)
+      .join('; ');
+    this.logger.log(
+      `Guardrails: ${summary || 'no rail enabled'} (parallel=${file.parallel}, fail_fast=${file.fail_fast})`,
+    );
+    const llmRails = RAIL_STAGES.flatMap((stage) =>
+      stages[stage]
+        .filter((e) => requireDefinition(e.code).usesLlm(e.params))
+        .map((e) => ({ stage, code: e.code, failClosed: e.fail_closed ?? file.fail_closed })),
+    );
+    if (llmRails.length === 0 || this.profileHasEndpoint(file.llm_profile)) return;
+    const closed = llmRails.filter((r) => r.failClosed).map((r) => `${r.stage}.${r.code}`);
+    const open = llmRails.filter((r) => !r.failClosed).map((r) => `${r.stage}.${r.code}`);
+    if (open.length > 0) {
+      this.logger.warn(
+        `LLM profile "${file.llm_profile}" has no endpoint: the model stage of ${open.join(', ')} is skipped as OBSERVE (fail_closed=false); deterministic screens still apply.`,
+      );
+    }
+    if (closed.length > 0) {
+      this.logger.error(
+        `LLM profile "${file.llm_profile}" has no endpoint and ${closed.join(', ')} are fail_closed: every text they see will be BLOCKED until an endpoint is configured.`,
+      );
+    }
+  }
+
+  /**
+   * The input verdict. Pure with respect to `state` (reads only), so the workflow may start it alongside the
+   * continuity classifier and the router's LLM stage; `signal` abandons it (rejects with the abort reason).
+   */
+  async runInput(state: AgentState, signal?: AbortSignal): Promise<InputGuardrailsResult> {
     const text = state.user_text ?? '';
-    this.events.emit('guardrails.input.completed', { blocked: false, decisions: [] });
-    return Promise.resolve({ blocked: false, decisions: [], sanitizedText: text });
+    const outcome = await this.executor.run(this.rails.input, { stage: 'input', text, state, signal });
+    const decisions = decisionsOf(outcome);
+    const blocking = outcome.results.filter((r) => !isApproving(r.action));
+    const blocked = blocking.length > 0;
+    this.events.emit('guardrails.input.completed', {
+      blocked,
+      decisions,
+      codes: blocking.map((r) => r.code),
+    });
+    return {
+      blocked,
+      decisions,
+      sanitizedText: blocked ? text : outcome.text,
+      ...(blocked
+        ? { message: messageFor(this.config.messages.input_blocked, blockingCode(outcome, blocking)) }
+        : {}),
+    };
   }
 
   /**
    * The `output_supervisor` node. `regenerate` asks the producing agent for a new answer with the rails'
-   * guidance (null when no agent produced this answer).
+   * guidance (null when no agent produced this answer). RETRY regenerates up to OUTPUT_SUPERVISOR_MAX_RETRIES
+   * times within the turn; when they are used up the conversation is handed over.
    */
-  superviseOutput(
+  async superviseOutput(
     state: AgentState,
     regenerate: (guidance: string) => Promise<string | null>,
   ): Promise<Partial<AgentState>> {
-    void regenerate;
-    void state;
-    return Promise.resolve({});
+    if (!this.env.ENABLE_OUTPUT_SUPERVISOR) return {};
+    const original = state.answer ?? '';
+    if (isSessionControlTurn(state)) {
+      this.events.emit('output_supervisor.completed', { action: RailAction.ALLOW, attempt: 0, results: [] });
+      return {
+        supervisor_action: RailAction.ALLOW,
+        supervisor_guidance: '',
+        supervisor_attempt: 0,
+        output_supervisor_results: [],
+        output_guardrails_already_applied: true,
+        final_answer: original,
+      };
+    }
+    const maxRetries = this.env.OUTPUT_SUPERVISOR_MAX_RETRIES;
+    const history: JsonRecord[] = [];
+    let attempt = state.supervisor_attempt ?? 0;
+    let candidate = original;
+    for (;;) {
+      const outcome = await this.executor.run(this.rails.output, {
+        stage: 'output',
+        text: candidate,
+        state: { ...state, answer: candidate },
+      });
+      const decisions = decisionsOf(outcome, { attempt });
+      history.push(...decisions);
+      const action = aggregateAction(outcome.results);
+      this.emitOutputCompleted(outcome, decisions, attempt);
+      const guidance = isApproving(action) ? '' : guidanceOf(outcome.results);
+      if (action === RailAction.RETRY && attempt < maxRetries) {
+        attempt++;
+        const regenerated = await regenerate(guidance);
+        if (regenerated !== null && regenerated.trim() !== '') {
+          candidate = regenerated;
+          continue;
+        }
+        return this.supervised(RailAction.BLOCK, this.blockedMessage(outcome.results), {
+          guidance,
+          attempt,
+          history,
+          handoverReason: '',
+          note: 'regeneration unavailable',
+        });
+      }
+      if (action === RailAction.RETRY || action === RailAction.HANDOVER) {
+        const codes = outcome.results.filter((r) => !isApproving(r.action)).map((r) => r.code);
+        const reason =
+          action === RailAction.RETRY
+            ? `retries exhausted after ${attempt} regeneration(s): ${codes.join(', ')}`
+            : `handover requested by ${codes.join(', ')}`;
+        return this.supervised(RailAction.HANDOVER, this.config.messages.output_handover, {
+          guidance,
+          attempt,
+          history,
+          handoverReason: reason,
+        });
+      }
+      if (action === RailAction.BLOCK) {
+        return this.supervised(RailAction.BLOCK, this.blockedMessage(outcome.results), {
+          guidance,
+          attempt,
+          history,
+          handoverReason: '',
+        });
+      }
+      return this.supervised(action, action === RailAction.SANITIZE ? outcome.text : candidate, {
+        guidance: '',
+        attempt,
+        history,
+        handoverReason: '',
+      });
+    }
   }
 
-  runOutput(state: AgentState): Promise<OutputGuardrailsResult> {
-    this.events.emit('guardrails.output.completed', { blocked: false, decisions: [] });
-    return Promise.resolve({ blocked: false, decisions: [], answer: state.answer ?? '' });
+  /** Classic output guardrails (ENABLE_OUTPUT_SUPERVISOR=false): one pass, a failing answer is replaced. */
+  async runOutput(state: AgentState): Promise<OutputGuardrailsResult> {
+    const answer = state.answer ?? '';
+    if (isSessionControlTurn(state)) return { blocked: false, decisions: [], answer };
+    const outcome = await this.executor.run(this.rails.output, { stage: 'output', text: answer, state });
+    const decisions = decisionsOf(outcome);
+    const action = aggregateAction(outcome.results);
+    this.emitOutputCompleted(outcome, decisions, 0);
+    if (isApproving(action)) return { blocked: false, decisions, answer: outcome.text };
+    return {
+      blocked: true,
+      decisions,
+      answer:
+        action === RailAction.HANDOVER
+          ? this.config.messages.output_handover
+          : this.blockedMessage(outcome.results),
+    };
   }
+
+  /** Retrieval and tool stages, for the RAG and MCP layers: the text after sanitization, or blocked. */
+  async runStage(
+    stage: 'retrieval' | 'tool',
+    text: string,
+    state: AgentState,
+    signal?: AbortSignal,
+  ): Promise<StageGuardrailsResult> {
+    const outcome = await this.executor.run(this.rails[stage], { stage, text, state, signal });
+    const blocked = outcome.results.some((r) => !isApproving(r.action));
+    return { blocked, decisions: decisionsOf(outcome), text: blocked ? text : outcome.text };
+  }
+
+  private supervised(
+    action: RailAction,
+    answer: string,
+    details: {
+      guidance: string;
+      attempt: number;
+      history: JsonRecord[];
+      handoverReason: string;
+      note?: string;
+    },
+  ): Partial<AgentState> {
+    this.events.emit('output_supervisor.completed', {
+      action,
+      attempt: details.attempt,
+      results: details.history.map((d) => ({ code: d.code, action: d.action, attempt: d.attempt })),
+      ...(details.note ? { note: details.note } : {}),
+      ...(details.handoverReason ? { handover_reason: details.handoverReason } : {}),
+    });
+    return {
+      answer,
+      final_answer: answer,
+      supervisor_action: action,
+      supervisor_guidance: details.guidance,
+      supervisor_attempt: details.attempt,
+      supervisor_handover_reason: details.handoverReason,
+      output_supervisor_results: details.history,
+      output_guardrails_already_applied: true,
+      ...(action === RailAction.BLOCK ? { blocked: true } : {}),
+    };
+  }
+
+  private blockedMessage(results: readonly RailResult[]): string {
+    const failing = firstWith(results, RailAction.BLOCK) ?? firstWith(results, RailAction.RETRY);
+    return messageFor(this.config.messages.output_blocked, failing?.code);
+  }
+
+  private emitOutputCompleted(outcome: StageOutcome, decisions: JsonRecord[], attempt: number): void {
+    const failing = outcome.results.filter((r) => !isApproving(r.action));
+    this.events.emit('guardrails.output.completed', {
+      blocked: failing.length > 0,
+      decisions,
+      codes: failing.map((r) => r.code),
+      attempt,
+    });
+  }
+
+  private observer(): ExecutorObserver {
+    return {
+      result: (stage, result) => {
+        const failClosed = result.error !== undefined && result.action === RailAction.BLOCK;
+        this.events.emit(failClosed ? GRL_FAIL_CLOSED : GRL_BY_ACTION[result.action], {
+          stage,
+          code: result.code,
+          action: result.action,
+          reason: result.reason,
+          latency_ms: result.latency_ms,
+          ...(result.error ? { error: result.error } : {}),
+          metadata: result.metadata,
+        });
+        this.metrics.guardrailActions.inc({ stage, code: result.code, action: result.action });
+      },
+      railFailed: (stage, code, error, failClosed) => {
+        const treatedAs = failClosed ? 'BLOCK (fail_closed)' : 'OBSERVE (fail_closed=false)';
+        if (error instanceof LlmError && error.kind === 'not_configured') {
+          const key = `${stage}.${code}`;
+          if (this.notConfiguredReported.has(key)) return;
+          this.notConfiguredReported.add(key);
+          this.logger.warn(`Guardrail ${key} has no LLM endpoint; treated as ${treatedAs} (reported once).`);
+          return;
+        }
+        this.logger.error(`Guardrail ${stage}.${code} failed: ${error.message}; treated as ${treatedAs}`);
+      },
+      completed: (outcome) => {
+        for (const code of outcome.cancelledCodes) {
+          this.metrics.guardrailActions.inc({ stage: outcome.stage, code, action: 'cancelled' });
+        }
+        this.events.emit(GRL_SUMMARY, {
+          stage: outcome.stage,
+          rail_codes: this.rails[outcome.stage].map((r) => r.rail.code),
+          result_count: outcome.results.length,
+          completion_order: outcome.completionOrder,
+          cancelled_codes: outcome.cancelledCodes,
+          fail_fast_triggered: outcome.failFastTriggered,
+          terminal_code: outcome.terminal?.code ?? null,
+          terminal_action: outcome.terminal?.action ?? null,
+          duration_ms: outcome.durationMs,
+        });
+      },
+    };
+  }
+
+  private profileHasEndpoint(profile: string): boolean {
+    const resolved = this.llm.resolveProfile(profile);
+    if (!resolved) return false;
+    return this.llm.describe().profiles.some((p) => p.name === resolved.name && p.endpoint_configured);
+  }
+}
+
+function requireDefinition(code: string) {
+  const definition = RAIL_CATALOGUE.get(code);
+  // The config schema already rejected unknown codes; this guards the catalogue itself.
+  if (!definition) throw new Error(`rail ${code} is not in the catalogue`);
+  return definition;
+}
+
+/** The answer is a session-control message (human handoff, end of session): rails never rewrite it. */
+function isSessionControlTurn(state: AgentState): boolean {
+  return typeof state.route === 'string' && SESSION_CONTROL_ROUTES.has(state.route);
+}
+
+/** The code whose safe message the user gets: the fail-fast trigger, else the first blocker in configured order. */
+function blockingCode(outcome: StageOutcome, blocking: readonly RailResult[]): string {
+  return outcome.terminal?.code ?? blocking[0].code;
 }

@@ -1,2 +1,8 @@
 export * from './guardrails.module';
 export * from './guardrails.service';
+export { RailAction, RAIL_STAGES } from './rail.types';
+export type { Rail, RailContext, RailEvaluation, RailResult, RailStage } from './rail.types';
+export { GUARDRAILS_FILE, guardrailsFileSchema } from './guardrails.config';
+export type { GuardrailsFile } from './guardrails.config';
+export { DEFAULT_MESSAGES } from './messages';
+export type { GuardrailLanguage, GuardrailMessages } from './messages';

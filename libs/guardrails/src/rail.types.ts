@@ -1,0 +1,145 @@
+import type { AgentState, JsonRecord } from '@agent/contracts';
+
+/** What a rail asks the runtime to do with the text it evaluated (the reference's RailAction values). */
+export const RailAction = {
+  ALLOW: 'allow',
+  SANITIZE: 'sanitize',
+  OBSERVE: 'observe',
+  RETRY: 'retry',
+  HANDOVER: 'handover',
+  BLOCK: 'block',
+} as const;
+export type RailAction = (typeof RailAction)[keyof typeof RailAction];
+
+/** Actions that let the text through (possibly changed). */
+export const APPROVING_ACTIONS: readonly RailAction[] = [
+  RailAction.ALLOW,
+  RailAction.SANITIZE,
+  RailAction.OBSERVE,
+];
+/** Actions that end a stage early when `fail_fast` is on. */
+export const TERMINAL_ACTIONS: readonly RailAction[] = [
+  RailAction.BLOCK,
+  RailAction.RETRY,
+  RailAction.HANDOVER,
+];
+
+/** Output supervisor precedence: handover > block > retry > sanitize > allow/observe. */
+export const ACTION_SEVERITY: Record<RailAction, number> = {
+  handover: 4,
+  block: 3,
+  retry: 2,
+  sanitize: 1,
+  allow: 0,
+  observe: 0,
+};
+
+export function isApproving(action: RailAction): boolean {
+  return APPROVING_ACTIONS.includes(action);
+}
+
+export function isTerminal(action: RailAction): boolean {
+  return TERMINAL_ACTIONS.includes(action);
+}
+
+export const RAIL_STAGES = ['input', 'output', 'retrieval', 'tool'] as const;
+export type RailStage = (typeof RAIL_STAGES)[number];
+
+/** What a rail sees: the text of its stage, the (read-only) turn state and its cancellation signal. */
+export interface RailContext {
+  stage: RailStage;
+  /** Input: the user's message; output: the candidate answer; retrieval/tool: the retrieved or returned text. */
+  text: string;
+  state: Readonly<AgentState>;
+  /** Aborted on timeout, on fail-fast cancellation or when the caller gives up on the stage. */
+  signal: AbortSignal;
+}
+
+/** A rail's own verdict, before the executor adds code, stage and timing. */
+export interface RailEvaluation {
+  action: RailAction;
+  reason: string;
+  /** For RETRY/BLOCK on output: what the agent should change when it regenerates. */
+  guidance?: string;
+  /**
+   * For SANITIZE: the change as a function, so the executor can apply every sanitization in configured
+   * order over the text, whatever order the rails finished in.
+   */
+  sanitize?: (text: string) => string;
+  metadata?: JsonRecord;
+}
+
+/** One rail's outcome as recorded in `guardrail_decisions` / `output_supervisor_results`. */
+export interface RailResult {
+  code: string;
+  stage: RailStage;
+  action: RailAction;
+  reason: string;
+  guidance?: string;
+  latency_ms: number;
+  /** Set when the rail threw or timed out and the executor's fail-closed/fail-open policy decided. */
+  error?: string;
+  metadata: JsonRecord;
+  sanitize?: (text: string) => string;
+}
+
+export interface Rail {
+  readonly code: string;
+  evaluate(context: RailContext): Promise<RailEvaluation>;
+}
+
+/** A rail that could not produce a verdict (LLM failure, invalid verdict); the executor's policy applies. */
+export class RailError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'RailError';
+  }
+}
+
+export class RailTimeoutError extends Error {
+  constructor(
+    readonly code: string,
+    readonly timeoutMs: number,
+  ) {
+    super(`rail ${code} timed out after ${timeoutMs} ms`);
+    this.name = 'RailTimeoutError';
+  }
+}
+
+/** The reason a rail's signal carries when fail_fast cancels it. */
+export class RailCancelledError extends Error {
+  constructor(
+    readonly code: string,
+    readonly by: string,
+  ) {
+    super(`rail ${code} cancelled after the terminal result of ${by}`);
+    this.name = 'RailCancelledError';
+  }
+}
+
+/** Rejects as soon as `signal` aborts: lets a rail stop waiting on work that ignores the signal. */
+export function abortable<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(toError(signal.reason));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(toError(signal.reason));
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(toError(error));
+      },
+    );
+  });
+}
+
+export function toError(reason: unknown): Error {
+  return reason instanceof Error ? reason : new Error(String(reason));
+}

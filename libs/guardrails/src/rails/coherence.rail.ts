@@ -1,0 +1,52 @@
+import { z } from 'zod';
+import type { AgentState } from '@agent/contracts';
+import { RailAction, RailEvaluation } from '../rail.types';
+import { inputContent, llmCheck, llmParamsShape } from './llm-verdict';
+import { defineRail } from './rail-definition';
+
+/** Transaction steps where short answers ("sim", "2", "TIM Music") are expected and the agent judges them. */
+const DELEGATED_NEXT_STATE = /^(COLLECTING_[A-Z0-9_]+_PARAMETERS|WAITING_[A-Z0-9_]+_CONFIRMATION)$/;
+
+export function coherenceDelegated(state: Readonly<AgentState>, statuses: readonly string[]): boolean {
+  if (state.transaction_status && statuses.includes(state.transaction_status)) return true;
+  return typeof state.next_state === 'string' && DELEGATED_NEXT_STATE.test(state.next_state);
+}
+
+const COER_INSTRUCTION =
+  'Block only when the latest user message is incomprehensible (random characters, broken text) or so ambiguous that no request, answer or reaction can be understood from it, even with the conversation. Short replies that make sense after the previous assistant message, greetings and thanks are coherent.';
+
+/** COER: coherence by the guardrail model; delegated to the agent while a transaction collects parameters. */
+export const coherenceRail = defineRail({
+  code: 'COER',
+  stages: ['input'],
+  params: z
+    .object({
+      ...llmParamsShape,
+      /** `transaction_status` values during which the agent, not this rail, judges the reply. */
+      delegate_statuses: z.array(z.string()).default(['COLLECTING_PARAMETERS', 'AWAITING_CONFIRMATION']),
+    })
+    .strict(),
+  usesLlm: () => true,
+  create: (params, deps) => ({
+    code: 'COER',
+    evaluate: async ({ text, state, signal }): Promise<RailEvaluation> => {
+      if (coherenceDelegated(state, params.delegate_statuses)) {
+        return {
+          action: RailAction.ALLOW,
+          reason: 'delegated to the agent while the transaction collects parameters',
+          metadata: { delegated: true, transaction_status: state.transaction_status ?? null },
+        };
+      }
+      return llmCheck(
+        deps.verdicts,
+        'COER',
+        { instruction: COER_INSTRUCTION, content: inputContent(state, text, 2) },
+        signal,
+        {
+          minConfidence: params.min_confidence,
+          blockAction: RailAction.BLOCK,
+        },
+      );
+    },
+  }),
+});

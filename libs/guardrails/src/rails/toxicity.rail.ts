@@ -1,0 +1,68 @@
+import { z } from 'zod';
+import { RailAction, RailEvaluation } from '../rail.types';
+import { firstMatch, normalizeText } from '../text';
+import { inputContent, llmCheck, llmParamsShape } from './llm-verdict';
+import { defineRail } from './rail-definition';
+
+/**
+ * Threats and abuse aimed at a person (accent-free lower-case, Portuguese and English). Frustration with the
+ * service ("que absurdo", "this is ridiculous") is not toxic: the sentiment judge tracks it instead.
+ */
+export const TOXIC_PATTERNS: readonly RegExp[] = [
+  /\bvou (te |lhe )?(matar|espancar|pegar voce|quebrar (sua|tua) cara|acabar com (voce|vc))\b/,
+  /\b(filh[oa] da puta|fdp|vai (se |te )?f[ou]der|vai tomar no (cu|c\*)|vtnc|arrombad[oa]|desgracad[oa]|cuzao)\b/,
+  /\b(seu|sua|voce e (um|uma)|vc e (um|uma)) (idiota|imbecil|burr[oa]|lixo|merda|inutil|retardad[oa]|otari[oa]|incompetente de merda)\b/,
+  /\b(i('ll| will)|i am going to|i'm going to|im going to|gonna) (kill|hurt|murder|beat|find) you\b/,
+  /\b(fuck (you|off)|motherfucker|son of a bitch|piece of shit)\b/,
+  /\byou('re| are)? (a |an )?(stupid|fucking|worthless|useless|dumb) (bot|idiot|piece of|moron|machine|bitch)\b/,
+  /\b(you|u) (idiot|moron|imbecile|bitch)\b/,
+];
+
+const escapeRegex = (value: string) => value.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+const TOX_INSTRUCTION =
+  'Block when the latest user message contains threats, harassment, hate speech, sexual content or insults aimed at a person. Frustration or harsh complaints about the service without abuse are allowed.';
+
+/** TOX: deterministic threat/abuse screen, then the guardrail model. */
+export const toxicityRail = defineRail({
+  code: 'TOX',
+  stages: ['input'],
+  params: z
+    .object({
+      ...llmParamsShape,
+      llm: z.boolean().default(true),
+      /** Extra words or phrases that block on their own (matched whole-word, accent-insensitive). */
+      blocklist: z.array(z.string().trim().min(1)).default([]),
+    })
+    .strict(),
+  usesLlm: (params) => params.llm,
+  create: (params, deps) => {
+    const blocklist = params.blocklist.map((term) => new RegExp(`\\b${escapeRegex(normalizeText(term))}\\b`));
+    return {
+      code: 'TOX',
+      evaluate: async ({ text, state, signal }): Promise<RailEvaluation> => {
+        const hit = firstMatch(normalizeText(text), [...TOXIC_PATTERNS, ...blocklist]);
+        if (hit) {
+          return {
+            action: RailAction.BLOCK,
+            reason: 'threat or abuse',
+            metadata: { source: 'screen', match: hit.match.slice(0, 80) },
+          };
+        }
+        if (!params.llm) {
+          return { action: RailAction.ALLOW, reason: 'no abuse pattern', metadata: { source: 'screen' } };
+        }
+        return llmCheck(
+          deps.verdicts,
+          'TOX',
+          { instruction: TOX_INSTRUCTION, content: inputContent(state, text, 2) },
+          signal,
+          {
+            minConfidence: params.min_confidence,
+            blockAction: RailAction.BLOCK,
+          },
+        );
+      },
+    };
+  },
+});
