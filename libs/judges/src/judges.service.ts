@@ -1,19 +1,205 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
+import { ConfigFilesService } from '@agent/config';
 import type { AgentState, JsonRecord } from '@agent/contracts';
+import { LlmService } from '@agent/llm';
 import { EventBusService } from '@agent/observability';
+import {
+  DEFAULT_JUDGE_TEXTS,
+  DEFAULT_THRESHOLDS,
+  JudgeEntry,
+  JUDGES_FILE,
+  JudgesFile,
+  judgesFileSchema,
+} from './judges.config';
+import { DETERMINISTIC_JUDGES, JudgeScore } from './judges/deterministic';
+import { buildJudgeContext, isTransactionalTurn, JudgeContext } from './judges/evidence';
+import { llmJudge } from './judges/llm-judge';
+import { normalizeText } from './text';
 
-/** Facade of JudgesModule: judges (observational) and the supervisor review. */
+/** Injection token for the sampler's random source (tests pin it). */
+export const JUDGES_RANDOM = Symbol('JUDGES_RANDOM');
+
+export interface JudgeResult extends JsonRecord {
+  name: string;
+  type: 'llm' | 'deterministic';
+  score: number;
+  passed: boolean;
+  threshold: number;
+  reason: string;
+  enforce: boolean;
+  latency_ms: number;
+  error?: string;
+  metadata: JsonRecord;
+}
+
+export interface ReviewOutcome {
+  approved: boolean;
+  answer: string;
+}
+
+/** Routes whose answer is a session-control message: judged by nobody, rewritten by nobody. */
+const SESSION_CONTROL_ROUTES = new Set(['human_handoff', 'end_session']);
+
+/**
+ * Facade of JudgesModule: judges (observational unless `enforce: true`) and the supervisor review
+ * (SPEC-002 §12.9).
+ */
 @Injectable()
 export class JudgesService {
-  constructor(private readonly events: EventBusService) {}
+  private readonly logger = new Logger(JudgesService.name);
+  readonly config: JudgesFile;
+  private readonly random: () => number;
 
-  evaluate(state: AgentState): Promise<JsonRecord[]> {
-    void state;
-    return Promise.resolve([]);
+  constructor(
+    files: ConfigFilesService,
+    private readonly llm: LlmService,
+    private readonly events: EventBusService,
+    @Optional() @Inject(JUDGES_RANDOM) random?: () => number,
+  ) {
+    this.config = files.load(JUDGES_FILE, judgesFileSchema);
+    this.random = random ?? Math.random;
   }
 
-  review(state: AgentState): Promise<{ approved: boolean; answer: string }> {
-    this.events.emit('supervisor.review.completed', { approved: true });
-    return Promise.resolve({ approved: true, answer: state.final_answer ?? state.answer ?? '' });
+  /** The `judge` node: samples the turn, runs the enabled judges concurrently, returns `judge_results`. */
+  async evaluate(state: AgentState): Promise<JsonRecord[]> {
+    const judges = this.config.judges.filter((j) => j.enabled);
+    if (!this.config.enabled || judges.length === 0) return [];
+    if (isSessionControlTurn(state)) {
+      this.events.emit('judges.completed', { sampled: false, reason: 'session_control', count: 0 });
+      return [];
+    }
+    const transactional = isTransactionalTurn(state);
+    const forced = transactional && this.config.always_run_for_transactional;
+    if (!forced && !(this.random() < this.config.sample_rate)) {
+      this.events.emit('judges.completed', {
+        sampled: false,
+        reason: 'not_sampled',
+        sample_rate: this.config.sample_rate,
+        transactional,
+        count: 0,
+      });
+      return [];
+    }
+    const context = buildJudgeContext(state);
+    const results = await Promise.all(judges.map((judge) => this.runJudge(judge, context)));
+    for (const result of results) {
+      this.events.emit(`judge.${result.name}.evaluated`, { ...result });
+    }
+    this.events.emit('judges.completed', {
+      sampled: true,
+      reason: forced ? 'transactional' : 'sampled',
+      transactional,
+      count: results.length,
+      failed: results.filter((r) => !r.passed).map((r) => r.name),
+      enforced_failed: results.filter((r) => r.enforce && !r.passed).map((r) => r.name),
+    });
+    return results;
   }
+
+  /**
+   * The `supervisor_review` node: configured policy rules over the final answer, plus enforced judges.
+   * A session-control message (human handoff, end of session, the output supervisor's handover) is never
+   * rewritten: the reference replaced the legitimate handoff message because it mentions a human.
+   */
+  review(state: AgentState): Promise<ReviewOutcome> {
+    const answer = state.final_answer ?? state.answer ?? '';
+    const review = this.config.supervisor_review;
+    if (isSessionControlTurn(state) || state.supervisor_action === 'handover') {
+      this.events.emit('supervisor.review.completed', {
+        approved: true,
+        violations: [],
+        skipped: 'session_control',
+      });
+      return Promise.resolve({ approved: true, answer });
+    }
+    if (!review.enabled) {
+      this.events.emit('supervisor.review.completed', {
+        approved: true,
+        violations: [],
+        skipped: 'disabled',
+      });
+      return Promise.resolve({ approved: true, answer });
+    }
+    const texts = DEFAULT_JUDGE_TEXTS[this.config.language];
+    const violations: JsonRecord[] = [];
+    let replacement: string | null = null;
+    const normalized = normalizeText(answer);
+    for (const rule of review.rules) {
+      const pattern = new RegExp(rule.pattern, 'iu');
+      if (!pattern.test(answer) && !pattern.test(normalized)) continue;
+      violations.push({ rule: rule.id, action: rule.action });
+      if (rule.action === 'replace' && replacement === null) {
+        replacement = rule.message ?? review.replacement_message ?? texts.replacement_message;
+      }
+    }
+    const enforcedFailures = (state.judge_results ?? []).filter(
+      (r) => r.enforce === true && r.passed === false,
+    );
+    for (const failure of enforcedFailures) {
+      violations.push({ judge: failure.name, action: 'replace' });
+      replacement ??= this.config.fallback_message ?? texts.fallback_message;
+    }
+    const approved = violations.length === 0;
+    this.events.emit('supervisor.review.completed', { approved, violations });
+    return Promise.resolve({ approved, answer: replacement ?? answer });
+  }
+
+  private async runJudge(judge: JudgeEntry, context: JudgeContext): Promise<JudgeResult> {
+    const threshold = judge.threshold ?? DEFAULT_THRESHOLDS[judge.name];
+    const started = performance.now();
+    const base = { name: judge.name, type: judge.type, threshold, enforce: judge.enforce };
+    if (judge.type === 'deterministic') {
+      const score: JudgeScore = DETERMINISTIC_JUDGES[judge.name](context);
+      return {
+        ...base,
+        score: score.score,
+        passed: score.score >= threshold,
+        reason: score.reason,
+        latency_ms: elapsed(started),
+        metadata: score.metadata,
+      };
+    }
+    try {
+      const verdict = await llmJudge(
+        this.llm,
+        judge.profile ?? this.config.profile,
+        judge.name,
+        threshold,
+        context,
+        this.config.max_context_chars,
+      );
+      return {
+        ...base,
+        score: verdict.score,
+        // The model's own verdict and the configured threshold must both agree.
+        passed: verdict.passed && verdict.score >= threshold,
+        reason: verdict.reason,
+        latency_ms: elapsed(started),
+        metadata: { model_passed: verdict.passed },
+      };
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      const failClosed = judge.fail_closed ?? this.config.fail_closed;
+      this.logger.warn(
+        `judge ${judge.name} failed (${failClosed ? 'fail-closed: score 0' : 'fail-open: skipped'}): ${message}`,
+      );
+      return {
+        ...base,
+        score: failClosed ? 0 : 1,
+        passed: !failClosed,
+        reason: failClosed ? 'judge failed; fail-closed result' : 'judge failed; skipped (fail-open)',
+        latency_ms: elapsed(started),
+        error: message,
+        metadata: { fail_closed: failClosed, skipped: !failClosed },
+      };
+    }
+  }
+}
+
+function isSessionControlTurn(state: AgentState): boolean {
+  return typeof state.route === 'string' && SESSION_CONTROL_ROUTES.has(state.route);
+}
+
+function elapsed(started: number): number {
+  return Math.round((performance.now() - started) * 100) / 100;
 }

@@ -1,0 +1,56 @@
+import type { AgentState, JsonRecord } from '@agent/contracts';
+
+/** What the judges see: the answer, the user's message and the turn's evidence (SPEC-002 §12.9). */
+export interface JudgeContext {
+  answer: string;
+  userText: string;
+  route: string | null;
+  intent: string | null;
+  mcpResults: JsonRecord[];
+  ragResults: JsonRecord[];
+  transactionEvidence: JsonRecord[];
+}
+
+export function buildJudgeContext(state: Readonly<AgentState>): JudgeContext {
+  return {
+    answer: state.final_answer ?? state.answer ?? '',
+    userText: state.sanitized_input ?? state.user_text ?? '',
+    route: state.route ?? null,
+    intent: state.intent ?? null,
+    mcpResults: state.mcp_results ?? [],
+    ragResults: state.rag_results ?? [],
+    transactionEvidence: [
+      ...(state.relevant_transaction_evidence ?? []),
+      ...(state.transaction_evidence ?? []),
+      ...(state.last_transaction_evidence ? [state.last_transaction_evidence] : []),
+    ],
+  };
+}
+
+/** MCP, RAG and transaction evidence as one JSON text, capped. */
+export function evidenceText(context: JudgeContext, maxChars: number): string {
+  const parts: string[] = [];
+  if (context.mcpResults.length > 0) parts.push(`MCP results: ${JSON.stringify(context.mcpResults)}`);
+  if (context.ragResults.length > 0) parts.push(`RAG results: ${JSON.stringify(context.ragResults)}`);
+  if (context.transactionEvidence.length > 0) {
+    parts.push(`Transaction evidence: ${JSON.stringify(context.transactionEvidence)}`);
+  }
+  return parts.join('\n').slice(0, maxChars);
+}
+
+const TERMINAL_STATUSES = /^(COMPLETED|FAILED|CANCELLED|CANCELED|BLOCKED|EXPIRED|ABANDONED|DONE)$/i;
+const isRecord = (v: unknown): v is JsonRecord => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The reference's transactional detection: an active transaction or a transactional tool in this turn. */
+export function isTransactionalTurn(state: Readonly<AgentState>): boolean {
+  if (state.transaction_status && !TERMINAL_STATUSES.test(state.transaction_status)) return true;
+  if (state.confirmation_required === true || state.confirmation_received === true) return true;
+  if (state.pending_tool_call || state.selected_tool_call || state.tool_policy_result) return true;
+  return (state.mcp_results ?? []).some(
+    (r) =>
+      isRecord(r) &&
+      (r.operation_type === 'transactional' ||
+        r.awaiting_confirmation === true ||
+        typeof r.transaction_status === 'string'),
+  );
+}
