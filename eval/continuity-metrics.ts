@@ -1,0 +1,373 @@
+import {
+  CONTINUITY_DECISIONS,
+  ContinuityDecision,
+  ContinuityFallbackReason,
+  CONTINUITY_FALLBACK_REASONS,
+} from '@agent/contracts';
+
+/**
+ * What one labelled turn produced, as recorded by the runner. The service is run with threshold 0, so `accepted`
+ * holds only the structural checks (a usable answer, CONTINUE with an active agent); the acceptance at any
+ * threshold t is then `accepted && confidence >= t`, exactly what the service computes at t.
+ */
+export interface TurnOutcome {
+  conversation_id: string;
+  /** 1-based position of the turn in its conversation. */
+  depth: number;
+  language: string;
+  domain: string;
+  tags: string[];
+  label: ContinuityDecision;
+  has_active_agent: boolean;
+  user: string;
+  /** The model's label; ROUTE with confidence 0 when the classifier failed. */
+  decision: ContinuityDecision;
+  confidence: number;
+  accepted: boolean;
+  fallback_reason: ContinuityFallbackReason | null;
+  reason: string;
+  latency_ms: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+}
+
+/** The classifier gave no usable answer: its label is not the model's. */
+export const FAILURE_REASONS: readonly ContinuityFallbackReason[] = ['invalid_output', 'timeout', 'error'];
+
+export const FAILED = 'FAILED';
+export type RawPrediction = ContinuityDecision | typeof FAILED;
+export const RAW_COLUMNS: readonly RawPrediction[] = [...CONTINUITY_DECISIONS, FAILED];
+
+export const DEFAULT_SWEEP_THRESHOLDS: readonly number[] = [
+  0, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.925, 0.95, 0.975, 0.99, 1,
+];
+
+export function isFailure(outcome: TurnOutcome): boolean {
+  return outcome.fallback_reason !== null && FAILURE_REASONS.includes(outcome.fallback_reason);
+}
+
+/** What the model said, failures apart. */
+export function rawPrediction(outcome: TurnOutcome): RawPrediction {
+  return isFailure(outcome) ? FAILED : outcome.decision;
+}
+
+export function acceptedAt(outcome: TurnOutcome, threshold: number): boolean {
+  return outcome.accepted && outcome.confidence >= threshold;
+}
+
+/** What the workflow does at this threshold: the accepted label, else the Enterprise Router (ROUTE). */
+export function effectiveDecision(outcome: TurnOutcome, threshold: number): ContinuityDecision {
+  return acceptedAt(outcome, threshold) ? outcome.decision : 'ROUTE';
+}
+
+export interface Ratio {
+  count: number;
+  total: number;
+  /** count / total; null when total is 0 (nothing to measure, not 0%). */
+  rate: number | null;
+}
+
+export function ratio(count: number, total: number): Ratio {
+  return { count, total, rate: total === 0 ? null : count / total };
+}
+
+/** rows: expected label; columns: prediction. */
+export type ConfusionMatrix<C extends string> = Record<ContinuityDecision, Record<C, number>>;
+
+export function confusionMatrix<C extends string>(
+  pairs: readonly { label: ContinuityDecision; predicted: C }[],
+  columns: readonly C[],
+): ConfusionMatrix<C> {
+  const matrix = {} as ConfusionMatrix<C>;
+  for (const label of CONTINUITY_DECISIONS) {
+    matrix[label] = Object.fromEntries(columns.map((column) => [column, 0])) as Record<C, number>;
+  }
+  for (const { label, predicted } of pairs) {
+    if (!(predicted in matrix[label])) throw new Error(`prediction "${predicted}" is not a matrix column`);
+    matrix[label][predicted]++;
+  }
+  return matrix;
+}
+
+export interface LabelScore {
+  label: ContinuityDecision;
+  /** Turns with this expected label. */
+  support: number;
+  /** Turns predicted with this label. */
+  predicted: number;
+  true_positives: number;
+  /** null when nothing was predicted with this label. */
+  precision: number | null;
+  /** null when no turn carries this label. */
+  recall: number | null;
+  /** null when precision or recall is undefined; 0 when both are 0. */
+  f1: number | null;
+}
+
+export function labelScores<C extends string>(matrix: ConfusionMatrix<C>): LabelScore[] {
+  return CONTINUITY_DECISIONS.map((label) => {
+    const row = matrix[label] as Record<string, number>;
+    const support = Object.values(row).reduce((sum, n) => sum + n, 0);
+    const predicted = CONTINUITY_DECISIONS.reduce(
+      (sum, expected) => sum + ((matrix[expected] as Record<string, number>)[label] ?? 0),
+      0,
+    );
+    const truePositives = row[label] ?? 0;
+    const precision = predicted === 0 ? null : truePositives / predicted;
+    const recall = support === 0 ? null : truePositives / support;
+    const f1 =
+      precision === null || recall === null
+        ? null
+        : precision + recall === 0
+          ? 0
+          : (2 * precision * recall) / (precision + recall);
+    return { label, support, predicted, true_positives: truePositives, precision, recall, f1 };
+  });
+}
+
+/** Unweighted mean of the defined per-label F1 scores (labels the set does not hold are left out). */
+export function macroF1(scores: readonly LabelScore[]): number | null {
+  const defined = scores.filter((s) => s.support > 0).map((s) => s.f1 ?? 0);
+  return defined.length === 0 ? null : defined.reduce((sum, f) => sum + f, 0) / defined.length;
+}
+
+export interface SweepRow {
+  threshold: number;
+  /** Turns the router did not run: an accepted CONTINUE, HUMAN_HANDOFF or END_SESSION. */
+  bypass: Ratio;
+  /** Accepted CONTINUE over all turns. */
+  continue_bypass: Ratio;
+  /** Accepted CONTINUE whose label is not CONTINUE, or accepted HANDOFF/END that is wrong, over all turns. */
+  misroute: Ratio;
+  /** The same misroutes over the bypassed turns: how often skipping the router was a mistake. */
+  misroute_among_bypasses: Ratio;
+  /** Label ROUTE with an active agent, accepted CONTINUE, over ROUTE turns with an active agent. */
+  missed_switch: Ratio;
+  /** Label CONTINUE turns that still went to the router (cost, not harm). */
+  missed_continue: Ratio;
+  /** Label HUMAN_HANDOFF / END_SESSION turns not accepted as that label. */
+  missed_session_action: Ratio;
+  /** Effective decision equals the label. */
+  accuracy: Ratio;
+}
+
+export function isMisroute(outcome: TurnOutcome, threshold: number): boolean {
+  return acceptedAt(outcome, threshold) && outcome.decision !== 'ROUTE' && outcome.decision !== outcome.label;
+}
+
+export function isMissedSwitch(outcome: TurnOutcome, threshold: number): boolean {
+  return (
+    outcome.label === 'ROUTE' &&
+    outcome.has_active_agent &&
+    acceptedAt(outcome, threshold) &&
+    outcome.decision === 'CONTINUE'
+  );
+}
+
+export function sweepRow(outcomes: readonly TurnOutcome[], threshold: number): SweepRow {
+  const total = outcomes.length;
+  let bypass = 0;
+  let continueBypass = 0;
+  let misroute = 0;
+  let missedSwitch = 0;
+  let switches = 0;
+  let missedContinue = 0;
+  let continues = 0;
+  let missedAction = 0;
+  let actions = 0;
+  let correct = 0;
+  for (const outcome of outcomes) {
+    const accepted = acceptedAt(outcome, threshold);
+    const effective = effectiveDecision(outcome, threshold);
+    if (accepted && outcome.decision !== 'ROUTE') bypass++;
+    if (accepted && outcome.decision === 'CONTINUE') continueBypass++;
+    if (isMisroute(outcome, threshold)) misroute++;
+    if (outcome.label === 'ROUTE' && outcome.has_active_agent) {
+      switches++;
+      if (isMissedSwitch(outcome, threshold)) missedSwitch++;
+    }
+    if (outcome.label === 'CONTINUE') {
+      continues++;
+      if (effective !== 'CONTINUE') missedContinue++;
+    }
+    if (outcome.label === 'HUMAN_HANDOFF' || outcome.label === 'END_SESSION') {
+      actions++;
+      if (effective !== outcome.label) missedAction++;
+    }
+    if (effective === outcome.label) correct++;
+  }
+  return {
+    threshold,
+    bypass: ratio(bypass, total),
+    continue_bypass: ratio(continueBypass, total),
+    misroute: ratio(misroute, total),
+    misroute_among_bypasses: ratio(misroute, bypass),
+    missed_switch: ratio(missedSwitch, switches),
+    missed_continue: ratio(missedContinue, continues),
+    missed_session_action: ratio(missedAction, actions),
+    accuracy: ratio(correct, total),
+  };
+}
+
+/** The sweep over the given thresholds plus the chosen one, ascending, each once. */
+export function thresholdSweep(
+  outcomes: readonly TurnOutcome[],
+  thresholds: readonly number[] = DEFAULT_SWEEP_THRESHOLDS,
+  chosen?: number,
+): SweepRow[] {
+  const all = [...new Set([...thresholds, ...(chosen === undefined ? [] : [chosen])])].sort((a, b) => a - b);
+  return all.map((threshold) => sweepRow(outcomes, threshold));
+}
+
+/** The lowest swept threshold with no misroute at all (the most bypass without harm), or null. */
+export function lowestSafeThreshold(rows: readonly SweepRow[]): number | null {
+  return rows.find((row) => row.misroute.count === 0)?.threshold ?? null;
+}
+
+export interface GroupAccuracy {
+  group: string;
+  turns: number;
+  /** The model's label equals the expected one (failures count as wrong). */
+  raw_accuracy: Ratio;
+  /** What the workflow does at the threshold equals the expected label. */
+  accuracy: Ratio;
+  misroutes: number;
+  failures: number;
+}
+
+export function accuracyBy(
+  outcomes: readonly TurnOutcome[],
+  threshold: number,
+  keyOf: (outcome: TurnOutcome) => string | string[],
+  order?: readonly string[],
+): GroupAccuracy[] {
+  const groups = new Map<string, TurnOutcome[]>();
+  for (const outcome of outcomes) {
+    const keys = keyOf(outcome);
+    for (const key of Array.isArray(keys) ? keys : [keys]) {
+      const list = groups.get(key) ?? [];
+      list.push(outcome);
+      groups.set(key, list);
+    }
+  }
+  const keys = order ? order.filter((key) => groups.has(key)) : [...groups.keys()].sort();
+  return keys.map((group) => {
+    const members = groups.get(group) ?? [];
+    return {
+      group,
+      turns: members.length,
+      raw_accuracy: ratio(members.filter((o) => rawPrediction(o) === o.label).length, members.length),
+      accuracy: ratio(
+        members.filter((o) => effectiveDecision(o, threshold) === o.label).length,
+        members.length,
+      ),
+      misroutes: members.filter((o) => isMisroute(o, threshold)).length,
+      failures: members.filter(isFailure).length,
+    };
+  });
+}
+
+/** Depth buckets: each depth up to `exactUpTo`, then one bucket for the deeper turns. */
+export function depthBucket(depth: number, exactUpTo = 8): string {
+  return depth <= exactUpTo ? String(depth) : `${exactUpTo + 1}+`;
+}
+
+export function depthOrder(outcomes: readonly TurnOutcome[], exactUpTo = 8): string[] {
+  const max = outcomes.reduce((m, o) => Math.max(m, o.depth), 0);
+  const order = Array.from({ length: Math.min(max, exactUpTo) }, (_, i) => String(i + 1));
+  if (max > exactUpTo) order.push(`${exactUpTo + 1}+`);
+  return order;
+}
+
+export function percentile(values: readonly number[], p: number): number | null {
+  if (values.length === 0) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = Math.ceil((p / 100) * sorted.length);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, rank - 1))];
+}
+
+export interface EvalSummary {
+  threshold: number;
+  turns: number;
+  /** At the threshold: the decision the workflow acts on. */
+  accuracy: Ratio;
+  /** The model's label, before the threshold. */
+  raw_accuracy: Ratio;
+  macro_f1: number | null;
+  raw_macro_f1: number | null;
+  per_label: LabelScore[];
+  raw_per_label: LabelScore[];
+  confusion: ConfusionMatrix<ContinuityDecision>;
+  raw_confusion: ConfusionMatrix<RawPrediction>;
+  missed_switch: Ratio;
+  misroute: Ratio;
+  bypass: Ratio;
+  failures: Record<string, number>;
+  lowest_safe_threshold: number | null;
+  sweep: SweepRow[];
+  by_depth: GroupAccuracy[];
+  by_language: GroupAccuracy[];
+  by_domain: GroupAccuracy[];
+  by_tag: GroupAccuracy[];
+  latency_ms: { p50: number | null; p95: number | null; max: number | null };
+  tokens: { prompt: number; completion: number; per_turn: number | null };
+}
+
+export function summarize(
+  outcomes: readonly TurnOutcome[],
+  threshold: number,
+  sweepThresholds: readonly number[] = DEFAULT_SWEEP_THRESHOLDS,
+): EvalSummary {
+  const confusion = confusionMatrix(
+    outcomes.map((o) => ({ label: o.label, predicted: effectiveDecision(o, threshold) })),
+    CONTINUITY_DECISIONS,
+  );
+  const rawConfusion = confusionMatrix(
+    outcomes.map((o) => ({ label: o.label, predicted: rawPrediction(o) })),
+    RAW_COLUMNS,
+  );
+  const perLabel = labelScores(confusion);
+  const rawPerLabel = labelScores(rawConfusion);
+  const sweep = thresholdSweep(outcomes, sweepThresholds, threshold);
+  const chosen = sweepRow(outcomes, threshold);
+  const failures: Record<string, number> = {};
+  for (const reason of CONTINUITY_FALLBACK_REASONS) {
+    const count = outcomes.filter((o) => o.fallback_reason === reason).length;
+    if (count > 0) failures[reason] = count;
+  }
+  const answered = outcomes.filter((o) => !isFailure(o)).map((o) => o.latency_ms);
+  const prompt = outcomes.reduce((sum, o) => sum + o.prompt_tokens, 0);
+  const completion = outcomes.reduce((sum, o) => sum + o.completion_tokens, 0);
+  return {
+    threshold,
+    turns: outcomes.length,
+    accuracy: chosen.accuracy,
+    raw_accuracy: ratio(outcomes.filter((o) => rawPrediction(o) === o.label).length, outcomes.length),
+    macro_f1: macroF1(perLabel),
+    raw_macro_f1: macroF1(rawPerLabel),
+    per_label: perLabel,
+    raw_per_label: rawPerLabel,
+    confusion,
+    raw_confusion: rawConfusion,
+    missed_switch: chosen.missed_switch,
+    misroute: chosen.misroute,
+    bypass: chosen.bypass,
+    failures,
+    lowest_safe_threshold: lowestSafeThreshold(sweep),
+    sweep,
+    by_depth: accuracyBy(outcomes, threshold, (o) => depthBucket(o.depth), depthOrder(outcomes)),
+    by_language: accuracyBy(outcomes, threshold, (o) => o.language),
+    by_domain: accuracyBy(outcomes, threshold, (o) => o.domain),
+    by_tag: accuracyBy(outcomes, threshold, (o) => o.tags),
+    latency_ms: {
+      p50: percentile(answered, 50),
+      p95: percentile(answered, 95),
+      max: answered.length === 0 ? null : Math.max(...answered),
+    },
+    tokens: {
+      prompt,
+      completion,
+      per_turn: outcomes.length === 0 ? null : (prompt + completion) / outcomes.length,
+    },
+  };
+}
