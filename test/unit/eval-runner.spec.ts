@@ -1,0 +1,208 @@
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { loadYamlFile, routingFileSchema } from '@agent/config';
+import { FakeChatRequest, FakeLlmServer, FakeReply, lastUserMessage } from '../support/fake-llm';
+import { ContinuityDataset, loadDataset } from '../../eval/continuity-dataset';
+import type { EvalReport } from '../../eval/continuity-report';
+import { main } from '../../eval/run-continuity-eval';
+
+const ROOT = resolve(__dirname, '..', '..');
+const DATASET = join(ROOT, 'eval', 'dataset', 'continuity.yaml');
+const catalogue = loadYamlFile(join(ROOT, 'config', 'routing.yaml'), routingFileSchema);
+
+interface Script {
+  label: string;
+  confidence: number;
+  invalid?: boolean;
+}
+
+/** The key a classifier request is answered by: the current message and the reply right before it. */
+function keyOf(user: string, previousAssistant: string | undefined): string {
+  return `${user}\u0000${previousAssistant ?? ''}`;
+}
+
+function capture() {
+  const out: string[] = [];
+  const err: string[] = [];
+  return { out, err, io: { out: (l: string) => out.push(l), err: (l: string) => err.push(l) } };
+}
+
+// The machine running the suite may be busy: the whole dataset goes through a real Nest context and HTTP.
+jest.setTimeout(60_000);
+
+describe('eval:continuity runner', () => {
+  let fake: FakeLlmServer;
+  let dataset: ContinuityDataset;
+  let outDir: string;
+  const scripts = new Map<string, Script>();
+  let shortAcks = 0;
+  let switches = 0;
+  let total = 0;
+
+  beforeAll(async () => {
+    dataset = loadDataset(DATASET, catalogue);
+    outDir = mkdtempSync(join(tmpdir(), 'eval-runner-'));
+    let missedSwitchPlanted = false;
+    let invalidPlanted = false;
+    for (const conversation of dataset.conversations) {
+      conversation.turns.forEach((turn, index) => {
+        total++;
+        const key = keyOf(turn.user, conversation.turns[index - 1]?.assistant);
+        let script: Script = { label: turn.label, confidence: 0.95 };
+        if (turn.label === 'ROUTE' && turn.active_agent !== null) {
+          switches++;
+          if (!missedSwitchPlanted) {
+            // One confident wrong CONTINUE: a missed switch, and a misroute, at every threshold up to 0.97.
+            script = { label: 'CONTINUE', confidence: 0.97 };
+            missedSwitchPlanted = true;
+          }
+        } else if (turn.label === 'CONTINUE' && turn.tags.includes('short_ack')) {
+          // Right but unsure: bypassed at 0.85, sent to the router at 0.90.
+          script = { label: 'CONTINUE', confidence: 0.85 };
+          shortAcks++;
+        } else if (turn.label === 'HUMAN_HANDOFF' && !invalidPlanted) {
+          script = { label: 'HUMAN_HANDOFF', confidence: 0.95, invalid: true };
+          invalidPlanted = true;
+        }
+        const existing = scripts.get(key);
+        if (existing && existing.label !== script.label) {
+          throw new Error(`ambiguous fake key for "${turn.user}"`);
+        }
+        scripts.set(key, script);
+      });
+    }
+    fake = await FakeLlmServer.start();
+    fake.script({
+      reply: (request: FakeChatRequest): FakeReply => {
+        const payload = JSON.parse(lastUserMessage(request)) as {
+          current_message: string;
+          recent_history: { role: string; content: string }[];
+        };
+        const last = payload.recent_history[payload.recent_history.length - 1];
+        const script = scripts.get(keyOf(payload.current_message, last?.content));
+        if (!script) return { status: 500 };
+        if (script.invalid) {
+          return {
+            content: 'I think this is a handoff.',
+            usage: { prompt_tokens: 300, completion_tokens: 8 },
+          };
+        }
+        return {
+          json: { decision: script.label, confidence: script.confidence, reason: 'scripted from the label' },
+          usage: { prompt_tokens: 300, completion_tokens: 20 },
+        };
+      },
+    });
+  });
+
+  afterAll(async () => {
+    await fake.stop();
+    rmSync(outDir, { recursive: true, force: true });
+  });
+
+  it('runs every labelled turn through ContinuityService and writes the reports', async () => {
+    const { io, out, err } = capture();
+    const code = await main(
+      ['--base-url', fake.baseUrl, '--model', 'eval-model', '--out', outDir, '--concurrency', '8'],
+      {},
+      io,
+      ROOT,
+    );
+    expect({ code, err: err.filter((l) => !/^\s+\d+\/\d+ turns$/.test(l)) }).toEqual({
+      code: 0,
+      err: [expect.stringContaining('service warning: continuity classifier output rejected')],
+    });
+
+    expect(fake.requests).toHaveLength(total);
+    for (const request of fake.requests) {
+      expect(request.model).toBe('eval-model');
+      expect(request.body).toMatchObject({
+        temperature: 0,
+        max_tokens: 80,
+        response_format: { type: 'json_object' },
+      });
+      const payload = JSON.parse(lastUserMessage(request)) as { recent_history: unknown[] };
+      expect(payload.recent_history.length).toBeLessThanOrEqual(4);
+    }
+
+    const files = readdirSync(outDir).sort();
+    expect(files).toEqual([
+      expect.stringMatching(/^continuity-eval-model-.*\.json$/),
+      expect.stringMatching(/^continuity-eval-model-.*\.md$/),
+    ]);
+    const report = JSON.parse(readFileSync(join(outDir, files[0]), 'utf8')) as EvalReport;
+    const { summary } = report;
+    expect(report.turns).toHaveLength(total);
+    expect(report.meta).toMatchObject({
+      model: 'eval-model',
+      threshold: 0.9,
+      service_threshold: 0,
+      history_turns: 2,
+    });
+    expect(summary.raw_accuracy).toEqual({ count: total - 2, total, rate: (total - 2) / total });
+    expect(summary.accuracy.count).toBe(total - 2 - shortAcks);
+    expect(summary.missed_switch).toEqual({ count: 1, total: switches, rate: 1 / switches });
+    expect(summary.misroute.count).toBe(1);
+    expect(summary.failures).toEqual({ invalid_output: 1 });
+    expect(summary.raw_confusion.HUMAN_HANDOFF.FAILED).toBe(1);
+    expect(summary.tokens.prompt).toBe(300 * total);
+
+    const at085 = summary.sweep.find((row) => row.threshold === 0.85);
+    expect(at085?.accuracy.count).toBe(total - 2);
+    const at1 = summary.sweep.find((row) => row.threshold === 1);
+    expect(at1).toMatchObject({ bypass: { count: 0 }, misroute: { count: 0 } });
+    expect(summary.lowest_safe_threshold).toBe(0.975);
+    expect(summary.by_depth[0].group).toBe('1');
+    expect(summary.by_language.map((g) => g.group)).toEqual(['en', 'es', 'pt']);
+
+    const markdown = readFileSync(join(outDir, files[1]), 'utf8');
+    for (const heading of [
+      '## Headline',
+      '## Per-label precision and recall',
+      '## Confusion matrix',
+      '## Threshold sweep',
+      '## Accuracy by turn depth',
+      '## By situation (hard cases)',
+      '## Turns with a wrong label or decision',
+    ]) {
+      expect(markdown).toContain(heading);
+    }
+    expect(out).toEqual(expect.arrayContaining([expect.stringMatching(/^missed-switch rate: /)]));
+    // The caller's environment is left as it was.
+    expect(process.env.ENABLE_ROUTE_STICKINESS).toBeUndefined();
+    expect(process.env.LLM_PROFILES_PATH).toBeUndefined();
+  });
+
+  it('without an endpoint validates the dataset and says what it needs', async () => {
+    const { io, out } = capture();
+    const requests = fake.requests.length;
+    expect(await main([], {}, io, ROOT)).toBe(0);
+    expect(out[0]).toBe('Dataset eval/dataset/continuity.yaml is valid.');
+    expect(out.join('\n')).toMatch(/labelled turns: \d+/);
+    expect(out.join('\n')).toContain('--base-url URL');
+    expect(out.join('\n')).toContain('--model NAME');
+    expect(fake.requests.length).toBe(requests);
+  });
+
+  it('rejects bad usage with exit code 2 and a broken dataset with exit code 1', async () => {
+    const usage = capture();
+    expect(await main(['--base-url', fake.baseUrl], {}, usage.io, ROOT)).toBe(2);
+    expect(usage.err[0]).toContain('--model is required');
+    expect(await main(['--threshold', '1.5'], {}, usage.io, ROOT)).toBe(2);
+    expect(await main(['--bogus'], {}, usage.io, ROOT)).toBe(2);
+
+    const broken = join(outDir, 'broken.yaml');
+    writeFileSync(
+      broken,
+      readFileSync(DATASET, 'utf8').replace(
+        'label: CONTINUE\n        tags: [follow_up]',
+        'label: STAY\n        tags: [follow_up]',
+      ),
+    );
+    const invalid = capture();
+    expect(await main(['--dataset', broken], {}, invalid.io, ROOT)).toBe(1);
+    expect(invalid.err.join('\n')).toMatch(/conversation "pt-01-seed-plan-then-dispute" turn 2 label: /);
+    expect(existsSync(broken)).toBe(true);
+  });
+});
