@@ -231,6 +231,16 @@ describe('semantic route stickiness and session control over HTTP (ENABLE_ROUTE_
     });
     expect(Object.keys(payload.other_agents as object)).not.toContain('product_agent');
 
+    // The checkpoint carries the routing facts of the bypassed turn (seed: active_agent, route_bypassed,
+    // continuity_signal in the final state).
+    const stored = await app.app.get(CheckpointService).loadLatest(chat.conversationKey);
+    expect(stored?.state).toMatchObject({
+      active_agent: 'product_agent',
+      route_bypassed: true,
+      continuity_signal: { decision: 'CONTINUE', accepted: true },
+      route_decision: { method: 'continuity' },
+    });
+
     // "agora quero contestar uma cobrança" → ROUTE: the Enterprise Router picks billing_agent.
     const charge = await chat.send('agora quero contestar uma cobrança');
     expect(charge.body).toMatchObject({
@@ -322,6 +332,22 @@ describe('semantic route stickiness and session control over HTTP (ENABLE_ROUTE_
     expect(after.names).toContain('session.message.rejected_after_end');
     expect(after.names).not.toContain('router.continuity');
     expect(after.names).not.toContain('router.decision');
+  });
+
+  it('exposes the continuity counters on /metrics', async () => {
+    scriptStages(fake, {
+      'Qual é o meu plano?': { decision: 'ROUTE', confidence: 0.98 },
+      'o que está incluso?': { decision: 'CONTINUE', confidence: 0.97 },
+    });
+    const chat = conversation(app, fake);
+    await chat.send('Qual é o meu plano?');
+    await chat.send('o que está incluso?');
+    const metrics = await app.get<string>('/metrics');
+    expect(metrics.status).toBe(200);
+    expect(metrics.body).toMatch(
+      /agent_continuity_decisions_total\{decision="CONTINUE",accepted="true",fallback_reason="none"\} [1-9]/,
+    );
+    expect(metrics.body).toMatch(/agent_router_llm_calls_avoided_total [1-9]/);
   });
 
   it('CONTINUE on a first turn has no active agent to keep: the router decides (no_active_agent)', async () => {
