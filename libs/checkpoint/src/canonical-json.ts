@@ -1,21 +1,39 @@
 import { createHash } from 'node:crypto';
 
-/** JSON with object keys sorted at every level, so equal states hash equally. */
+/**
+ * JSON with object keys sorted at every level, so equal states hash equally, and with the strings Postgres
+ * `jsonb` rejects made storable: a NUL character or a lone UTF-16 surrogate in a user message would otherwise
+ * make every later commit of that conversation fail.
+ */
 export function canonicalJson(value: unknown): string {
-  return JSON.stringify(sortKeys(value));
+  return JSON.stringify(normalize(value, true));
 }
 
-function sortKeys(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(sortKeys);
-  if (value !== null && typeof value === 'object') {
-    const record = value as Record<string, unknown>;
-    const sorted: Record<string, unknown> = {};
-    for (const key of Object.keys(record).sort()) {
-      if (record[key] !== undefined) sorted[key] = sortKeys(record[key]);
-    }
-    return sorted;
+/** JSON text a `jsonb` column accepts (keys in insertion order); for events and stored responses. */
+export function jsonbText(value: unknown): string {
+  return JSON.stringify(normalize(value, false));
+}
+
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+function storableString(text: string): string {
+  return text.replaceAll('\u0000', '\ufffd').replace(LONE_SURROGATE, '\ufffd');
+}
+
+function normalize(value: unknown, sort: boolean): unknown {
+  if (typeof value === 'string') return storableString(value);
+  if (value === null || typeof value !== 'object') return value;
+  // Dates and other objects with toJSON serialize as JSON.stringify would, not as their own keys.
+  const withToJson = value as { toJSON?: () => unknown };
+  if (typeof withToJson.toJSON === 'function') return normalize(withToJson.toJSON(), sort);
+  if (Array.isArray(value)) return value.map((item: unknown) => normalize(item, sort));
+  const record = value as Record<string, unknown>;
+  const keys = Object.keys(record);
+  const out: Record<string, unknown> = {};
+  for (const key of sort ? keys.sort() : keys) {
+    if (record[key] !== undefined) out[storableString(key)] = normalize(record[key], sort);
   }
-  return value;
+  return out;
 }
 
 /** SHA-256 over the canonical state plus its parent version (DESIGN §8). */

@@ -10,13 +10,15 @@ export class TurnLockTimeoutError extends Error {
   }
 }
 
-/** A commit whose parent is not the current head, or whose lease was lost: refused instead of forking. */
+/** A commit whose expected head is not the current head, or whose lease was lost: refused instead of forking. */
 export class CheckpointFencingError extends Error {
   constructor(
     readonly conversationKey: string,
-    readonly expectedParent: number | null,
+    readonly expectedHead: number,
   ) {
-    super(`conversation ${conversationKey} moved on: parent ${String(expectedParent)} is no longer the head`);
+    super(
+      `conversation ${conversationKey} moved on: version ${expectedHead} is no longer the head, or the lease was lost`,
+    );
     this.name = 'CheckpointFencingError';
   }
 }

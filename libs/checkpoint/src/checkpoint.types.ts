@@ -3,12 +3,15 @@ import type { AgentState, StoredEvent } from '@agent/contracts';
 export interface CheckpointRow {
   conversation_key: string;
   version: number;
+  /** The version whose state this one was built from (lineage); null for a conversation's (re)start. */
   parent_version: number | null;
   state: AgentState;
   checksum: string;
   size_bytes: number;
-  created_at: string;
+  created_at: Date;
 }
+
+export type CheckpointSummary = Omit<CheckpointRow, 'state'>;
 
 export interface SessionRow {
   conversation_key: string;
@@ -25,9 +28,9 @@ export interface SessionRow {
   turn_count: number;
   head_version: number;
   lease_owner: string | null;
-  lease_expires_at: string | null;
-  created_at: string;
-  updated_at: string;
+  lease_expires_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
 }
 
 export type SessionStatus = 'active' | 'ended' | 'handoff';
@@ -45,6 +48,10 @@ export interface ConversationIdentity {
 export interface TurnCommit {
   identity: ConversationIdentity;
   leaseToken: string;
+  /**
+   * The version the state was built from (lineage, part of the checksum); null on a clean start. The new
+   * version always extends the head the lease saw, which is newer than this when corrupt versions were skipped.
+   */
   parentVersion: number | null;
   turn: number;
   state: AgentState;
@@ -53,9 +60,21 @@ export interface TurnCommit {
   idempotency?: { message_id: string; response: Record<string, unknown> };
 }
 
+/** How the store must write one commit, as the service computed it. */
+export interface CheckpointWrite {
+  /** The head the writer's lease saw: the write is fenced on it and becomes version `expectedHead + 1`. */
+  expectedHead: number;
+  checksum: string;
+  /** `canonicalJson(state)`, stored as the jsonb state. */
+  serializedState: string;
+}
+
 export interface LoadedCheckpoint {
+  /** The version whose state was restored (older than the head when corrupt versions were skipped). */
   version: number;
   state: AgentState;
+  /** Corrupt newer versions skipped to reach this one. */
+  skipped: number;
 }
 
 export interface StoredEventRow {
@@ -64,7 +83,7 @@ export interface StoredEventRow {
   seq: number;
   name: string;
   payload: Record<string, unknown>;
-  created_at: string;
+  created_at: Date;
 }
 
 export interface SessionListFilter {

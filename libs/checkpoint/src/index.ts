@@ -3,5 +3,5 @@ export * from './checkpoint.service';
 export * from './checkpoint.errors';
 export * from './checkpoint.types';
 export * from './checkpoint.store';
-export { InvalidCursorError } from './postgres-checkpoint.store';
-export { canonicalJson, checkpointChecksum } from './canonical-json';
+export { InvalidCursorError, PostgresCheckpointStore } from './postgres-checkpoint.store';
+export { canonicalJson, checkpointChecksum, jsonbText } from './canonical-json';

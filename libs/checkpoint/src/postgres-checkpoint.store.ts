@@ -1,9 +1,13 @@
 import { Injectable } from '@nestjs/common';
-import { DatabaseService } from '@agent/database';
+import { EntityManager, QueryRunnerProviderAlreadyReleasedError } from 'typeorm';
+import { DatabaseService, DatabaseUnavailableError } from '@agent/database';
+import { jsonbText } from './canonical-json';
 import { CheckpointFencingError } from './checkpoint.errors';
 import { CheckpointStore } from './checkpoint.store';
 import type {
   CheckpointRow,
+  CheckpointSummary,
+  CheckpointWrite,
   ConversationIdentity,
   SessionListFilter,
   SessionRow,
@@ -25,11 +29,30 @@ export class PostgresCheckpointStore extends CheckpointStore {
     return this.db.dataSource;
   }
 
-  async latestVersions(conversationKey: string, limit: number): Promise<CheckpointRow[]> {
+  /**
+   * A transaction whose connection died between two statements (pg_terminate_backend, network cut) makes
+   * TypeORM release the query runner on the client's error event; the next statement then throws
+   * QueryRunnerProviderAlreadyReleasedError. The server rolled the transaction back, so it is an outage, not a bug.
+   */
+  private async transaction<T>(work: (manager: EntityManager) => Promise<T>): Promise<T> {
+    try {
+      return await this.db.transaction(work);
+    } catch (error) {
+      if (error instanceof QueryRunnerProviderAlreadyReleasedError) throw new DatabaseUnavailableError(error);
+      throw error;
+    }
+  }
+
+  async latestVersions(
+    conversationKey: string,
+    limit: number,
+    beforeVersion?: number,
+  ): Promise<CheckpointRow[]> {
     const rows: CheckpointRow[] = await this.ds.query(
       `SELECT conversation_key, version, parent_version, state, checksum, size_bytes, created_at
-         FROM checkpoints WHERE conversation_key = $1 ORDER BY version DESC LIMIT $2`,
-      [conversationKey, limit],
+         FROM checkpoints WHERE conversation_key = $1 AND ($3::integer IS NULL OR version < $3)
+        ORDER BY version DESC LIMIT $2`,
+      [conversationKey, limit, beforeVersion ?? null],
     );
     return rows;
   }
@@ -43,7 +66,7 @@ export class PostgresCheckpointStore extends CheckpointStore {
     return rows[0] ?? null;
   }
 
-  async listVersions(conversationKey: string): Promise<Omit<CheckpointRow, 'state'>[]> {
+  async listVersions(conversationKey: string): Promise<CheckpointSummary[]> {
     return this.ds.query(
       `SELECT conversation_key, version, parent_version, checksum, size_bytes, created_at
          FROM checkpoints WHERE conversation_key = $1 ORDER BY version DESC`,
@@ -55,13 +78,16 @@ export class PostgresCheckpointStore extends CheckpointStore {
     identity: ConversationIdentity,
     token: string,
     leaseMs: number,
+    reclaimPrefix?: string,
   ): Promise<SessionRow | null> {
     const rows: SessionRow[] = await this.ds.query(
       `INSERT INTO sessions (conversation_key, tenant_id, session_id, agent_id, user_id, channel, lease_owner, lease_expires_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, now() + ($8::text || ' milliseconds')::interval)
        ON CONFLICT (conversation_key) DO UPDATE
          SET lease_owner = EXCLUDED.lease_owner, lease_expires_at = EXCLUDED.lease_expires_at
-         WHERE sessions.lease_owner IS NULL OR sessions.lease_expires_at < now() OR sessions.lease_owner = EXCLUDED.lease_owner
+         WHERE sessions.lease_owner IS NULL OR sessions.lease_expires_at < now()
+            OR sessions.lease_owner = EXCLUDED.lease_owner
+            OR ($9::text IS NOT NULL AND left(sessions.lease_owner, length($9::text)) = $9::text)
        RETURNING ${SESSION_COLUMNS}`,
       [
         identity.conversation_key,
@@ -72,6 +98,7 @@ export class PostgresCheckpointStore extends CheckpointStore {
         identity.channel ?? null,
         token,
         String(leaseMs),
+        reclaimPrefix ?? null,
       ],
     );
     return rows[0] ?? null;
@@ -93,12 +120,11 @@ export class PostgresCheckpointStore extends CheckpointStore {
     );
   }
 
-  async commitTurn(commit: TurnCommit, checksum: string, serializedState: string): Promise<number> {
+  async commitTurn(commit: TurnCommit, write: CheckpointWrite): Promise<number> {
     const key = commit.identity.conversation_key;
-    const parent = commit.parentVersion ?? 0;
-    const version = parent + 1;
-    return this.db.transaction(async (manager) => {
-      // Fencing: only the lease holder may extend the head it loaded.
+    const version = write.expectedHead + 1;
+    return this.transaction(async (manager) => {
+      // Fencing first, so a fenced commit writes nothing: only the lease holder may extend the head it saw.
       const fenced: [unknown[], number] = await manager.query(
         `UPDATE sessions
             SET head_version = $3, turn_count = $4, status = $5, active_agent = $6, next_state = $7,
@@ -106,7 +132,7 @@ export class PostgresCheckpointStore extends CheckpointStore {
           WHERE conversation_key = $1 AND head_version = $2 AND lease_owner = $11`,
         [
           key,
-          parent,
+          write.expectedHead,
           version,
           commit.turn,
           commit.status,
@@ -118,11 +144,18 @@ export class PostgresCheckpointStore extends CheckpointStore {
           commit.leaseToken,
         ],
       );
-      if (fenced[1] !== 1) throw new CheckpointFencingError(key, commit.parentVersion);
+      if (fenced[1] !== 1) throw new CheckpointFencingError(key, write.expectedHead);
       await manager.query(
         `INSERT INTO checkpoints (conversation_key, version, parent_version, state, checksum, size_bytes)
          VALUES ($1, $2, $3, $4::jsonb, $5, $6)`,
-        [key, version, commit.parentVersion, serializedState, checksum, Buffer.byteLength(serializedState)],
+        [
+          key,
+          version,
+          commit.parentVersion,
+          write.serializedState,
+          write.checksum,
+          Buffer.byteLength(write.serializedState),
+        ],
       );
       if (commit.events.length > 0) {
         const values: unknown[] = [];
@@ -135,7 +168,7 @@ export class PostgresCheckpointStore extends CheckpointStore {
             commit.turn,
             index + 1,
             event.name,
-            JSON.stringify(event.payload),
+            jsonbText(event.payload),
           );
           return `($${base + 1}, $${base + 2}, $${base + 3}, $${base + 4}, $${base + 5}, $${base + 6}, $${base + 7}::jsonb)`;
         });
@@ -147,7 +180,7 @@ export class PostgresCheckpointStore extends CheckpointStore {
       if (commit.idempotency) {
         await manager.query(
           `INSERT INTO processed_messages (conversation_key, message_id, turn, response) VALUES ($1, $2, $3, $4::jsonb)`,
-          [key, commit.idempotency.message_id, commit.turn, JSON.stringify(commit.idempotency.response)],
+          [key, commit.idempotency.message_id, commit.turn, jsonbText(commit.idempotency.response)],
         );
       }
       return version;
@@ -223,7 +256,7 @@ export class PostgresCheckpointStore extends CheckpointStore {
   }
 
   async deleteConversation(conversationKey: string): Promise<void> {
-    await this.db.transaction(async (manager) => {
+    await this.transaction(async (manager) => {
       for (const table of ['checkpoints', 'session_events', 'processed_messages', 'sessions']) {
         await manager.query(`DELETE FROM ${table} WHERE conversation_key = $1`, [conversationKey]);
       }
