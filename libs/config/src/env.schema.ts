@@ -215,6 +215,9 @@ export const memoryEnvSchema = z.object({
   ENABLE_LONG_TERM_MEMORY: envBoolean(false),
   LONG_TERM_MEMORY_MAX_CONTEXT_ITEMS: envNumber(20, { min: 1, int: true }),
   LONG_TERM_MEMORY_MIN_CONFIDENCE: envNumber(0.7, { min: 0, max: 1 }),
+  /** Extract facts after each turn with the memory_extraction profile (off: memory is only read). */
+  LONG_TERM_MEMORY_AUTO_EXTRACT: envBoolean(true),
+  LONG_TERM_MEMORY_LLM_PROFILE: envString('memory_extraction'),
 });
 
 export const guardrailsEnvSchema = z.object({

@@ -1,5 +1,11 @@
 import { Module } from '@nestjs/common';
+import { LongTermMemoryStore } from './long-term-memory.store';
 import { MemoryService } from './memory.service';
+import { PostgresLongTermMemoryStore } from './postgres-long-term-memory.store';
 
-@Module({ providers: [MemoryService], exports: [MemoryService] })
+/** DatabaseService (@agent/database) and LlmService (@agent/llm) come from their global modules. */
+@Module({
+  providers: [{ provide: LongTermMemoryStore, useClass: PostgresLongTermMemoryStore }, MemoryService],
+  exports: [MemoryService],
+})
 export class MemoryModule {}

@@ -2,28 +2,141 @@ import { Inject, Injectable } from '@nestjs/common';
 import { ConfigType } from '@nestjs/config';
 import { memoryConfig } from '@agent/config';
 import type { AgentState, JsonRecord } from '@agent/contracts';
+import { LlmError, LlmService, parseJsonObject } from '@agent/llm';
+import { LongTermMemoryStore } from './long-term-memory.store';
+import { extractionMessages, renderMemoryContext, validateExtraction } from './memory-extraction';
+import type { LongTermMemoryItem, MemorySubject } from './memory.types';
 
 export interface LoadedMemory {
   items: JsonRecord[];
   context: string;
 }
 
-/** Facade of MemoryModule: long-term memory load and persist. */
+const NOTHING_LOADED: LoadedMemory = { items: [], context: '' };
+
+/**
+ * Facade of MemoryModule: long-term memory of one subject (a user or business customer key, never a session)
+ * inside one tenant and agent. Failures are thrown: the workflow isolates them as SPEC-002 §12.6 says.
+ */
 @Injectable()
 export class MemoryService {
-  constructor(@Inject(memoryConfig.KEY) private readonly config: ConfigType<typeof memoryConfig>) {}
+  constructor(
+    @Inject(memoryConfig.KEY) private readonly config: ConfigType<typeof memoryConfig>,
+    private readonly store: LongTermMemoryStore,
+    private readonly llm: LlmService,
+  ) {}
 
   get enabled(): boolean {
     return this.config.ENABLE_LONG_TERM_MEMORY;
   }
 
-  load(state: AgentState): Promise<LoadedMemory> {
-    void state;
-    return Promise.resolve({ items: [], context: '' });
+  /**
+   * The subject's top LONG_TERM_MEMORY_MAX_CONTEXT_ITEMS items by confidence then recency, at or above
+   * LONG_TERM_MEMORY_MIN_CONFIDENCE, and their `- key: value` rendering. Nothing without a subject.
+   */
+  async load(state: AgentState): Promise<LoadedMemory> {
+    const subject = this.enabled ? subjectOf(state) : null;
+    if (!subject) return NOTHING_LOADED;
+    const items = await this.store.search(subject, {
+      limit: this.config.LONG_TERM_MEMORY_MAX_CONTEXT_ITEMS,
+      minConfidence: this.config.LONG_TERM_MEMORY_MIN_CONFIDENCE,
+    });
+    return { items: items.map(serialize), context: renderMemoryContext(items) };
   }
 
-  persistTurn(state: AgentState): Promise<JsonRecord> {
-    void state;
-    return Promise.resolve({ saved: 0 });
+  /**
+   * Extracts durable facts from this turn's message with the memory_extraction profile and upserts them.
+   * Returns `{saved, discarded}`, or `{saved: 0, skipped: <reason>}` when there is nothing to do.
+   */
+  async persistTurn(state: AgentState): Promise<JsonRecord> {
+    if (!this.enabled) return { saved: 0, skipped: 'disabled' };
+    const subject = subjectOf(state);
+    if (!subject) return { saved: 0, skipped: 'no_subject' };
+    if (!this.config.LONG_TERM_MEMORY_AUTO_EXTRACT) return { saved: 0, skipped: 'auto_extract_off' };
+    // The guardrail-sanitized text when there is one: what the rails redacted must not be remembered.
+    const message = (state.sanitized_input ?? state.user_text ?? '').trim();
+    if (!message) return { saved: 0, skipped: 'empty_message' };
+
+    let content: string | null;
+    try {
+      const result = await this.llm.chat({
+        profile: this.config.LONG_TERM_MEMORY_LLM_PROFILE,
+        json: true,
+        messages: extractionMessages({
+          customerMessage: message,
+          previousAssistantMessage: previousAssistantMessage(state),
+          knownFacts: knownFacts(state),
+        }),
+      });
+      content = result.content;
+    } catch (error) {
+      if (error instanceof LlmError && error.kind === 'not_configured') {
+        return { saved: 0, skipped: 'llm_not_configured' };
+      }
+      throw error;
+    }
+    const { facts, discarded } = validateExtraction(
+      parseJsonObject(content),
+      this.config.LONG_TERM_MEMORY_MIN_CONFIDENCE,
+    );
+    const saved =
+      facts.length === 0
+        ? 0
+        : await this.store.upsert(subject, facts, {
+            session_id: state.session_id ?? null,
+            message_id: state.message_id ?? null,
+            metadata: { extractor: this.config.LONG_TERM_MEMORY_LLM_PROFILE, turn: state.turn ?? null },
+          });
+    return { saved, discarded };
   }
+
+  /** Deletes every item of a subject (admin purge); returns how many went. */
+  purgeSubject(subject: MemorySubject): Promise<number> {
+    return this.store.purgeSubject(subject);
+  }
+}
+
+/** Tenant, agent and subject key, all present; the subject key comes from the host (user_id), never the session. */
+function subjectOf(state: AgentState): MemorySubject | null {
+  const tenant = state.tenant_id?.trim();
+  const agent = state.agent_id?.trim();
+  const subject = state.long_term_memory_subject_key?.trim();
+  if (!tenant || !agent || !subject) return null;
+  return { tenant_id: tenant, agent_id: agent, subject_key: subject };
+}
+
+function serialize(item: LongTermMemoryItem): JsonRecord {
+  return {
+    memory_id: item.memory_id,
+    tenant_id: item.tenant_id,
+    agent_id: item.agent_id,
+    subject_key: item.subject_key,
+    category: item.category,
+    key: item.key,
+    value: item.value,
+    confidence: item.confidence,
+    source_session_id: item.source_session_id,
+    source_message_id: item.source_message_id,
+    metadata: item.metadata,
+    created_at: new Date(item.created_at).toISOString(),
+    updated_at: new Date(item.updated_at).toISOString(),
+  };
+}
+
+/** The facts loaded before routing, so the model reuses their keys when the customer updates one. */
+function knownFacts(state: AgentState): { category: string; key: string; value: string }[] {
+  return (state.long_term_memories ?? []).flatMap((item) =>
+    typeof item.category === 'string' && typeof item.key === 'string' && typeof item.value === 'string'
+      ? [{ category: item.category, key: item.key, value: item.value }]
+      : [],
+  );
+}
+
+/** The assistant's last message before this turn: "what name should I use?" gives "Ana" its meaning. */
+function previousAssistantMessage(state: AgentState): string | null {
+  const history = state.history ?? [];
+  for (let i = history.length - 1; i >= 0; i--) {
+    if (history[i].role === 'assistant' && history[i].turn !== state.turn) return history[i].content;
+  }
+  return null;
 }

@@ -1,0 +1,313 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseEnvNamespace } from '@agent/config';
+import type { AgentState } from '@agent/contracts';
+import { createDataSource, DatabaseService, EmbeddedPostgres } from '@agent/database';
+import { ChatRequest, ChatResult, LlmHttpError, LlmNotConfiguredError, LlmService } from '@agent/llm';
+import {
+  InvalidExtractionError,
+  MemoryService,
+  MemorySubject,
+  PostgresLongTermMemoryStore,
+} from '@agent/memory';
+
+/**
+ * The long-term memory store and MemoryService on a real database: embedded PGlite always, Postgres when
+ * DATABASE_URL is set. The LLM is a stub here; the HTTP path with the fake LLM server is test/e2e/memory.e2e-spec.ts.
+ */
+interface Backend {
+  name: string;
+  open(): Promise<{ db: DatabaseService; close(): Promise<void> }>;
+}
+
+const MIGRATION_LOCK = 727073690;
+const backends: Backend[] = [
+  {
+    name: 'embedded PGlite',
+    open: async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'memory-store-'));
+      const embedded = await EmbeddedPostgres.start(dir, 170000);
+      const dataSource = await createDataSource({ url: embedded.url, poolSize: 1, embedded: true });
+      await dataSource.runMigrations({ transaction: 'each' });
+      const db = new DatabaseService(dataSource, embedded);
+      return {
+        db,
+        close: async () => {
+          await db.onApplicationShutdown();
+          rmSync(dir, { recursive: true, force: true });
+        },
+      };
+    },
+  },
+];
+if (process.env.DATABASE_URL) {
+  const url = process.env.DATABASE_URL;
+  backends.push({
+    name: 'Postgres (DATABASE_URL)',
+    open: async () => {
+      const dataSource = await createDataSource({ url, poolSize: 4, embedded: false });
+      await dataSource.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+      try {
+        await dataSource.runMigrations({ transaction: 'each' });
+      } finally {
+        await dataSource.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]);
+      }
+      const db = new DatabaseService(dataSource, null);
+      return { db, close: () => db.onApplicationShutdown() };
+    },
+  });
+} else {
+  describe('long-term memory on Postgres', () => {
+    it.skip('needs DATABASE_URL (CI sets it); only the embedded backend ran', () => undefined);
+  });
+}
+
+let counter = 0;
+function subject(overrides: Partial<MemorySubject> = {}): MemorySubject {
+  return {
+    tenant_id: 'acme',
+    agent_id: 'telecom_contas',
+    subject_key: `user-${process.pid}-${Date.now().toString(36)}-${counter++}`,
+    ...overrides,
+  };
+}
+
+const source = { session_id: 's-1', message_id: 'm-1', metadata: { extractor: 'test' } };
+
+/** An LlmService stand-in that records requests and answers with a scripted function. */
+function stubLlm(answer: (request: ChatRequest) => Promise<string | null>) {
+  const requests: ChatRequest[] = [];
+  const llm = {
+    chat: async (request: ChatRequest): Promise<ChatResult> => {
+      requests.push(request);
+      return {
+        content: await answer(request),
+        toolCalls: [],
+        profile: request.profile,
+        model: request.profile,
+        latencyMs: 1,
+        promptTokens: 1,
+        completionTokens: 1,
+        finishReason: 'stop',
+      };
+    },
+  } as unknown as LlmService;
+  return { llm, requests };
+}
+
+function stateFor(who: MemorySubject, extra: AgentState = {}): AgentState {
+  return {
+    tenant_id: who.tenant_id,
+    agent_id: who.agent_id,
+    session_id: 'session-1',
+    message_id: 'message-1',
+    turn: 1,
+    long_term_memory_subject_key: who.subject_key,
+    user_text: 'pode me chamar de Ana, prefiro contato por email',
+    ...extra,
+  };
+}
+
+describe.each(backends)('long-term memory on $name', (backend) => {
+  let db: DatabaseService;
+  let close: (() => Promise<void>) | undefined;
+  let store: PostgresLongTermMemoryStore;
+
+  beforeAll(async () => {
+    ({ db, close } = await backend.open());
+    store = new PostgresLongTermMemoryStore(db);
+  }, 180000);
+
+  afterAll(async () => {
+    await close?.();
+  });
+
+  function service(env: Record<string, string>, llm: LlmService) {
+    return new MemoryService(
+      parseEnvNamespace('memory', { ENABLE_LONG_TERM_MEMORY: 'true', ...env }),
+      store,
+      llm,
+    );
+  }
+
+  describe('store', () => {
+    it('upserts on (tenant, agent, subject, category, key), keeping id and created_at', async () => {
+      const who = subject();
+      expect(
+        await store.upsert(
+          who,
+          [{ category: 'profile', key: 'preferred_name', value: 'Ana', confidence: 0.8 }],
+          source,
+        ),
+      ).toBe(1);
+      const [first] = await store.search(who, { limit: 10, minConfidence: 0 });
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      await store.upsert(
+        who,
+        [{ category: 'profile', key: 'preferred_name', value: 'Aninha', confidence: 0.95 }],
+        { session_id: 's-2', message_id: 'm-9', metadata: { extractor: 'again' } },
+      );
+      const items = await store.search(who, { limit: 10, minConfidence: 0 });
+      expect(items).toHaveLength(1);
+      expect(items[0]).toMatchObject({
+        memory_id: first.memory_id,
+        value: 'Aninha',
+        confidence: 0.95,
+        source_session_id: 's-2',
+        source_message_id: 'm-9',
+        metadata: { extractor: 'again' },
+      });
+      expect(items[0].created_at.getTime()).toBe(first.created_at.getTime());
+      expect(items[0].updated_at.getTime()).toBeGreaterThan(first.updated_at.getTime());
+    });
+
+    it('keeps subjects, agents and tenants apart', async () => {
+      const who = subject();
+      const fact = { category: 'profile', key: 'preferred_name', value: 'Ana', confidence: 0.9 };
+      await store.upsert(who, [fact], source);
+      await store.upsert({ ...who, tenant_id: 'globex' }, [{ ...fact, value: 'Globex Ana' }], source);
+      await store.upsert({ ...who, agent_id: 'retail_orders' }, [{ ...fact, value: 'Retail Ana' }], source);
+      expect((await store.search(who, { limit: 10, minConfidence: 0 })).map((i) => i.value)).toEqual(['Ana']);
+      expect(
+        (await store.search({ ...who, tenant_id: 'globex' }, { limit: 10, minConfidence: 0 })).map(
+          (i) => i.value,
+        ),
+      ).toEqual(['Globex Ana']);
+      expect(
+        await store.search(
+          { ...who, subject_key: `${who.subject_key}-other` },
+          { limit: 10, minConfidence: 0 },
+        ),
+      ).toEqual([]);
+    });
+
+    it('searches by confidence then recency, above the minimum, up to the limit', async () => {
+      const who = subject();
+      await store.upsert(who, [{ category: 'other', key: 'old_high', value: 'a', confidence: 0.9 }], source);
+      await store.upsert(who, [{ category: 'other', key: 'low', value: 'b', confidence: 0.5 }], source);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      await store.upsert(who, [{ category: 'other', key: 'new_high', value: 'c', confidence: 0.9 }], source);
+      await store.upsert(who, [{ category: 'other', key: 'top', value: 'd', confidence: 0.99 }], source);
+      const keys = async (limit: number, minConfidence: number) =>
+        (await store.search(who, { limit, minConfidence })).map((item) => item.key);
+      expect(await keys(10, 0.7)).toEqual(['top', 'new_high', 'old_high']);
+      expect(await keys(2, 0.7)).toEqual(['top', 'new_high']);
+      expect(await keys(10, 0)).toEqual(['top', 'new_high', 'old_high', 'low']);
+    });
+
+    it('takes the last of duplicate facts in one batch and purges a subject', async () => {
+      const who = subject();
+      const written = await store.upsert(
+        who,
+        [
+          { category: 'contact', key: 'channel', value: 'phone', confidence: 0.8 },
+          { category: 'contact', key: 'channel', value: 'email', confidence: 0.9 },
+          { category: 'profile', key: 'preferred_name', value: 'Ana', confidence: 0.9 },
+        ],
+        source,
+      );
+      expect(written).toBe(2);
+      const other = subject();
+      await store.upsert(other, [{ category: 'profile', key: 'x', value: 'y', confidence: 1 }], source);
+      expect(
+        (await store.search(who, { limit: 10, minConfidence: 0 })).find((i) => i.key === 'channel')?.value,
+      ).toBe('email');
+      expect(await store.purgeSubject(who)).toBe(2);
+      expect(await store.search(who, { limit: 10, minConfidence: 0 })).toEqual([]);
+      expect(await store.search(other, { limit: 10, minConfidence: 0 })).toHaveLength(1);
+    });
+  });
+
+  describe('MemoryService', () => {
+    it('extracts with the memory_extraction profile, saves, and renders what it loads', async () => {
+      const who = subject();
+      const { llm, requests } = stubLlm(() =>
+        Promise.resolve(
+          JSON.stringify({
+            facts: [
+              { category: 'Profile', key: 'preferred_name', value: 'Ana', confidence: 0.95 },
+              { category: 'preference', key: 'contact_channel', value: 'email', confidence: 0.9 },
+              { category: 'other', key: 'mood', value: 'annoyed', confidence: 0.3 },
+            ],
+          }),
+        ),
+      );
+      const memory = service({}, llm);
+      expect(await memory.persistTurn(stateFor(who))).toEqual({ saved: 2, discarded: 1 });
+      expect(requests[0]).toMatchObject({ profile: 'memory_extraction', json: true });
+      expect(requests[0].messages[1].content).toContain('pode me chamar de Ana');
+
+      const loaded = await memory.load(stateFor(who, { session_id: 'another-session' }));
+      expect(loaded.context).toBe('- preferred_name: Ana\n- contact_channel: email');
+      expect(loaded.items).toEqual([
+        expect.objectContaining({
+          subject_key: who.subject_key,
+          category: 'profile',
+          key: 'preferred_name',
+          value: 'Ana',
+          confidence: 0.95,
+          source_session_id: 'session-1',
+          source_message_id: 'message-1',
+          created_at: expect.any(String),
+        }),
+        expect.objectContaining({ key: 'contact_channel' }),
+      ]);
+    });
+
+    it('loads the top LONG_TERM_MEMORY_MAX_CONTEXT_ITEMS above LONG_TERM_MEMORY_MIN_CONFIDENCE', async () => {
+      const who = subject();
+      await store.upsert(
+        who,
+        [
+          { category: 'other', key: 'a', value: '1', confidence: 0.99 },
+          { category: 'other', key: 'b', value: '2', confidence: 0.95 },
+          { category: 'other', key: 'c', value: '3', confidence: 0.9 },
+          { category: 'other', key: 'd', value: '4', confidence: 0.6 },
+        ],
+        source,
+      );
+      const { llm } = stubLlm(() => Promise.resolve('{"facts": []}'));
+      const loaded = await service(
+        { LONG_TERM_MEMORY_MAX_CONTEXT_ITEMS: '2', LONG_TERM_MEMORY_MIN_CONFIDENCE: '0.7' },
+        llm,
+      ).load(stateFor(who));
+      expect(loaded.context).toBe('- a: 1\n- b: 2');
+      const all = await service({ LONG_TERM_MEMORY_MIN_CONFIDENCE: '0.5' }, llm).load(stateFor(who));
+      expect(all.items).toHaveLength(4);
+    });
+
+    it('does nothing without a subject, or when disabled, and never asks the LLM', async () => {
+      const { llm, requests } = stubLlm(() => Promise.resolve('{"facts": []}'));
+      const noSubject = stateFor(subject(), { long_term_memory_subject_key: undefined });
+      expect(await service({}, llm).load(noSubject)).toEqual({ items: [], context: '' });
+      expect(await service({}, llm).persistTurn(noSubject)).toEqual({ saved: 0, skipped: 'no_subject' });
+      const disabled = service({ ENABLE_LONG_TERM_MEMORY: 'false' }, llm);
+      expect(await disabled.load(stateFor(subject()))).toEqual({ items: [], context: '' });
+      expect(await disabled.persistTurn(stateFor(subject()))).toEqual({ saved: 0, skipped: 'disabled' });
+      expect(
+        await service({ LONG_TERM_MEMORY_AUTO_EXTRACT: 'false' }, llm).persistTurn(stateFor(subject())),
+      ).toEqual({ saved: 0, skipped: 'auto_extract_off' });
+      expect(requests).toEqual([]);
+    });
+
+    it('throws on an invalid extraction or a failed LLM call, so the workflow isolates it', async () => {
+      const who = subject();
+      const invalid = stubLlm(() => Promise.resolve('the customer is called Ana'));
+      await expect(service({}, invalid.llm).persistTurn(stateFor(who))).rejects.toBeInstanceOf(
+        InvalidExtractionError,
+      );
+      const failing = stubLlm(() => Promise.reject(new LlmHttpError('memory_extraction', 500)));
+      await expect(service({}, failing.llm).persistTurn(stateFor(who))).rejects.toBeInstanceOf(LlmHttpError);
+      expect(await store.search(who, { limit: 10, minConfidence: 0 })).toEqual([]);
+    });
+
+    it('skips extraction when no LLM endpoint is configured', async () => {
+      const { llm } = stubLlm(() => Promise.reject(new LlmNotConfiguredError('no endpoint')));
+      expect(await service({}, llm).persistTurn(stateFor(subject()))).toEqual({
+        saved: 0,
+        skipped: 'llm_not_configured',
+      });
+    });
+  });
+});
