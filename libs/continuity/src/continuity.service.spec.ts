@@ -695,6 +695,14 @@ describe('ContinuityService', () => {
       }
     });
 
+    it('a failing shadow router run resolves to null and records nothing', async () => {
+      const { service, metrics } = harness({ ROUTE_STICKINESS_SHADOW_RATE: '1' });
+      await expect(
+        service.runShadow('product_agent', () => Promise.reject(new Error('down'))),
+      ).resolves.toBeNull();
+      expect((await metrics.continuityShadow.get()).values).toEqual([]);
+    });
+
     it('records the shadow router decision and whether it agreed', async () => {
       const { service, metrics } = harness({ ROUTE_STICKINESS_SHADOW_RATE: '1' });
       const router = (agent: string): RouteDecision => ({

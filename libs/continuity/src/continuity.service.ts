@@ -164,6 +164,20 @@ export class ContinuityService {
     return agreed;
   }
 
+  /**
+   * One shadow comparison, safe to start without awaiting: runs the router once and records the comparison.
+   * Resolves to whether they agreed, or null when the router failed; it never rejects, so a shadow run can
+   * never affect the turn.
+   */
+  async runShadow(continuityAgent: string, route: () => Promise<RouteDecision>): Promise<boolean | null> {
+    try {
+      return this.recordShadow(continuityAgent, await route());
+    } catch (error) {
+      this.logger.warn(`shadow router run failed: ${String(error)}`);
+      return null;
+    }
+  }
+
   private async classify(payload: string): Promise<Classification> {
     try {
       const result = await this.llm.chat({
