@@ -78,16 +78,25 @@ export type GraphAgentConfig = z.output<typeof graphAgentSchema>;
 export type AgentsFile = z.output<typeof agentsFileSchema>;
 
 // ---- routing.yaml ----
+/** A keyword must have at least one letter or digit, or it would never match a token of the message. */
+const keyword = nonEmpty.refine((value) => /[\p{L}\p{N}]/u.test(value), 'must contain a letter or a digit');
 export const intentSchema = z
   .object({
     name: identifier,
     description: nonEmpty,
+    /** Short customer-facing name of the topic (supervisor answers); the intent name when absent. */
+    label: nonEmpty.optional(),
     agent: nonEmpty,
     domain: nonEmpty,
     priority: z.number().int().default(100),
     enabled: z.boolean().default(true),
+    /**
+     * Route through the `handoff` node (agent-to-agent transfer) when another agent is active;
+     * allowed only with router.allow_handoff.
+     */
+    handoff: z.boolean().default(false),
     mcp_tools: z.array(identifier).default([]),
-    keywords: z.array(nonEmpty).default([]),
+    keywords: z.array(keyword).default([]),
     examples: z.array(nonEmpty).default([]),
   })
   .strict();
@@ -108,9 +117,25 @@ export const routerSettingsSchema = z
     strategy: z.enum(['keyword_first', 'llm_first']).default('keyword_first'),
   })
   .strict();
+export const supervisorSettingsSchema = z
+  .object({
+    /** Most intents one supervisor turn plans and runs. */
+    max_intents: z.number().int().min(1).max(8).default(3),
+    /** Said when a transactional topic waits for a later turn; `{topics}` lists their labels. */
+    deferred_topics_message: nonEmpty.default(
+      'Também recebi seu pedido sobre {topics}. Como é uma operação que precisa da sua confirmação, ' +
+        'vou tratar dela depois desta: quando quiser seguir, é só me dizer.',
+    ),
+    /** Offered on a later turn with no pending transaction; `{topics}` lists their labels. */
+    pending_topics_offer_message: nonEmpty.default(
+      'Ainda está pendente: {topics}. Quer que eu siga com isso agora?',
+    ),
+  })
+  .strict();
 export const routingFileSchema = z
   .object({
     router: routerSettingsSchema,
+    supervisor: supervisorSettingsSchema.default({}),
     state_policies: z.array(statePolicySchema).default([]),
     intents: z.array(intentSchema).min(1, 'at least one intent is required'),
   })
@@ -127,6 +152,13 @@ export const routingFileSchema = z
         });
       }
       seen.add(intent.name);
+      if (intent.handoff && !file.router.allow_handoff) {
+        ctx.addIssue({
+          code: z.ZodIssueCode.custom,
+          path: ['intents', index, 'handoff'],
+          message: 'handoff: true needs router.allow_handoff: true',
+        });
+      }
       if (!agents.has(intent.agent)) {
         ctx.addIssue({
           code: z.ZodIssueCode.custom,
@@ -142,7 +174,16 @@ export const routingFileSchema = z
         message: `"${file.router.fallback_agent}" is not a graph agent`,
       });
     }
+    const states = new Set<string>();
     file.state_policies.forEach((policy, index) => {
+      if (states.has(policy.state)) {
+        ctx.addIssue({
+          code: z.ZodIssueCode.custom,
+          path: ['state_policies', index, 'state'],
+          message: `duplicate state policy "${policy.state}"`,
+        });
+      }
+      states.add(policy.state);
       if (!agents.has(policy.agent)) {
         ctx.addIssue({
           code: z.ZodIssueCode.custom,
@@ -155,6 +196,7 @@ export const routingFileSchema = z
 export type IntentConfig = z.output<typeof intentSchema>;
 export type StatePolicyConfig = z.output<typeof statePolicySchema>;
 export type RouterSettings = z.output<typeof routerSettingsSchema>;
+export type SupervisorSettings = z.output<typeof supervisorSettingsSchema>;
 export type RoutingFile = z.output<typeof routingFileSchema>;
 
 // ---- tools.yaml ----
@@ -164,6 +206,11 @@ const jsonSchemaProperty = z
     description: z.string().default(''),
     pattern: z.string().optional(),
     enum: z.array(z.union([z.string(), z.number()])).optional(),
+    /**
+     * Regex run over the customer's message to fill this argument (first capture group, else the match);
+     * an invalid pattern is logged as mcp.parameter.regex_extract_failed and the LLM extraction runs.
+     */
+    extract_pattern: z.string().optional(),
   })
   .strict();
 export const toolSchema = z
@@ -186,6 +233,10 @@ export const toolSchema = z
       .strict()
       .optional(),
     internal: z.boolean().default(false),
+    /** Argument ← key of the request context (the message metadata, user_id): filled when the model omits it. */
+    map: z.record(identifier, identifier).default({}),
+    /** Argument values used when neither the model nor the context supplies them. */
+    defaults: z.record(identifier, z.union([z.string(), z.number(), z.boolean()])).default({}),
   })
   .strict();
 export const toolsFileSchema = z
@@ -199,6 +250,15 @@ export const toolsFileSchema = z
           path: ['tools', name, 'pre_validation', 'tool'],
           message: `"${tool.pre_validation.tool}" is not a declared tool`,
         });
+      }
+      for (const argument of [...Object.keys(tool.map), ...Object.keys(tool.defaults)]) {
+        if (!(argument in tool.args_schema.properties)) {
+          ctx.addIssue({
+            code: z.ZodIssueCode.custom,
+            path: ['tools', name, argument in tool.map ? 'map' : 'defaults', argument],
+            message: `"${argument}" is not a property of args_schema`,
+          });
+        }
       }
       for (const required of tool.requires) {
         if (!(required in tool.args_schema.properties)) {

@@ -31,6 +31,15 @@ export interface EventPayloads {
     domain?: string | null;
     mcp_tools?: string[];
   };
+  /** Supervisor mode: the topics planned for the turn and where the plan came from. */
+  'router.supervisor.plan': {
+    source: string;
+    intents: string[];
+    deferred: string[];
+    state_policy: string | null;
+    held: boolean;
+    llm_rejection: string | null;
+  };
   'router.continuity.shadow': {
     continuity_agent: string;
     router_agent: string;
