@@ -1,0 +1,83 @@
+import type { IntentConfig, RoutingFile, StatePolicyConfig, ToolsFile } from '@agent/config';
+import type { AgentState } from '@agent/contracts';
+import { KeywordIndex } from './keyword-matcher';
+
+/** What the router and the supervisor planner show the LLM about one intent. */
+export interface IntentCard {
+  name: string;
+  description: string;
+  agent: string;
+  examples: string[];
+}
+
+const MAX_EXAMPLES = 3;
+export const STATE_INTENT_PREFIX = 'state:';
+
+/** The validated routing.yaml as lookups: enabled intents, state policies, keywords, transactional intents. */
+export class IntentCatalogue {
+  readonly enabled: readonly IntentConfig[];
+  readonly keywords: KeywordIndex;
+  private readonly byName: Map<string, IntentConfig>;
+  private readonly policies: Map<string, StatePolicyConfig>;
+  private readonly transactional: Set<string>;
+
+  constructor(routing: RoutingFile, tools: ToolsFile) {
+    this.enabled = routing.intents.filter((intent) => intent.enabled);
+    this.byName = new Map(this.enabled.map((intent) => [intent.name, intent]));
+    this.policies = new Map(routing.state_policies.map((policy) => [policy.state, policy]));
+    this.keywords = new KeywordIndex(this.enabled);
+    this.transactional = new Set(
+      this.enabled
+        .filter((intent) =>
+          intent.mcp_tools.some((tool) => tools.tools[tool]?.operation_type === 'transactional'),
+        )
+        .map((intent) => intent.name),
+    );
+  }
+
+  /** An enabled intent by name; disabled and unknown names are both absent. */
+  intent(name: string | null | undefined): IntentConfig | undefined {
+    return name ? this.byName.get(name) : undefined;
+  }
+
+  policy(state: string | null | undefined): StatePolicyConfig | undefined {
+    return state ? this.policies.get(state) : undefined;
+  }
+
+  /** An intent whose tools include a transactional one (it may start a confirmation flow). */
+  isTransactional(intent: IntentConfig): boolean {
+    return this.transactional.has(intent.name);
+  }
+
+  cards(): IntentCard[] {
+    return this.enabled.map((intent) => ({
+      name: intent.name,
+      description: intent.description,
+      agent: intent.agent,
+      examples: intent.examples.slice(0, MAX_EXAMPLES),
+    }));
+  }
+
+  /**
+   * The catalogue intent of the previous turn. While a state policy holds (`state:<STATE>`) or in supervisor
+   * mode (`supervisor`), `state.intent` is not a catalogue name, so the previous decision's metadata carries it.
+   */
+  previousIntent(state: AgentState): IntentConfig | undefined {
+    const direct = this.intent(state.intent);
+    if (direct) return direct;
+    const metadata = state.route_decision?.metadata;
+    if (!metadata || typeof metadata !== 'object') return undefined;
+    const carried = metadata as Record<string, unknown>;
+    for (const key of ['transaction_intent', 'previous_intent']) {
+      const value = carried[key];
+      if (typeof value === 'string' && this.intent(value)) return this.intent(value);
+    }
+    return undefined;
+  }
+
+  /** The intent of the pending transaction: the transaction's own record first, else the previous intent. */
+  transactionIntent(state: AgentState): IntentConfig | undefined {
+    const recorded = state.active_transaction?.intent;
+    return (typeof recorded === 'string' ? this.intent(recorded) : undefined) ?? this.previousIntent(state);
+  }
+}
