@@ -1,51 +1,287 @@
-import { Injectable } from '@nestjs/common';
-import { ConfigFilesService } from '@agent/config';
-import type { AgentState, DomainAgentNode, RouteDecision } from '@agent/contracts';
-
-/** Runs one domain agent on the given (isolated) state; supplied by the workflow. */
-export type AgentRunner = (node: DomainAgentNode, state: AgentState) => Promise<Partial<AgentState>>;
+import { Inject, Injectable } from '@nestjs/common';
+import { ConfigType } from '@nestjs/config';
+import { ConfigFilesService, IntentConfig, routingConfig, StatePolicyConfig } from '@agent/config';
+import { AgentState, DomainAgentNode, isDomainAgentNode, JsonRecord, RouteDecision } from '@agent/contracts';
+import { LlmService } from '@agent/llm';
 import { EventBusService } from '@agent/observability';
+import { IntentCatalogue, STATE_INTENT_PREFIX } from './intent-catalogue';
+import { KeywordMatch } from './keyword-matcher';
+import {
+  ClassifyContext,
+  IntentClassification,
+  IntentRejection,
+  LlmIntentClassifier,
+} from './llm-intent-classifier';
+import { AgentRunner, TurnSupervisor } from './supervisor';
 
-/** Facade of RoutingModule: the Enterprise Router. */
+export type { AgentRunner } from './supervisor';
+
+const FALLBACK_CONFIDENCE = 0.1;
+
+function messageOf(state: AgentState): string {
+  return state.sanitized_input ?? state.user_text ?? '';
+}
+
+/** Why the LLM stage did not decide, as decision metadata. */
+function rejectionMetadata(rejection: IntentRejection): JsonRecord {
+  return {
+    llm_rejection: rejection.reason,
+    llm_rejection_detail: rejection.detail,
+    ...(rejection.intent !== undefined ? { llm_intent: rejection.intent } : {}),
+    ...(rejection.confidence !== undefined ? { llm_confidence: rejection.confidence } : {}),
+  };
+}
+
+/**
+ * Facade of RoutingModule: the Enterprise Router (DESIGN §3). Decision order: state policy → keyword stage →
+ * LLM stage → fallback agent (`router.strategy: llm_first` swaps the two middle stages). Every decision is
+ * complete, names a graph node, and is published as `router.decision`.
+ */
 @Injectable()
 export class RoutingService {
+  private readonly catalogue: IntentCatalogue;
+  private readonly classifier: LlmIntentClassifier;
+  private readonly supervisor: TurnSupervisor;
+
   constructor(
     private readonly files: ConfigFilesService,
     private readonly events: EventBusService,
-  ) {}
+    llm: LlmService,
+    @Inject(routingConfig.KEY) private readonly env: ConfigType<typeof routingConfig>,
+  ) {
+    const router = files.routing.router;
+    this.catalogue = new IntentCatalogue(files.routing, files.tools);
+    this.classifier = new LlmIntentClassifier(
+      llm,
+      this.catalogue,
+      router.llm_profile,
+      router.confidence_threshold,
+    );
+    this.supervisor = new TurnSupervisor(llm, this.catalogue, events, {
+      profile: router.llm_profile,
+      threshold: router.confidence_threshold,
+      fallbackAgent: this.fallbackAgent,
+      settings: files.routing.supervisor,
+      llmEnabled: env.ENABLE_LLM_ROUTER,
+    });
+  }
 
   get mode(): 'router' | 'supervisor' {
     return this.files.routing.router.mode;
   }
 
+  private get fallbackAgent(): DomainAgentNode {
+    // routing.yaml validation rejects a fallback_agent that is not a graph agent.
+    return this.files.routing.router.fallback_agent as DomainAgentNode;
+  }
+
   /** Decides the route of a turn that continuity did not keep. */
-  route(state: AgentState): Promise<RouteDecision> {
-    void state;
-    const fallback = this.files.routing.router.fallback_agent;
-    const decision: RouteDecision = {
-      route: fallback,
-      agent: fallback,
-      intent: 'fallback',
-      domain: null,
-      mcp_tools: [],
-      confidence: 0.1,
-      method: 'fallback',
-      reason: 'no routing stage matched',
-      next_state: null,
-      route_bypassed: false,
-      metadata: {},
-    };
+  async route(state: AgentState): Promise<RouteDecision> {
+    const decision = this.mode === 'supervisor' ? this.supervisorDecision(state) : await this.decide(state);
     this.events.emit('router.decision', {
       route: decision.route,
       intent: decision.intent,
       method: decision.method,
       confidence: decision.confidence,
+      reason: decision.reason,
+      domain: decision.domain,
+      mcp_tools: decision.mcp_tools,
     });
-    return Promise.resolve(decision);
+    return decision;
   }
 
-  /** The `supervisor_agent` node (ROUTING_MODE=supervisor). */
+  /** The `supervisor_agent` node (supervisor mode): plan, run each topic isolated, compose one answer. */
   superviseTurn(state: AgentState, runAgent: AgentRunner): Promise<Partial<AgentState>> {
-    return runAgent(this.files.routing.router.fallback_agent as DomainAgentNode, state);
+    return this.supervisor.run(state, runAgent);
+  }
+
+  private async decide(state: AgentState): Promise<RouteDecision> {
+    const message = messageOf(state);
+    const policy = this.catalogue.policy(state.next_state);
+    if (policy) return this.statePolicy(state, message, policy);
+    const context: ClassifyContext = {
+      active_agent: state.active_agent ?? null,
+      previous_intent: this.catalogue.previousIntent(state)?.name ?? null,
+    };
+    if (this.files.routing.router.strategy === 'llm_first') {
+      const llm = await this.llmStage(message, context);
+      if (llm.accepted) return this.llmDecision(state, llm, {});
+      const rejected = rejectionMetadata(llm);
+      const keyword = this.catalogue.keywords.match(message);
+      return keyword ? this.keywordDecision(state, keyword, rejected) : this.fallbackDecision(rejected);
+    }
+    const keyword = this.catalogue.keywords.match(message);
+    if (keyword) return this.keywordDecision(state, keyword, {});
+    const llm = await this.llmStage(message, context);
+    return llm.accepted ? this.llmDecision(state, llm, {}) : this.fallbackDecision(rejectionMetadata(llm));
+  }
+
+  /**
+   * A pending confirmation or parameter collection keeps its agent. Only the LLM stage can take the turn away,
+   * with a different intent at or above the threshold: a keyword is not enough, because parameter answers
+   * often contain catalogue words ("pedido 123", "a fatura de março"). With ENABLE_LLM_ROUTER=false it holds.
+   */
+  private async statePolicy(
+    state: AgentState,
+    message: string,
+    policy: StatePolicyConfig,
+  ): Promise<RouteDecision> {
+    const recorded = this.catalogue.transactionIntent(state);
+    const transactionIntent = recorded?.agent === policy.agent ? recorded : undefined;
+    const hold = (check: JsonRecord): RouteDecision => ({
+      route: policy.agent,
+      agent: policy.agent,
+      intent: `${STATE_INTENT_PREFIX}${policy.state}`,
+      domain: transactionIntent?.domain ?? state.domain ?? null,
+      mcp_tools: transactionIntent ? [...transactionIntent.mcp_tools] : [...(state.mcp_tools ?? [])],
+      confidence: 1,
+      method: 'state_policy',
+      reason: policy.description || `pending state ${policy.state}`,
+      next_state: policy.state,
+      route_bypassed: false,
+      metadata: { state_policy: policy.state, transaction_intent: transactionIntent?.name ?? null, ...check },
+    });
+    if (!this.env.ENABLE_LLM_ROUTER) return hold({ interruption_check: 'llm_router_disabled' });
+    const llm = await this.classifier.classify(message, {
+      active_agent: policy.agent,
+      previous_intent: transactionIntent?.name ?? null,
+      transaction: {
+        state: policy.state,
+        agent: policy.agent,
+        intent: transactionIntent?.name ?? null,
+        missing_parameters: state.missing_parameters ?? [],
+      },
+    });
+    if (!llm.accepted) {
+      return hold({ interruption_check: llm.reason, ...rejectionMetadata(llm) });
+    }
+    const sameTopic = transactionIntent
+      ? llm.intent.name === transactionIntent.name
+      : llm.intent.agent === policy.agent;
+    if (sameTopic) {
+      return hold({
+        interruption_check: 'same_intent',
+        llm_intent: llm.intent.name,
+        llm_confidence: llm.confidence,
+      });
+    }
+    return this.llmDecision(state, llm, {
+      transaction_interruption: 'intent_shift',
+      interrupted_state: policy.state,
+      interrupted_agent: policy.agent,
+      interrupted_intent: transactionIntent?.name ?? null,
+      interruption_source: 'llm',
+    });
+  }
+
+  private llmStage(
+    message: string,
+    context: ClassifyContext,
+  ): Promise<IntentClassification | IntentRejection> {
+    if (!this.env.ENABLE_LLM_ROUTER) {
+      return Promise.resolve({
+        accepted: false,
+        reason: 'disabled',
+        detail: 'ENABLE_LLM_ROUTER=false',
+        latency_ms: 0,
+      });
+    }
+    return this.classifier.classify(message, context);
+  }
+
+  private keywordDecision(state: AgentState, match: KeywordMatch, metadata: JsonRecord): RouteDecision {
+    return this.intentDecision(state, match.intent, {
+      method: 'keyword',
+      confidence: match.confidence,
+      reason: `keyword "${match.keyword}" (${match.strategy})`,
+      metadata: { ...metadata, matched_keyword: match.keyword, keyword_match_strategy: match.strategy },
+    });
+  }
+
+  private llmDecision(state: AgentState, llm: IntentClassification, metadata: JsonRecord): RouteDecision {
+    return this.intentDecision(state, llm.intent, {
+      method: 'llm',
+      confidence: llm.confidence,
+      reason: llm.reason || `LLM router chose ${llm.intent.name}`,
+      metadata: {
+        ...metadata,
+        llm_profile: this.files.routing.router.llm_profile,
+        llm_latency_ms: llm.latency_ms,
+      },
+    });
+  }
+
+  /**
+   * An intent's agent, straight. An intent configured with `handoff: true` goes through the `handoff` node
+   * instead when another domain agent is active, so the transfer (from, to, reason) is recorded.
+   */
+  private intentDecision(
+    state: AgentState,
+    intent: IntentConfig,
+    how: Pick<RouteDecision, 'method' | 'confidence' | 'reason' | 'metadata'>,
+  ): RouteDecision {
+    const from = state.active_agent;
+    const transfer =
+      intent.handoff &&
+      this.files.routing.router.allow_handoff &&
+      isDomainAgentNode(from) &&
+      from !== intent.agent;
+    return {
+      route: transfer ? 'handoff' : intent.agent,
+      agent: intent.agent,
+      intent: intent.name,
+      domain: intent.domain,
+      mcp_tools: [...intent.mcp_tools],
+      confidence: how.confidence,
+      method: how.method,
+      reason: how.reason,
+      next_state: null,
+      route_bypassed: false,
+      metadata: transfer
+        ? { ...how.metadata, handoff_target: intent.agent, handoff_from: from }
+        : how.metadata,
+    };
+  }
+
+  private fallbackDecision(metadata: JsonRecord): RouteDecision {
+    const agent = this.fallbackAgent;
+    return {
+      route: agent,
+      agent,
+      intent: 'fallback',
+      domain: null,
+      mcp_tools: [],
+      confidence: FALLBACK_CONFIDENCE,
+      method: 'fallback',
+      reason: 'no routing stage matched',
+      next_state: null,
+      route_bypassed: false,
+      metadata,
+    };
+  }
+
+  /**
+   * Supervisor mode: the `supervisor_agent` node plans the turn. The pending state and the previous agent and
+   * intent are carried, since the routing node overwrites them before the supervisor runs.
+   */
+  private supervisorDecision(state: AgentState): RouteDecision {
+    const policy = this.catalogue.policy(state.next_state);
+    return {
+      route: 'supervisor_agent',
+      agent: 'supervisor_agent',
+      intent: 'supervisor',
+      domain: null,
+      mcp_tools: [],
+      confidence: 1,
+      method: 'supervisor',
+      reason: 'supervisor mode plans the intents of the turn',
+      next_state: state.next_state ?? null,
+      route_bypassed: false,
+      metadata: {
+        previous_agent: isDomainAgentNode(state.active_agent) ? state.active_agent : null,
+        previous_intent: this.catalogue.previousIntent(state)?.name ?? null,
+        ...(policy ? { transaction_intent: this.catalogue.transactionIntent(state)?.name ?? null } : {}),
+      },
+    };
   }
 }

@@ -1,0 +1,101 @@
+import { z } from 'zod';
+import type { IntentConfig } from '@agent/config';
+import type { LlmService } from '@agent/llm';
+import { IntentCatalogue } from './intent-catalogue';
+import { callLlmJson, confidenceSchema, LlmRejection } from './llm-json';
+
+/** The router LLM stage output (DESIGN §5). Extra keys (an `agent`, say) are ignored. */
+export const routerOutputSchema = z.object({
+  intent: z.string().trim().min(1),
+  confidence: confidenceSchema,
+  reason: z.string().optional().default(''),
+});
+
+export interface IntentClassification {
+  accepted: true;
+  intent: IntentConfig;
+  confidence: number;
+  reason: string;
+  latency_ms: number;
+}
+
+/** Not accepted; `intent` and `confidence` are what the model said, when it said something valid. */
+export type IntentRejection = LlmRejection & { intent?: string; confidence?: number };
+
+/** Minimal session context: no history, RAG, tools or business rules reach the router prompt. */
+export interface ClassifyContext {
+  active_agent: string | null;
+  previous_intent: string | null;
+  /** Present while a state policy holds: what the pending transaction is waiting for. */
+  transaction?: {
+    state: string;
+    agent: string;
+    intent: string | null;
+    missing_parameters: string[];
+  };
+}
+
+const SYSTEM_PROMPT = [
+  'You are the intent router of a customer-service assistant.',
+  'Classify the user message into exactly one intent of allowed_intents, using their descriptions and examples.',
+  'Answer only with a JSON object: {"intent": "<a name from allowed_intents>", "confidence": <0..1>, "reason": "<short reason>"}.',
+  'When no intent fits, answer {"intent": "none", "confidence": 0, "reason": "..."}.',
+  'When transaction_context is present, a transaction is waiting for the user: if the message only answers what',
+  'it waits for (a value, a name, an identifier, a yes or no), return the transaction intent; choose another intent',
+  'only when the user clearly asks for something else. Never answer the user.',
+].join('\n');
+
+/** The router LLM stage: one call, validated output, threshold and catalogue checks. */
+export class LlmIntentClassifier {
+  constructor(
+    private readonly llm: LlmService,
+    private readonly catalogue: IntentCatalogue,
+    private readonly profile: string,
+    private readonly threshold: number,
+  ) {}
+
+  async classify(message: string, context: ClassifyContext): Promise<IntentClassification | IntentRejection> {
+    if (message.trim() === '') {
+      return { accepted: false, reason: 'empty_message', detail: 'nothing to classify', latency_ms: 0 };
+    }
+    const payload = {
+      message,
+      allowed_intents: this.catalogue.cards(),
+      session_context: { active_agent: context.active_agent, previous_intent: context.previous_intent },
+      ...(context.transaction ? { transaction_context: context.transaction } : {}),
+    };
+    const result = await callLlmJson(
+      this.llm,
+      this.profile,
+      [
+        { role: 'system', content: SYSTEM_PROMPT },
+        { role: 'user', content: JSON.stringify(payload) },
+      ],
+      routerOutputSchema,
+    );
+    if (!('ok' in result)) return result;
+    const { intent: name, confidence, reason } = result.value;
+    const intent = this.catalogue.intent(name);
+    if (!intent) {
+      return {
+        accepted: false,
+        reason: 'unknown_intent',
+        detail: `"${name}" is not an enabled intent`,
+        intent: name,
+        confidence,
+        latency_ms: result.latency_ms,
+      };
+    }
+    if (confidence < this.threshold) {
+      return {
+        accepted: false,
+        reason: 'below_threshold',
+        detail: `confidence ${confidence} < ${this.threshold}`,
+        intent: name,
+        confidence,
+        latency_ms: result.latency_ms,
+      };
+    }
+    return { accepted: true, intent, confidence, reason, latency_ms: result.latency_ms };
+  }
+}

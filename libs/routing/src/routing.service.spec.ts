@@ -1,0 +1,387 @@
+import { EventEmitter2 } from '@nestjs/event-emitter';
+import { join } from 'node:path';
+import {
+  ConfigFilesService,
+  loadYamlFile,
+  RoutingEnv,
+  RoutingFile,
+  routingFileSchema,
+  toolsFileSchema,
+} from '@agent/config';
+import { AgentState, isRoutableNode, RouteDecision } from '@agent/contracts';
+import { LlmService, LlmTimeoutError } from '@agent/llm';
+import { EventBusService } from '@agent/observability';
+import { RoutingService } from './routing.service';
+
+const configDir = join(__dirname, '..', '..', '..', 'config');
+const shipped = loadYamlFile(join(configDir, 'routing.yaml'), routingFileSchema);
+const tools = loadYamlFile(join(configDir, 'tools.yaml'), toolsFileSchema);
+
+interface Setup {
+  routing?: (file: RoutingFile) => RoutingFile;
+  env?: Partial<RoutingEnv>;
+}
+
+function setup(options: Setup = {}) {
+  const routing = options.routing ? options.routing(structuredClone(shipped)) : shipped;
+  const files = { routing, tools } as unknown as ConfigFilesService;
+  const events = new EventBusService(new EventEmitter2());
+  const emit = jest.spyOn(events, 'emit');
+  const chat = jest.fn();
+  const env: RoutingEnv = { ROUTING_MODE: undefined, ENABLE_LLM_ROUTER: true, ...options.env };
+  const service = new RoutingService(files, events, { chat } as unknown as LlmService, env);
+  const llmAnswers = (json: unknown) =>
+    chat.mockResolvedValue({ content: JSON.stringify(json), toolCalls: [] });
+  return { service, emit, chat, llmAnswers };
+}
+
+const turn = (text: string, extra: AgentState = {}): AgentState => ({
+  user_text: text,
+  sanitized_input: text,
+  ...extra,
+});
+
+function expectComplete(decision: RouteDecision): void {
+  expect(isRoutableNode(decision.route)).toBe(true);
+  expect(decision.route_bypassed).toBe(false);
+  expect(Array.isArray(decision.mcp_tools)).toBe(true);
+  expect(typeof decision.reason).toBe('string');
+  expect(decision.metadata).toEqual(expect.any(Object));
+}
+
+describe('RoutingService (router mode)', () => {
+  it('routes by keyword first, without calling the LLM, and publishes the whole decision', async () => {
+    const { service, emit, chat } = setup();
+    const decision = await service.route(turn('Quero cancelar o meu pedido 123'));
+    expect(decision).toEqual({
+      route: 'orders_agent',
+      agent: 'orders_agent',
+      intent: 'retail_order_cancel',
+      domain: 'retail',
+      mcp_tools: ['consultar_pedido', 'cancelar_pedido'],
+      confidence: 0.82,
+      method: 'keyword',
+      reason: 'keyword "cancelar pedido" (ordered_tokens)',
+      next_state: null,
+      route_bypassed: false,
+      metadata: { matched_keyword: 'cancelar pedido', keyword_match_strategy: 'ordered_tokens' },
+    });
+    expect(chat).not.toHaveBeenCalled();
+    expect(emit).toHaveBeenCalledWith('router.decision', {
+      route: 'orders_agent',
+      intent: 'retail_order_cancel',
+      method: 'keyword',
+      confidence: 0.82,
+      reason: decision.reason,
+      domain: 'retail',
+      mcp_tools: ['consultar_pedido', 'cancelar_pedido'],
+    });
+  });
+
+  it('asks the LLM when no keyword matches and accepts a known intent above the threshold', async () => {
+    const { service, llmAnswers, chat } = setup();
+    llmAnswers({
+      intent: 'product_services_information',
+      confidence: 0.88,
+      reason: 'quer saber da franquia',
+    });
+    const decision = await service.route(
+      turn('quanto de dados eu ainda tenho?', {
+        active_agent: 'billing_agent',
+        intent: 'billing_invoice_explanation',
+      }),
+    );
+    expectComplete(decision);
+    expect(decision).toMatchObject({
+      route: 'product_agent',
+      intent: 'product_services_information',
+      domain: 'telecom',
+      mcp_tools: ['consultar_plano', 'listar_servicos'],
+      method: 'llm',
+      confidence: 0.88,
+      reason: 'quer saber da franquia',
+      metadata: { llm_profile: 'router' },
+    });
+    const payload = JSON.parse(chat.mock.calls[0][0].messages[1].content);
+    expect(payload.session_context).toEqual({
+      active_agent: 'billing_agent',
+      previous_intent: 'billing_invoice_explanation',
+    });
+  });
+
+  it.each([
+    ['an invalid answer', { content: 'sorry, I cannot' }, 'invalid_output'],
+    ['an unknown intent', { content: '{"intent":"weather","confidence":0.99}' }, 'unknown_intent'],
+    [
+      'a low confidence',
+      { content: '{"intent":"retail_order_tracking","confidence":0.2}' },
+      'below_threshold',
+    ],
+  ])('falls back to the fallback agent on %s', async (_label, reply, reason) => {
+    const { service, chat } = setup();
+    chat.mockResolvedValue({ ...reply, toolCalls: [] });
+    const decision = await service.route(turn('bom dia'));
+    expectComplete(decision);
+    expect(decision).toMatchObject({
+      route: 'billing_agent',
+      agent: 'billing_agent',
+      intent: 'fallback',
+      domain: null,
+      mcp_tools: [],
+      method: 'fallback',
+      confidence: 0.1,
+      metadata: { llm_rejection: reason },
+    });
+  });
+
+  it('falls back when the router LLM times out', async () => {
+    const { service, chat } = setup();
+    chat.mockRejectedValue(new LlmTimeoutError('router', 1000));
+    expect(await service.route(turn('bom dia'))).toMatchObject({
+      method: 'fallback',
+      metadata: { llm_rejection: 'timeout', llm_rejection_detail: expect.stringContaining('timed out') },
+    });
+  });
+
+  it('skips the LLM stage when ENABLE_LLM_ROUTER=false', async () => {
+    const { service, chat } = setup({ env: { ENABLE_LLM_ROUTER: false } });
+    expect(await service.route(turn('bom dia'))).toMatchObject({
+      method: 'fallback',
+      metadata: { llm_rejection: 'disabled' },
+    });
+    expect(await service.route(turn('minha fatura'))).toMatchObject({ method: 'keyword' });
+    expect(chat).not.toHaveBeenCalled();
+  });
+
+  describe('strategy llm_first', () => {
+    const llmFirst = (file: RoutingFile): RoutingFile => ({
+      ...file,
+      router: { ...file.router, strategy: 'llm_first' },
+    });
+
+    it('lets an accepted LLM answer win over a keyword', async () => {
+      const { service, llmAnswers } = setup({ routing: llmFirst });
+      llmAnswers({ intent: 'retail_support_exchange_return', confidence: 0.9 });
+      expect(await service.route(turn('o pedido chegou com a tela riscada'))).toMatchObject({
+        route: 'support_agent',
+        method: 'llm',
+      });
+    });
+
+    it('uses the keyword stage, then the fallback, when the LLM is not accepted', async () => {
+      const { service, llmAnswers } = setup({ routing: llmFirst });
+      llmAnswers({ intent: 'retail_support_exchange_return', confidence: 0.4 });
+      expect(await service.route(turn('onde está meu pedido'))).toMatchObject({
+        route: 'orders_agent',
+        intent: 'retail_order_tracking',
+        method: 'keyword',
+        metadata: { llm_rejection: 'below_threshold', matched_keyword: 'pedido' },
+      });
+      expect(await service.route(turn('bom dia'))).toMatchObject({
+        method: 'fallback',
+        metadata: { llm_rejection: 'below_threshold' },
+      });
+    });
+  });
+
+  describe('state policy', () => {
+    const collecting: AgentState = {
+      next_state: 'COLLECTING_BILLING_PARAMETERS',
+      active_agent: 'billing_agent',
+      intent: 'billing_invoice_explanation',
+      missing_parameters: ['valor'],
+      active_transaction: { tool: 'contestar_cobranca' },
+    };
+
+    it('keeps a short parameter answer in the transaction when the LLM says it is the same intent', async () => {
+      const { service, llmAnswers, chat } = setup();
+      llmAnswers({ intent: 'billing_invoice_explanation', confidence: 0.95 });
+      const decision = await service.route(turn('R$ 71,99', collecting));
+      expectComplete(decision);
+      expect(decision).toEqual({
+        route: 'billing_agent',
+        agent: 'billing_agent',
+        intent: 'state:COLLECTING_BILLING_PARAMETERS',
+        domain: 'telecom',
+        mcp_tools: ['consultar_fatura', 'consultar_pagamentos'],
+        confidence: 1,
+        method: 'state_policy',
+        reason: 'Billing operation collecting missing parameters.',
+        next_state: 'COLLECTING_BILLING_PARAMETERS',
+        route_bypassed: false,
+        metadata: {
+          state_policy: 'COLLECTING_BILLING_PARAMETERS',
+          transaction_intent: 'billing_invoice_explanation',
+          interruption_check: 'same_intent',
+          llm_intent: 'billing_invoice_explanation',
+          llm_confidence: 0.95,
+        },
+      });
+      const payload = JSON.parse(chat.mock.calls[0][0].messages[1].content);
+      expect(payload.transaction_context).toEqual({
+        state: 'COLLECTING_BILLING_PARAMETERS',
+        agent: 'billing_agent',
+        intent: 'billing_invoice_explanation',
+        missing_parameters: ['valor'],
+      });
+    });
+
+    it('holds when the LLM names another intent with low confidence', async () => {
+      const { service, llmAnswers } = setup();
+      llmAnswers({ intent: 'product_services_information', confidence: 0.3 });
+      const decision = await service.route(turn('TIM Music', collecting));
+      expect(decision).toMatchObject({
+        method: 'state_policy',
+        intent: 'state:COLLECTING_BILLING_PARAMETERS',
+        next_state: 'COLLECTING_BILLING_PARAMETERS',
+        metadata: { interruption_check: 'below_threshold', llm_intent: 'product_services_information' },
+      });
+      expect(decision.metadata).not.toHaveProperty('transaction_interruption');
+    });
+
+    it('holds when the LLM fails, and holds without calling it when the LLM router is off', async () => {
+      const failing = setup();
+      failing.chat.mockRejectedValue(new LlmTimeoutError('router', 1000));
+      expect(await failing.service.route(turn('quais são meus serviços?', collecting))).toMatchObject({
+        method: 'state_policy',
+        metadata: { interruption_check: 'timeout' },
+      });
+      const off = setup({ env: { ENABLE_LLM_ROUTER: false } });
+      // A keyword of another intent does not interrupt either: parameter answers often contain catalogue words.
+      expect(await off.service.route(turn('quero ver meu plano', collecting))).toMatchObject({
+        method: 'state_policy',
+        metadata: { interruption_check: 'llm_router_disabled' },
+      });
+      expect(off.chat).not.toHaveBeenCalled();
+    });
+
+    it('lets a clearly different intent at or above the threshold interrupt the transaction', async () => {
+      const { service, llmAnswers } = setup();
+      llmAnswers({ intent: 'product_services_information', confidence: 0.96, reason: 'pergunta nova' });
+      const decision = await service.route(turn('quais são meus serviços?', collecting));
+      expectComplete(decision);
+      expect(decision).toMatchObject({
+        route: 'product_agent',
+        intent: 'product_services_information',
+        method: 'llm',
+        confidence: 0.96,
+        next_state: null,
+        metadata: {
+          transaction_interruption: 'intent_shift',
+          interrupted_state: 'COLLECTING_BILLING_PARAMETERS',
+          interrupted_agent: 'billing_agent',
+          interrupted_intent: 'billing_invoice_explanation',
+          interruption_source: 'llm',
+        },
+      });
+    });
+
+    it('remembers the transaction intent across held turns', async () => {
+      const { service, llmAnswers } = setup();
+      llmAnswers({ intent: 'billing_invoice_explanation', confidence: 0.9 });
+      const first = await service.route(turn('R$ 71,99', collecting));
+      const second = await service.route(
+        turn('a de março', {
+          next_state: first.next_state,
+          intent: first.intent,
+          active_agent: first.agent ?? undefined,
+          route_decision: first as unknown as Record<string, unknown>,
+        }),
+      );
+      expect(second).toMatchObject({
+        method: 'state_policy',
+        metadata: { transaction_intent: 'billing_invoice_explanation', interruption_check: 'same_intent' },
+      });
+    });
+
+    it('compares agents when the transaction intent is unknown', async () => {
+      const { service, llmAnswers } = setup();
+      const unknownIntent: AgentState = {
+        next_state: 'WAITING_ORDER_CONFIRMATION',
+        active_agent: 'orders_agent',
+      };
+      llmAnswers({ intent: 'retail_order_tracking', confidence: 0.9 });
+      expect(await service.route(turn('sim', unknownIntent))).toMatchObject({
+        method: 'state_policy',
+        intent: 'state:WAITING_ORDER_CONFIRMATION',
+        mcp_tools: [],
+      });
+      llmAnswers({ intent: 'billing_invoice_explanation', confidence: 0.9 });
+      expect(await service.route(turn('e a minha fatura?', unknownIntent))).toMatchObject({
+        method: 'llm',
+        route: 'billing_agent',
+        metadata: { transaction_interruption: 'intent_shift', interrupted_intent: null },
+      });
+    });
+  });
+
+  describe('handoff', () => {
+    const withHandoff = (file: RoutingFile): RoutingFile => ({
+      ...file,
+      intents: file.intents.map((intent) =>
+        intent.name === 'retail_support_exchange_return' ? { ...intent, handoff: true } : intent,
+      ),
+    });
+
+    it('sends a handoff intent through the handoff node when another agent is active', async () => {
+      const { service } = setup({ routing: withHandoff });
+      const decision = await service.route(
+        turn('quero devolver o produto', { active_agent: 'orders_agent' }),
+      );
+      expectComplete(decision);
+      expect(decision).toMatchObject({
+        route: 'handoff',
+        agent: 'support_agent',
+        intent: 'retail_support_exchange_return',
+        method: 'keyword',
+        metadata: { handoff_target: 'support_agent', handoff_from: 'orders_agent' },
+      });
+    });
+
+    it('routes straight to the agent on a first turn, from the same agent, and for ordinary intents', async () => {
+      const { service } = setup({ routing: withHandoff });
+      expect(await service.route(turn('quero devolver o produto'))).toMatchObject({ route: 'support_agent' });
+      expect(
+        await service.route(turn('quero devolver o produto', { active_agent: 'support_agent' })),
+      ).toMatchObject({ route: 'support_agent' });
+      const ordinary = await service.route(turn('minha fatura', { active_agent: 'orders_agent' }));
+      expect(ordinary).toMatchObject({ route: 'billing_agent' });
+      expect(ordinary.metadata).not.toHaveProperty('handoff_target');
+    });
+  });
+});
+
+describe('RoutingService (supervisor mode)', () => {
+  it('hands every turn to supervisor_agent and carries the pending state and the previous turn', async () => {
+    const { service, emit, chat } = setup({
+      routing: (file) => ({ ...file, router: { ...file.router, mode: 'supervisor' } }),
+    });
+    expect(service.mode).toBe('supervisor');
+    const decision = await service.route(
+      turn('sim', {
+        next_state: 'WAITING_ORDER_CONFIRMATION',
+        active_agent: 'orders_agent',
+        intent: 'retail_order_cancel',
+      }),
+    );
+    expect(decision).toEqual({
+      route: 'supervisor_agent',
+      agent: 'supervisor_agent',
+      intent: 'supervisor',
+      domain: null,
+      mcp_tools: [],
+      confidence: 1,
+      method: 'supervisor',
+      reason: 'supervisor mode plans the intents of the turn',
+      next_state: 'WAITING_ORDER_CONFIRMATION',
+      route_bypassed: false,
+      metadata: {
+        previous_agent: 'orders_agent',
+        previous_intent: 'retail_order_cancel',
+        transaction_intent: 'retail_order_cancel',
+      },
+    });
+    expect(chat).not.toHaveBeenCalled();
+    expect(emit).toHaveBeenCalledWith('router.decision', expect.objectContaining({ method: 'supervisor' }));
+  });
+});
