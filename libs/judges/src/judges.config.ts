@@ -26,8 +26,11 @@ const patternField = z
 const judgeEntrySchema = z
   .object({
     name: z.enum(JUDGE_NAMES, {
-      errorMap: (_issue, ctx) => ({
-        message: `unknown judge (known: ${JUDGE_NAMES.join(', ')}); ${ctx.defaultError}`,
+      errorMap: (issue, ctx) => ({
+        message:
+          issue.code === z.ZodIssueCode.invalid_enum_value
+            ? `unknown judge "${String(ctx.data)}" (known: ${JUDGE_NAMES.join(', ')})`
+            : ctx.defaultError,
       }),
     }),
     enabled: z.boolean().default(true),
