@@ -1,49 +1,77 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { ConfigFilesService } from '@agent/config';
-import type { AgentState, DomainAgentNode } from '@agent/contracts';
-import { ChatMessage, LlmError, LlmService } from '@agent/llm';
+import type { AgentState, DomainAgentNode, JsonRecord } from '@agent/contracts';
+import { ChatMessage, ChatTool, LlmError, LlmService, ToolCall } from '@agent/llm';
+import { McpService, McpToolResult, ToolDescriptor } from '@agent/mcp';
+import { EventBusService } from '@agent/observability';
+import { formatPassages, RagContext, RagService } from '@agent/rag';
+import { AgentPrompts } from './agent-prompts';
+import { stripAgentPrefix } from './answer-text';
+import { ParameterExtractor } from './parameter-extractor';
+import { requestContext, TransactionEngine, userText } from './transaction.engine';
 
 /** Said when the agent's LLM cannot answer (not configured, timeout, error). */
 export const AGENT_UNAVAILABLE_MESSAGE =
   'Não consegui concluir sua solicitação agora. Por favor, tente novamente em instantes.';
 
-/** Facade of AgentsModule: one runtime for the four domain agents. */
+/** History messages an agent sees. */
+const HISTORY_WINDOW = 12;
+
+/**
+ * Facade of AgentsModule: one runtime for the four domain agents. A turn either resumes the conversation's
+ * transaction (parameters or confirmation) or runs the agent's model with the intent's MCP tools in a
+ * bounded tool-call loop, with long-term memory and, for agents with a rag_namespace, retrieved passages.
+ */
 @Injectable()
 export class AgentsService {
   private readonly logger = new Logger(AgentsService.name);
-  private readonly promptCache = new Map<string, string>();
 
   constructor(
     private readonly files: ConfigFilesService,
     private readonly llm: LlmService,
+    private readonly mcp: McpService,
+    private readonly rag: RagService,
+    private readonly prompts: AgentPrompts,
+    private readonly transactions: TransactionEngine,
+    private readonly extractor: ParameterExtractor,
+    private readonly events: EventBusService,
   ) {}
 
   async run(node: DomainAgentNode, state: AgentState): Promise<Partial<AgentState>> {
-    const graphAgent = this.files.agents.graph_agents[node];
-    const messages: ChatMessage[] = [
-      { role: 'system', content: this.systemPrompt(node, state) },
-      ...(state.history ?? []).slice(-12).map((m): ChatMessage => ({ role: m.role, content: m.content })),
-      { role: 'user', content: state.sanitized_input ?? state.user_text ?? '' },
-    ];
-    try {
-      const result = await this.llm.chat({ profile: graphAgent.llm_profile, messages });
-      return { answer: (result.content ?? '').trim() || AGENT_UNAVAILABLE_MESSAGE };
-    } catch (error) {
-      if (!(error instanceof LlmError)) throw error;
-      this.logger.warn(`${node} could not answer: ${error.message}`);
-      return { answer: AGENT_UNAVAILABLE_MESSAGE };
+    const resumable = this.transactions.resumable(state);
+    let interruption: Partial<AgentState> = {};
+    let interruptedNote: string | null = null;
+    if (resumable) {
+      const shift = state.transaction_interruption;
+      if (!shift && resumable.transaction.agent === node) {
+        return this.transactions.resume(node, state, resumable);
+      }
+      // The router sent the turn elsewhere (intent shift, replacement, abandonment) or to another agent.
+      const reason = shift ?? 'routed_to_another_agent';
+      interruption = this.transactions.interrupt(state, resumable.transaction, reason);
+      if (shift === 'explicit_abandonment') {
+        return {
+          ...interruption,
+          answer: this.transactions.message('cancelled', resumable.transaction),
+          mcp_results: [],
+        };
+      }
+      interruptedNote = `${this.transactions.message('interrupted', resumable.transaction)} (motivo: ${reason})`;
     }
+    const patch = await this.answer(node, { ...state, ...interruption }, interruptedNote);
+    return { ...interruption, ...patch };
   }
 
   /** A new answer for the same turn, following the output supervisor's guidance; null when it cannot. */
   async regenerate(node: DomainAgentNode, state: AgentState, guidance: string): Promise<string | null> {
     const graphAgent = this.files.agents.graph_agents[node];
+    const toolFacts = (state.mcp_results ?? []).length
+      ? [`Resultados de ferramentas deste turno (JSON): ${JSON.stringify(state.mcp_results)}`]
+      : [];
     const messages: ChatMessage[] = [
-      { role: 'system', content: this.systemPrompt(node, state) },
-      ...(state.history ?? []).slice(-12).map((m): ChatMessage => ({ role: m.role, content: m.content })),
-      { role: 'user', content: state.sanitized_input ?? state.user_text ?? '' },
+      { role: 'system', content: this.prompts.systemPrompt(node, state, toolFacts) },
+      ...this.history(state),
+      { role: 'user', content: userText(state) },
       { role: 'assistant', content: state.answer ?? '' },
       {
         role: 'system',
@@ -52,35 +80,202 @@ export class AgentsService {
     ];
     try {
       const result = await this.llm.chat({ profile: graphAgent.llm_profile, messages });
-      return (result.content ?? '').trim() || null;
+      return stripAgentPrefix(result.content ?? '', this.prompts.displayNames(state)) || null;
     } catch (error) {
       if (!(error instanceof LlmError)) throw error;
       return null;
     }
   }
 
-  /** agents.yaml system_prefix of the agent_id, the graph agent's prompt (per-agent_id override first), memory. */
+  /** The system prompt of a graph agent for the state's agent_id (kept for callers of the old facade). */
   systemPrompt(node: DomainAgentNode, state: AgentState): string {
-    const profile =
-      this.files.agents.agents[state.agent_id ?? ''] ??
-      this.files.agents.agents[this.files.agents.default_agent_id];
-    const parts = [profile?.system_prefix ?? '', this.prompt(node, profile?.prompts_dir)];
-    if (state.long_term_memory_context)
-      parts.push(`Fatos conhecidos sobre o cliente:\n${state.long_term_memory_context}`);
-    return parts.filter((p) => p.trim() !== '').join('\n\n');
+    return this.prompts.systemPrompt(node, state);
   }
 
-  private prompt(node: DomainAgentNode, promptsDir: string | undefined): string {
-    const cacheKey = `${promptsDir ?? ''}|${node}`;
-    const cached = this.promptCache.get(cacheKey);
-    if (cached !== undefined) return cached;
-    const override = promptsDir ? this.files.path(join(promptsDir, `${node}.md`)) : null;
-    const path =
-      override && existsSync(override)
-        ? override
-        : this.files.path(this.files.agents.graph_agents[node].prompt);
-    const text = existsSync(path) ? readFileSync(path, 'utf8').trim() : '';
-    this.promptCache.set(cacheKey, text);
-    return text;
+  private async answer(
+    node: DomainAgentNode,
+    state: AgentState,
+    interruptedNote: string | null,
+  ): Promise<Partial<AgentState>> {
+    const graphAgent = this.files.agents.graph_agents[node];
+    const allowed = this.allowedTools(state);
+    const tools =
+      allowed.length > 0 && graphAgent.max_tool_steps > 0 ? await this.mcp.describeTools(allowed) : [];
+    const rag = graphAgent.rag_namespace
+      ? await this.retrieve(graphAgent.state_domain, graphAgent.rag_namespace, state)
+      : null;
+    const extra: string[] = [];
+    if (rag) extra.push(ragSection(rag));
+    if (interruptedNote) extra.push(`Operação pendente encerrada neste turno: ${interruptedNote}`);
+    const messages: ChatMessage[] = [
+      { role: 'system', content: this.prompts.systemPrompt(node, state, extra) },
+      ...this.history(state),
+      { role: 'user', content: userText(state) },
+    ];
+    const results: McpToolResult[] = [];
+    const base: Partial<AgentState> = {
+      available_mcp_tools: allowed,
+      rag_results: rag?.documents ?? [],
+      context: { ...(state.context ?? {}), agent: node, ...(rag ? { rag: withoutDocuments(rag) } : {}) },
+      next_state: null,
+      confirmation_required: false,
+    };
+    let selected: JsonRecord | null = null;
+    try {
+      for (let step = 0; ; step++) {
+        const offer = step < graphAgent.max_tool_steps ? tools.map(toChatTool) : [];
+        const reply = await this.llm.chat({
+          profile: graphAgent.llm_profile,
+          messages,
+          ...(offer.length > 0 ? { tools: offer } : {}),
+        });
+        if (reply.toolCalls.length === 0 || offer.length === 0) {
+          const answer = stripAgentPrefix(reply.content ?? '', this.prompts.displayNames(state));
+          return {
+            ...base,
+            answer: answer || AGENT_UNAVAILABLE_MESSAGE,
+            mcp_results: results.map((r) => ({ ...r })),
+            selected_tool_call: selected,
+          };
+        }
+        messages.push({
+          role: 'assistant',
+          content: reply.content,
+          tool_calls: reply.toolCalls.map((call) => ({
+            id: call.id,
+            type: 'function' as const,
+            function: { name: call.name, arguments: call.arguments },
+          })),
+        });
+        for (const call of reply.toolCalls) {
+          const args = parseArguments(call);
+          selected = { tool_name: call.name, arguments: args ?? {}, call_id: call.id };
+          const config = allowed.includes(call.name) ? this.mcp.toolConfig(call.name) : null;
+          if (config?.operation_type === 'transactional' && args !== null) {
+            // A transaction takes over the turn: its own messages ask for parameters or confirmation.
+            const patch = await this.transactions.start(node, state, call.name, args, results);
+            return { ...base, ...patch };
+          }
+          const result = await this.readOnlyCall(call, args, allowed, state);
+          results.push(result);
+          messages.push({
+            role: 'tool',
+            tool_call_id: call.id,
+            content: JSON.stringify(toolMessage(result)),
+          });
+        }
+      }
+    } catch (error) {
+      if (!(error instanceof LlmError)) throw error;
+      this.logger.warn(`${node} could not answer: ${error.message}`);
+      return {
+        ...base,
+        answer: AGENT_UNAVAILABLE_MESSAGE,
+        mcp_results: results.map((r) => ({ ...r })),
+        selected_tool_call: selected,
+      };
+    }
   }
+
+  private async readOnlyCall(
+    call: ToolCall,
+    args: JsonRecord | null,
+    allowed: readonly string[],
+    state: AgentState,
+  ): Promise<McpToolResult> {
+    const refused = (error: string): McpToolResult => ({
+      ok: false,
+      result: null,
+      error,
+      tool_name: call.name,
+      server: this.mcp.toolConfig(call.name)?.server ?? null,
+      latency_ms: 0,
+    });
+    if (!allowed.includes(call.name)) return refused(`tool ${call.name} is not available for this request`);
+    if (args === null) return refused('arguments are not a JSON object');
+    const config = this.mcp.toolConfig(call.name);
+    const fromText = config
+      ? this.extractor.byPattern(
+          call.name,
+          config,
+          Object.keys(config.args_schema.properties).filter((field) => args[field] === undefined),
+          userText(state),
+        )
+      : {};
+    return this.mcp.callTool(call.name, { ...fromText, ...args }, { context: requestContext(state) });
+  }
+
+  /** The intent's mcp_tools, restricted to declared, non-internal tools: the allowlist offered to the model. */
+  private allowedTools(state: AgentState): string[] {
+    return [...new Set(state.mcp_tools ?? [])].filter((name) => {
+      const config = this.mcp.toolConfig(name);
+      return config !== null && !config.internal;
+    });
+  }
+
+  private async retrieve(domain: string, namespace: string, state: AgentState): Promise<RagContext> {
+    const context = await this.rag.retrieveContext(userText(state), namespace);
+    this.events.emit(`IC.${domain}_RAG_CONTEXT_EVALUATED`, {
+      namespace,
+      status: context.status,
+      document_count: context.documents?.length ?? 0,
+      technical_error: context.technical_error === true,
+    });
+    if (context.status === 'executed') {
+      this.events.emit(`IC.${domain}_RAG_CONTEXT_RETRIEVED`, {
+        namespace,
+        document_count: context.documents?.length ?? 0,
+        top_document_ids: context.top_document_ids,
+      });
+    }
+    return context;
+  }
+
+  private history(state: AgentState): ChatMessage[] {
+    return (state.history ?? [])
+      .slice(-HISTORY_WINDOW)
+      .map((m): ChatMessage => ({ role: m.role, content: m.content }));
+  }
+}
+
+function toChatTool(tool: ToolDescriptor): ChatTool {
+  return {
+    type: 'function',
+    function: { name: tool.name, description: tool.description, parameters: tool.parameters },
+  };
+}
+
+function parseArguments(call: ToolCall): JsonRecord | null {
+  if (call.arguments.trim() === '') return {};
+  try {
+    const value: unknown = JSON.parse(call.arguments);
+    return value !== null && typeof value === 'object' && !Array.isArray(value)
+      ? (value as JsonRecord)
+      : null;
+  } catch {
+    return null;
+  }
+}
+
+/** What the model reads back from a tool: the outcome, without the router's bookkeeping. */
+function toolMessage(result: McpToolResult): JsonRecord {
+  return result.ok
+    ? { ok: true, result: result.result }
+    : { ok: false, error: result.error, result: result.result };
+}
+
+function ragSection(rag: RagContext): string {
+  if (rag.status === 'error') {
+    return (
+      'Base de conhecimento: indisponível neste turno por um erro técnico (technical_error_in_rag). ' +
+      'Não invente informações de planos ou serviços; use as ferramentas ou diga que não consegue consultar agora.'
+    );
+  }
+  if (rag.status === 'disabled') return '';
+  return `Trechos da base de conhecimento (cite apenas o que estiver aqui):\n${formatPassages(rag.documents ?? [])}`;
+}
+
+function withoutDocuments(rag: RagContext): JsonRecord {
+  const { documents: _documents, ...rest } = rag;
+  return rest;
 }

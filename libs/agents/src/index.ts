@@ -1,2 +1,5 @@
 export * from './agents.module';
 export * from './agents.service';
+export { stripAgentPrefix } from './answer-text';
+export { idempotencyKey } from './transaction.engine';
+export * from './transaction.types';

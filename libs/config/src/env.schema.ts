@@ -225,6 +225,81 @@ export const guardrailsEnvSchema = z.object({
   OUTPUT_SUPERVISOR_MAX_RETRIES: envNumber(2, { min: 0, max: 10, int: true }),
 });
 
+/** MCP_SERVER_<NAME>_URL overrides the url of server <name> (upper-cased, non-alphanumerics as `_`). */
+const MCP_SERVER_URL_KEY = /^MCP_SERVER_([A-Z0-9_]+)_URL$/;
+
+export const mcpEnvSchema = z
+  .object({
+    MCP_TOOLS_ENABLED: envBoolean(true),
+    MCP_SERVERS_PATH: optionalString,
+    MCP_CALL_TIMEOUT_MS: envNumber(10000, { min: 100, int: true }),
+    MCP_CONNECT_TIMEOUT_MS: envNumber(5000, { min: 100, int: true }),
+    MCP_TOOLS_CACHE_TTL_MS: envNumber(300000, { min: 0, int: true }),
+  })
+  .passthrough()
+  .transform((env, ctx) => {
+    const serverUrls: Record<string, string> = {};
+    for (const [key, value] of Object.entries(env)) {
+      const match = MCP_SERVER_URL_KEY.exec(key);
+      if (!match || typeof value !== 'string' || value.trim() === '') continue;
+      const parsed = httpUrl.safeParse(value);
+      if (!parsed.success || parsed.data === undefined) {
+        ctx.addIssue({
+          code: z.ZodIssueCode.custom,
+          path: [key],
+          message: `expected an http(s) URL, got "${value}"`,
+        });
+        continue;
+      }
+      serverUrls[match[1]] = parsed.data;
+    }
+    return {
+      MCP_TOOLS_ENABLED: env.MCP_TOOLS_ENABLED,
+      MCP_SERVERS_PATH: env.MCP_SERVERS_PATH,
+      MCP_CALL_TIMEOUT_MS: env.MCP_CALL_TIMEOUT_MS,
+      MCP_CONNECT_TIMEOUT_MS: env.MCP_CONNECT_TIMEOUT_MS,
+      MCP_TOOLS_CACHE_TTL_MS: env.MCP_TOOLS_CACHE_TTL_MS,
+      /** Keyed by the normalized server name (TELECOM for `telecom`). */
+      MCP_SERVER_URLS: serverUrls,
+    };
+  });
+
+export const ragEnvSchema = z
+  .object({
+    RAG_ENABLED: envBoolean(true),
+    RAG_TOP_K: envNumber(5, { min: 1, max: 50, int: true }),
+    RAG_CHUNK_SIZE: envNumber(1200, { min: 50, max: 100000, int: true }),
+    RAG_CHUNK_OVERLAP: envNumber(200, { min: 0, int: true }),
+    /** Postgres text search configuration of ingested documents (portuguese, english, simple, ...). */
+    RAG_LANGUAGE: z
+      .string()
+      .optional()
+      .transform((value, ctx) => {
+        if (value === undefined || value.trim() === '') return 'portuguese';
+        if (!/^[a-z_]+$/.test(value.trim())) {
+          ctx.addIssue({
+            code: z.ZodIssueCode.custom,
+            message: `expected a text search configuration name, got "${value}"`,
+          });
+          return z.NEVER;
+        }
+        return value.trim();
+      }),
+    /** Ingested at start-up into each graph agent's rag_namespace; CONFIG_DIR/knowledge when unset. */
+    RAG_KNOWLEDGE_DIR: optionalString,
+    RAG_INGEST_ON_START: envBoolean(true),
+    RAG_GENERATION_PROFILE: envString('rag_generation'),
+  })
+  .superRefine((env, ctx) => {
+    if (env.RAG_CHUNK_OVERLAP >= env.RAG_CHUNK_SIZE) {
+      ctx.addIssue({
+        code: z.ZodIssueCode.custom,
+        path: ['RAG_CHUNK_OVERLAP'],
+        message: `must be smaller than RAG_CHUNK_SIZE (${env.RAG_CHUNK_SIZE}), got ${env.RAG_CHUNK_OVERLAP}`,
+      });
+    }
+  });
+
 export const ENV_SCHEMAS = {
   app: appEnvSchema,
   database: databaseEnvSchema,
@@ -236,6 +311,8 @@ export const ENV_SCHEMAS = {
   checkpoint: checkpointEnvSchema,
   memory: memoryEnvSchema,
   guardrails: guardrailsEnvSchema,
+  mcp: mcpEnvSchema,
+  rag: ragEnvSchema,
 } as const;
 
 export type EnvNamespace = keyof typeof ENV_SCHEMAS;
@@ -251,3 +328,5 @@ export type AuthEnv = EnvOf<'auth'>;
 export type CheckpointEnv = EnvOf<'checkpoint'>;
 export type MemoryEnv = EnvOf<'memory'>;
 export type GuardrailsEnv = EnvOf<'guardrails'>;
+export type McpEnv = EnvOf<'mcp'>;
+export type RagEnv = EnvOf<'rag'>;

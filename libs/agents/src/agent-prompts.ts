@@ -1,0 +1,68 @@
+import { Injectable } from '@nestjs/common';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { AgentProfileConfig, ConfigFilesService } from '@agent/config';
+import type { AgentState, DomainAgentNode, JsonRecord } from '@agent/contracts';
+
+/** Rules every domain agent follows, whatever its prompt says. */
+const RUNTIME_RULES =
+  'Regras: responda diretamente ao cliente, sem prefixar a resposta com o seu nome ou o nome de um agente. ' +
+  'Use somente dados de ferramentas, da base de conhecimento e da conversa; quando faltar um dado, diga ou peça. ' +
+  'Para operações que alteram dados (cancelamento, troca, devolução), chame a ferramenta: o sistema coleta os ' +
+  'dados que faltarem e pede a confirmação do cliente; nunca diga que uma operação foi feita sem o resultado dela.';
+
+/** The system prompt of a graph agent for an agent_id: prefix, prompt file (per-agent_id override first), memory. */
+@Injectable()
+export class AgentPrompts {
+  private readonly cache = new Map<string, string>();
+
+  constructor(private readonly files: ConfigFilesService) {}
+
+  profile(state: AgentState): AgentProfileConfig | undefined {
+    return (
+      this.files.agents.agents[state.agent_id ?? ''] ??
+      this.files.agents.agents[this.files.agents.default_agent_id]
+    );
+  }
+
+  /** Names the customer must never see as an answer prefix. */
+  displayNames(state: AgentState): string[] {
+    return Object.values(this.files.agents.agents)
+      .map((agent) => agent.name)
+      .concat(this.profile(state)?.name ?? []);
+  }
+
+  systemPrompt(node: DomainAgentNode, state: AgentState, extra: readonly string[] = []): string {
+    const profile = this.profile(state);
+    const parts = [profile?.system_prefix ?? '', this.prompt(node, profile?.prompts_dir), RUNTIME_RULES];
+    if (state.long_term_memory_context) {
+      parts.push(`Fatos conhecidos sobre o cliente:\n${state.long_term_memory_context}`);
+    }
+    const last = state.last_transaction;
+    if (last && typeof last.tool_name === 'string') {
+      parts.push(`Última operação desta conversa: ${describeTransaction(last)}`);
+    }
+    parts.push(...extra);
+    return parts.filter((p) => p.trim() !== '').join('\n\n');
+  }
+
+  private prompt(node: DomainAgentNode, promptsDir: string | undefined): string {
+    const cacheKey = `${promptsDir ?? ''}|${node}`;
+    const cached = this.cache.get(cacheKey);
+    if (cached !== undefined) return cached;
+    const override = promptsDir ? this.files.path(join(promptsDir, `${node}.md`)) : null;
+    const path =
+      override && existsSync(override)
+        ? override
+        : this.files.path(this.files.agents.graph_agents[node].prompt);
+    const text = existsSync(path) ? readFileSync(path, 'utf8').trim() : '';
+    this.cache.set(cacheKey, text);
+    return text;
+  }
+}
+
+function describeTransaction(transaction: JsonRecord): string {
+  const args = JSON.stringify(transaction.arguments ?? {});
+  const status = typeof transaction.status === 'string' ? transaction.status : 'desconhecido';
+  return `${String(transaction.tool_name)} ${args}, status ${status}.`;
+}

@@ -1,0 +1,5 @@
+export * from './mcp.module';
+export * from './mcp.service';
+export * from './mcp.types';
+export { envKeyOf, mcpServersFileSchema } from './mcp-servers.schema';
+export type { McpServerConfig, McpServersFile } from './mcp-servers.schema';

@@ -1,0 +1,248 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import {
+  StreamableHTTPClientTransport,
+  StreamableHTTPError,
+} from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { CallToolResult, ErrorCode, McpError, Tool } from '@modelcontextprotocol/sdk/types.js';
+import { isAbsolute, resolve } from 'node:path';
+import { expandEnv, McpServerConfig } from './mcp-servers.schema';
+
+/** The server cannot be reached (connect failed, or the connection dropped and one reconnect failed). */
+export class McpUnavailableError extends Error {
+  constructor(server: string, cause: unknown) {
+    super(`MCP server ${server} unreachable: ${describeError(cause)}`, { cause });
+    this.name = 'McpUnavailableError';
+  }
+}
+
+/** The server did not answer within the call's timeout. */
+export class McpTimeoutError extends Error {
+  constructor(server: string, timeoutMs: number, cause: unknown) {
+    super(`MCP server ${server} did not answer within ${timeoutMs} ms`, { cause });
+    this.name = 'McpTimeoutError';
+  }
+}
+
+export interface ConnectionSettings {
+  connectTimeoutMs: number;
+  callTimeoutMs: number;
+  toolsCacheTtlMs: number;
+  /** Resolves a relative stdio `cwd` (the config directory's parent, i.e. the repository root). */
+  baseDir: string;
+  clientVersion: string;
+  log: (message: string) => void;
+}
+
+const BACKOFF_BASE_MS = 200;
+const BACKOFF_MAX_MS = 2000;
+
+/**
+ * One reusable MCP session per configured server. Connects lazily, shares the connection between
+ * concurrent calls, drops it when the transport closes or a call shows it is gone, reconnects once for
+ * that call, and after a failed connect fails fast for a short, growing back-off instead of hammering a
+ * server that is down.
+ */
+export class McpConnection {
+  private client: Client | null = null;
+  private connecting: Promise<Client> | null = null;
+  private tools: { at: number; list: Tool[] } | null = null;
+  private failures = 0;
+  private retryAt = 0;
+  private closed = false;
+
+  constructor(
+    readonly name: string,
+    readonly config: McpServerConfig,
+    private readonly settings: ConnectionSettings,
+  ) {}
+
+  get timeoutMs(): number {
+    return this.config.timeout_ms ?? this.settings.callTimeoutMs;
+  }
+
+  async callTool(toolName: string, args: Record<string, unknown>): Promise<CallToolResult> {
+    return this.withReconnect(async (client) => {
+      const result = await client.callTool({ name: toolName, arguments: args }, undefined, {
+        timeout: this.timeoutMs,
+      });
+      return result as CallToolResult;
+    });
+  }
+
+  /** The server's tool list, cached for MCP_TOOLS_CACHE_TTL_MS. */
+  async listTools(): Promise<Tool[]> {
+    if (this.tools && Date.now() - this.tools.at < this.settings.toolsCacheTtlMs) return this.tools.list;
+    const list = await this.withReconnect(async (client) => {
+      const tools: Tool[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await client.listTools(cursor ? { cursor } : undefined, { timeout: this.timeoutMs });
+        tools.push(...page.tools);
+        cursor = page.nextCursor;
+      } while (cursor);
+      return tools;
+    });
+    this.tools = { at: Date.now(), list };
+    return list;
+  }
+
+  /** Tools cached from an earlier listing, even if stale (used when the server is down). */
+  cachedTools(): Tool[] | null {
+    return this.tools?.list ?? null;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.drop();
+  }
+
+  private async withReconnect<T>(work: (client: Client) => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      const reused = this.client !== null;
+      const client = await this.connect();
+      try {
+        return await work(client);
+      } catch (error) {
+        if (isTimeout(error)) throw new McpTimeoutError(this.name, this.timeoutMs, error);
+        if (!isConnectionLost(error)) throw error;
+        await this.drop();
+        // A reused session may have gone stale (server restarted): one fresh connection gets one more try.
+        if (!reused || attempt > 0) throw new McpUnavailableError(this.name, error);
+        this.settings.log(`MCP server ${this.name}: connection lost (${describeError(error)}), reconnecting`);
+      }
+    }
+  }
+
+  private async connect(): Promise<Client> {
+    if (this.closed) throw new McpUnavailableError(this.name, new Error('connection pool closed'));
+    if (this.client) return this.client;
+    if (this.connecting) return this.connecting;
+    if (Date.now() < this.retryAt) {
+      throw new McpUnavailableError(this.name, new Error('recent connection attempt failed; backing off'));
+    }
+    const attempt = this.open()
+      .then((client) => {
+        this.failures = 0;
+        this.retryAt = 0;
+        this.client = client;
+        return client;
+      })
+      .catch((error: unknown) => {
+        this.failures++;
+        this.retryAt = Date.now() + Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** (this.failures - 1));
+        throw new McpUnavailableError(this.name, error);
+      })
+      .finally(() => {
+        this.connecting = null;
+      });
+    this.connecting = attempt;
+    return attempt;
+  }
+
+  private async open(): Promise<Client> {
+    const client = new Client({ name: 'agent-runtime', version: this.settings.clientVersion });
+    client.onclose = () => {
+      if (this.client === client) this.client = null;
+    };
+    client.onerror = (error) => this.settings.log(`MCP server ${this.name}: ${error.message}`);
+    const transport =
+      this.config.transport === 'streamable_http'
+        ? new StreamableHTTPClientTransport(new URL(this.config.url), {
+            requestInit: {
+              headers: Object.fromEntries(
+                Object.entries(this.config.headers).map(([key, value]) => [key, expandEnv(value)]),
+              ),
+            },
+          })
+        : new StdioClientTransport({
+            command: this.config.command,
+            args: this.config.args.map((arg) => expandEnv(arg)),
+            env: {
+              ...inheritedEnv(),
+              ...Object.fromEntries(
+                Object.entries(this.config.env).map(([key, value]) => [key, expandEnv(value)]),
+              ),
+            },
+            cwd: this.config.cwd
+              ? isAbsolute(this.config.cwd)
+                ? this.config.cwd
+                : resolve(this.settings.baseDir, this.config.cwd)
+              : this.settings.baseDir,
+            stderr: 'pipe',
+          });
+    if (transport instanceof StdioClientTransport) {
+      transport.stderr?.on('data', (chunk: Buffer) => {
+        for (const line of chunk.toString('utf8').split('\n')) {
+          if (line.trim() !== '') this.settings.log(`MCP server ${this.name} (stdio): ${line.trim()}`);
+        }
+      });
+    }
+    try {
+      await client.connect(transport, { timeout: this.settings.connectTimeoutMs });
+    } catch (error) {
+      await client.close().catch(() => undefined);
+      throw error;
+    }
+    this.tools = null;
+    return client;
+  }
+
+  private async drop(): Promise<void> {
+    const client = this.client;
+    this.client = null;
+    if (client) await client.close().catch(() => undefined);
+  }
+}
+
+/** The child of a stdio server inherits the parent's environment (DATABASE_URL and the like). */
+function inheritedEnv(): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(process.env).filter((entry): entry is [string, string] => typeof entry[1] === 'string'),
+  );
+}
+
+function isTimeout(error: unknown): boolean {
+  return error instanceof McpError && error.code === (ErrorCode.RequestTimeout as number);
+}
+
+/** Errors that mean the session or the socket is gone, as opposed to an answer from the server. */
+function isConnectionLost(error: unknown): boolean {
+  if (error instanceof McpError) return error.code === (ErrorCode.ConnectionClosed as number);
+  if (error instanceof StreamableHTTPError) {
+    // 404: the session is unknown (server restarted); 5xx from a proxy: the server is not there.
+    return error.code === undefined || error.code === 404 || error.code >= 500;
+  }
+  // Checked by shape, not instanceof: fetch's errors may come from another realm (vm contexts, test runners).
+  for (let current: unknown = error, depth = 0; current && depth < 5; depth++) {
+    const { name, message, code, cause } = current as {
+      name?: unknown;
+      message?: unknown;
+      code?: unknown;
+      cause?: unknown;
+    };
+    if (
+      name === 'TypeError' &&
+      typeof message === 'string' &&
+      /fetch failed|terminated|network/i.test(message)
+    ) {
+      return true;
+    }
+    if (
+      typeof code === 'string' &&
+      /^(ECONN|EPIPE|ENOTFOUND|EHOSTUNREACH|ENETUNREACH|EAI_AGAIN|UND_ERR_SOCKET|ERR_STREAM)/.test(code)
+    ) {
+      return true;
+    }
+    current = cause;
+  }
+  return false;
+}
+
+/** An error's message with its cause's, by shape (errors may come from another realm). */
+export function describeError(error: unknown): string {
+  const message = (error as { message?: unknown } | null)?.message;
+  if (typeof message !== 'string') return String(error);
+  const causeMessage = ((error as { cause?: { message?: unknown } }).cause ?? {}).message;
+  return typeof causeMessage === 'string' && causeMessage !== '' ? `${message}: ${causeMessage}` : message;
+}

@@ -1,0 +1,408 @@
+import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+import { dirname, resolve } from 'node:path';
+import { Counter, Histogram } from 'prom-client';
+import { ConfigFileError, ConfigFilesService, loadYamlFile, McpEnv, ToolConfig } from '@agent/config';
+import type { JsonRecord } from '@agent/contracts';
+import { EventBusService, MetricsService, TracingService } from '@agent/observability';
+import { describeError, McpConnection, McpTimeoutError, McpUnavailableError } from './mcp-connection';
+import { envKeyOf, McpServerConfig, McpServersFile, mcpServersFileSchema } from './mcp-servers.schema';
+import {
+  CallOptions,
+  MCP_UNAVAILABLE_ERROR,
+  McpToolResult,
+  PreparationError,
+  PrepareOptions,
+  PreparedCall,
+  PrepareResult,
+  RUNTIME_ARGUMENTS,
+  ToolDescriptor,
+} from './mcp.types';
+
+export const MCP_ENV = Symbol('MCP_ENV');
+
+/**
+ * Facade of McpModule: the tool router. `prepareCall` maps and validates arguments without calling;
+ * `call` sends a prepared call through a reusable MCP session and always returns a McpToolResult.
+ */
+@Injectable()
+export class McpService implements OnApplicationShutdown {
+  private readonly logger = new Logger(McpService.name);
+  readonly servers: Record<string, McpServerConfig>;
+  readonly serversPath: string;
+  private readonly connections = new Map<string, McpConnection>();
+  private readonly callCounter: Counter<'tool' | 'server' | 'outcome'>;
+  private readonly callLatency: Histogram<'tool' | 'server'>;
+
+  constructor(
+    @Inject(MCP_ENV) private readonly env: McpEnv,
+    private readonly files: ConfigFilesService,
+    private readonly events: EventBusService,
+    private readonly tracing: TracingService,
+    metrics: MetricsService,
+  ) {
+    this.serversPath = resolve(env.MCP_SERVERS_PATH ?? files.path('mcp_servers.yaml'));
+    const file: McpServersFile = loadYamlFile(this.serversPath, mcpServersFileSchema);
+    this.servers = Object.fromEntries(
+      Object.entries(file.servers).map(([name, server]) => {
+        const override = env.MCP_SERVER_URLS[envKeyOf(name)];
+        return [
+          name,
+          override && server.transport === 'streamable_http' ? { ...server, url: override } : server,
+        ];
+      }),
+    );
+    this.crossValidate();
+    this.callCounter = new Counter({
+      name: 'agent_mcp_tool_calls_total',
+      help: 'MCP tool calls by tool, server and outcome (ok|error|unavailable|timeout)',
+      labelNames: ['tool', 'server', 'outcome'] as const,
+      registers: [metrics.registry],
+    });
+    this.callLatency = new Histogram({
+      name: 'agent_mcp_tool_latency_seconds',
+      help: 'MCP tool call latency by tool and server',
+      labelNames: ['tool', 'server'] as const,
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [metrics.registry],
+    });
+  }
+
+  get enabled(): boolean {
+    return this.env.MCP_TOOLS_ENABLED;
+  }
+
+  /** The tools.yaml entry of a tool, or null. */
+  toolConfig(toolName: string): ToolConfig | null {
+    return this.files.tools.tools[toolName] ?? null;
+  }
+
+  /**
+   * The allowed tools as the LLM sees them: the input schema from the MCP server's tools/list (tools.yaml
+   * when the server cannot be listed), without the arguments the runtime owns. A transactional tool is
+   * offered without `required`, so the model calls it even before the customer gave every argument and
+   * the runtime collects the rest.
+   */
+  async describeTools(toolNames: readonly string[]): Promise<ToolDescriptor[]> {
+    const wanted = [...new Set(toolNames)].filter((name) => {
+      const config = this.toolConfig(name);
+      return config !== null && !config.internal;
+    });
+    const byServer = new Map<string, Tool[] | null>();
+    for (const server of new Set(wanted.map((name) => this.files.tools.tools[name].server))) {
+      byServer.set(server, await this.remoteTools(server));
+    }
+    return wanted.map((name) => {
+      const config = this.files.tools.tools[name];
+      const remote = byServer.get(config.server)?.find((tool) => tool.name === name);
+      const source = remote ? (remote.inputSchema as JsonRecord) : yamlSchema(config);
+      return {
+        name,
+        server: config.server,
+        description: config.description,
+        parameters: offeredSchema(source, config),
+        operation_type: config.operation_type,
+        require_confirmation: config.require_confirmation,
+        requires: requiredArguments(config),
+        schema_source: remote ? 'mcp' : 'tools.yaml',
+      };
+    });
+  }
+
+  /** Maps and validates arguments for a tool, without calling it (the reference's prepare_call). */
+  prepareCall(toolName: string, args: JsonRecord, options: PrepareOptions = {}): PrepareResult {
+    const config = this.toolConfig(toolName);
+    const fail = (
+      error: PreparationError,
+      server: string | null,
+      mapped: JsonRecord = {},
+    ): PrepareResult => ({
+      ok: false,
+      tool_name: toolName,
+      server,
+      error,
+      arguments: mapped,
+    });
+    if (!this.enabled) {
+      return fail({ code: 'mcp_disabled', message: 'MCP tools disabled' }, config?.server ?? null);
+    }
+    if (!config || !(config.server in this.servers)) {
+      return fail({ code: 'not_configured', message: 'Tool/server not configured' }, config?.server ?? null);
+    }
+    if (!this.servers[config.server].enabled) {
+      return fail(
+        { code: 'server_disabled', message: `MCP server ${config.server} is disabled` },
+        config.server,
+      );
+    }
+    const properties = config.args_schema.properties;
+    const context = options.context ?? {};
+    const mapped: JsonRecord = {};
+    const invalid: { name: string; reason: string }[] = [];
+    for (const [name, property] of Object.entries(properties)) {
+      const raw = firstPresent(args[name], context[config.map[name] ?? ''], config.defaults[name]);
+      if (raw === undefined) continue;
+      const coerced = coerce(raw, property.type);
+      if (coerced === undefined) {
+        invalid.push({ name, reason: `expected ${property.type}` });
+        continue;
+      }
+      if (property.enum && !property.enum.includes(coerced as string | number)) {
+        invalid.push({ name, reason: `must be one of ${property.enum.join(', ')}` });
+        continue;
+      }
+      if (property.pattern && typeof coerced === 'string' && !safeTest(property.pattern, coerced)) {
+        invalid.push({ name, reason: `does not match ${property.pattern}` });
+        continue;
+      }
+      mapped[name] = coerced;
+    }
+    if (invalid.length > 0) {
+      return fail(
+        {
+          code: 'invalid_arguments',
+          message: `invalid arguments: ${invalid.map((i) => `${i.name} ${i.reason}`).join('; ')}`,
+          invalid_parameters: invalid,
+        },
+        config.server,
+        mapped,
+      );
+    }
+    const missing = requiredArguments(config).filter((name) => mapped[name] === undefined);
+    if (missing.length > 0 && options.requireComplete !== false) {
+      return fail(
+        {
+          code: 'missing_parameters',
+          message: `missing parameters: ${missing.join(', ')}`,
+          missing_parameters: missing,
+        },
+        config.server,
+        mapped,
+      );
+    }
+    return { ok: true, call: { tool_name: toolName, server: config.server, arguments: mapped } };
+  }
+
+  /** Sends a prepared call. Emits mcp.tool_call.completed always and NOC.MCP_TOOL_FAILED when not ok. */
+  async call(prepared: PreparedCall, options: CallOptions = {}): Promise<McpToolResult> {
+    const args: JsonRecord = { ...prepared.arguments };
+    if (options.confirmed) args.confirmed = true;
+    if (options.idempotencyKey) args.idempotency_key = options.idempotencyKey;
+    const started = performance.now();
+    const result = await this.tracing.span(
+      'mcp.tool_call',
+      { 'mcp.tool': prepared.tool_name, 'mcp.server': prepared.server },
+      () => this.send(prepared, args, started),
+    );
+    const outcome = result.ok
+      ? 'ok'
+      : result.error === MCP_UNAVAILABLE_ERROR
+        ? 'unavailable'
+        : /did not answer within/.test(result.error ?? '')
+          ? 'timeout'
+          : 'error';
+    this.callCounter.inc({ tool: prepared.tool_name, server: prepared.server, outcome });
+    this.callLatency.observe({ tool: prepared.tool_name, server: prepared.server }, result.latency_ms / 1000);
+    this.events.emit('mcp.tool_call.completed', {
+      tool_name: result.tool_name,
+      server: prepared.server,
+      ok: result.ok,
+      error: result.error,
+      latency_ms: result.latency_ms,
+    });
+    if (!result.ok) {
+      this.events.emit('NOC.MCP_TOOL_FAILED', {
+        tool_name: result.tool_name,
+        server: prepared.server,
+        error: result.error ?? 'unknown error',
+      });
+    }
+    return result;
+  }
+
+  /** prepareCall then call; a preparation error becomes an ok:false result without any call. */
+  async callTool(
+    toolName: string,
+    args: JsonRecord,
+    options: CallOptions & PrepareOptions = {},
+  ): Promise<McpToolResult> {
+    const prepared = this.prepareCall(toolName, args, options);
+    if (!prepared.ok) {
+      return {
+        ok: false,
+        result: { preparation_error: prepared.error },
+        error: prepared.error.message,
+        tool_name: toolName,
+        server: prepared.server,
+        latency_ms: 0,
+      };
+    }
+    return this.call(prepared.call, options);
+  }
+
+  /** Readiness detail: configuration only (no call). */
+  describe(): { enabled: boolean; servers: { name: string; transport: string; target: string }[] } {
+    return {
+      enabled: this.enabled,
+      servers: Object.entries(this.servers).map(([name, server]) => ({
+        name,
+        transport: server.transport,
+        target: server.transport === 'streamable_http' ? server.url : server.command,
+      })),
+    };
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await Promise.all([...this.connections.values()].map((connection) => connection.close()));
+    this.connections.clear();
+  }
+
+  private async send(prepared: PreparedCall, args: JsonRecord, started: number): Promise<McpToolResult> {
+    const base = { tool_name: prepared.tool_name, server: prepared.server };
+    const elapsed = () => Math.round((performance.now() - started) * 100) / 100;
+    try {
+      const raw = await this.connection(prepared.server).callTool(prepared.tool_name, args);
+      const body = resultBody(raw);
+      if (raw.isError) {
+        return { ...base, ok: false, result: body, error: errorText(body), latency_ms: elapsed() };
+      }
+      return { ...base, ok: true, result: body, error: null, latency_ms: elapsed() };
+    } catch (error) {
+      if (error instanceof McpUnavailableError) {
+        this.logger.warn(error.message);
+        return { ...base, ok: false, result: null, error: MCP_UNAVAILABLE_ERROR, latency_ms: elapsed() };
+      }
+      if (error instanceof McpTimeoutError) {
+        return { ...base, ok: false, result: null, error: error.message, latency_ms: elapsed() };
+      }
+      return { ...base, ok: false, result: null, error: describeError(error), latency_ms: elapsed() };
+    }
+  }
+
+  private async remoteTools(server: string): Promise<Tool[] | null> {
+    if (!this.enabled || !this.servers[server]?.enabled) return null;
+    const connection = this.connection(server);
+    try {
+      return await connection.listTools();
+    } catch (error) {
+      this.logger.warn(`tools/list of ${server} failed, using tools.yaml schemas: ${describeError(error)}`);
+      return connection.cachedTools();
+    }
+  }
+
+  private connection(server: string): McpConnection {
+    let connection = this.connections.get(server);
+    if (!connection) {
+      connection = new McpConnection(server, this.servers[server], {
+        connectTimeoutMs: this.env.MCP_CONNECT_TIMEOUT_MS,
+        callTimeoutMs: this.env.MCP_CALL_TIMEOUT_MS,
+        toolsCacheTtlMs: this.env.MCP_TOOLS_CACHE_TTL_MS,
+        baseDir: dirname(this.files.configDir),
+        clientVersion: '0.1.0',
+        log: (message) => this.logger.warn(message),
+      });
+      this.connections.set(server, connection);
+    }
+    return connection;
+  }
+
+  private crossValidate(): void {
+    const problems = Object.entries(this.files.tools.tools)
+      .filter(([, tool]) => !(tool.server in this.servers))
+      .map(([name, tool]) => `tools.${name}.server: "${tool.server}" is not declared in ${this.serversPath}`);
+    if (problems.length > 0) throw new ConfigFileError(this.files.path('tools.yaml'), problems);
+  }
+}
+
+/** The arguments a call cannot go without: args_schema.required plus the policy's `requires`. */
+export function requiredArguments(config: ToolConfig): string[] {
+  return [...new Set([...config.args_schema.required, ...config.requires])];
+}
+
+function yamlSchema(config: ToolConfig): JsonRecord {
+  return {
+    type: 'object',
+    properties: Object.fromEntries(
+      Object.entries(config.args_schema.properties).map(([name, property]) => [
+        name,
+        {
+          type: property.type,
+          ...(property.description ? { description: property.description } : {}),
+          ...(property.enum ? { enum: property.enum } : {}),
+        },
+      ]),
+    ),
+    required: config.args_schema.required,
+  };
+}
+
+function offeredSchema(source: JsonRecord, config: ToolConfig): JsonRecord {
+  const properties = { ...((source.properties as JsonRecord | undefined) ?? {}) };
+  for (const name of RUNTIME_ARGUMENTS) delete properties[name];
+  const required = Array.isArray(source.required)
+    ? (source.required as unknown[]).filter(
+        (name): name is string => typeof name === 'string' && name in properties,
+      )
+    : [];
+  return {
+    type: 'object',
+    properties,
+    ...(config.operation_type === 'transactional' || required.length === 0 ? {} : { required }),
+  };
+}
+
+function firstPresent(...values: unknown[]): unknown {
+  return values.find((value) => value !== undefined && value !== null && value !== '');
+}
+
+function coerce(value: unknown, type: 'string' | 'number' | 'integer' | 'boolean'): unknown {
+  switch (type) {
+    case 'string':
+      if (typeof value === 'string') return value.trim() === '' ? undefined : value.trim();
+      return typeof value === 'number' || typeof value === 'boolean' ? String(value) : undefined;
+    case 'number':
+    case 'integer': {
+      const parsed =
+        typeof value === 'number' ? value : typeof value === 'string' ? Number(value.trim()) : NaN;
+      if (!Number.isFinite(parsed) || (type === 'integer' && !Number.isInteger(parsed))) return undefined;
+      return parsed;
+    }
+    case 'boolean':
+      if (typeof value === 'boolean') return value;
+      if (value === 'true') return true;
+      if (value === 'false') return false;
+      return undefined;
+  }
+}
+
+function safeTest(pattern: string, value: string): boolean {
+  try {
+    return new RegExp(pattern).test(value);
+  } catch {
+    return true;
+  }
+}
+
+/** structuredContent when present, else the JSON of the first text block, else its text. */
+function resultBody(result: CallToolResult): unknown {
+  if (result.structuredContent !== undefined) return result.structuredContent;
+  const text = result.content
+    .filter((block): block is { type: 'text'; text: string } => block.type === 'text')
+    .map((block) => block.text)
+    .join('\n');
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
+}
+
+function errorText(body: unknown): string {
+  if (typeof body === 'string') return body || 'tool returned an error';
+  if (body && typeof body === 'object') {
+    const record = body as JsonRecord;
+    if (typeof record.message === 'string') return record.message;
+    if (typeof record.error === 'string') return record.error;
+  }
+  return 'tool returned an error';
+}

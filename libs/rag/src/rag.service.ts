@@ -1,0 +1,232 @@
+import { Logger } from '@nestjs/common';
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { RagEnv } from '@agent/config';
+import type { JsonRecord } from '@agent/contracts';
+import type { ChatMessage, LlmService } from '@agent/llm';
+import { chunkText, RagIngestError, validateChunking } from './chunking';
+import { loadDirectory } from './loader';
+import { RagStore, RetrievedChunk } from './rag.store';
+
+/** A precondition of RagService that is not met (generateAnswer without an LLM). */
+export class RagError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'RagError';
+  }
+}
+
+export interface IngestOptions {
+  namespace: string;
+  chunkSize?: number;
+  chunkOverlap?: number;
+  /** Postgres text search configuration (portuguese, english, simple, ...). */
+  language?: string;
+  /** Delete documents of the namespace whose file is gone (default false). */
+  prune?: boolean;
+}
+
+export interface IngestReport {
+  namespace: string;
+  directory: string;
+  language: string;
+  chunk_size: number;
+  chunk_overlap: number;
+  documents: number;
+  updated: number;
+  unchanged: number;
+  chunks: number;
+  pruned: number;
+}
+
+export interface RetrievalResult {
+  namespace: string;
+  query: string;
+  documents: RetrievedChunk[];
+  latency_ms: number;
+}
+
+/** The agent-facing context of one retrieval (the reference's `_retrieve_rag_context` metadata). */
+export type RagContext = JsonRecord & {
+  status: 'executed' | 'empty' | 'error' | 'disabled';
+  documents?: RetrievedChunk[];
+};
+
+export const RAG_PROVIDER = 'postgres_fts';
+
+/**
+ * Facade of RagModule: ingestion into rag_documents/rag_chunks and top-k retrieval per namespace.
+ * Built without Nest too (the rag:ingest CLI), hence plain constructor arguments.
+ */
+export class RagService {
+  private readonly logger = new Logger(RagService.name);
+
+  constructor(
+    private readonly store: RagStore,
+    readonly env: RagEnv,
+    private readonly llm: LlmService | null,
+  ) {}
+
+  /** Loads md/txt/json/yaml files under `directory` into `namespace`; unchanged documents are skipped. */
+  async ingestDirectory(directory: string, options: IngestOptions): Promise<IngestReport> {
+    const chunkSize = options.chunkSize ?? this.env.RAG_CHUNK_SIZE;
+    const chunkOverlap = options.chunkOverlap ?? this.env.RAG_CHUNK_OVERLAP;
+    const language = options.language ?? this.env.RAG_LANGUAGE;
+    validateChunking({ chunkSize, chunkOverlap });
+    if (!/^[A-Za-z][A-Za-z0-9_.-]*$/.test(options.namespace)) {
+      throw new RagIngestError(
+        'invalid_namespace',
+        `namespace must be an identifier (letters, digits, _ . -), got "${options.namespace}"`,
+      );
+    }
+    const documents = loadDirectory(directory);
+    if (!(await this.store.languageExists(language))) {
+      throw new RagIngestError(
+        'invalid_language',
+        `unknown Postgres text search configuration "${language}"`,
+      );
+    }
+    const report: IngestReport = {
+      namespace: options.namespace,
+      directory,
+      language,
+      chunk_size: chunkSize,
+      chunk_overlap: chunkOverlap,
+      documents: documents.length,
+      updated: 0,
+      unchanged: 0,
+      chunks: 0,
+      pruned: 0,
+    };
+    for (const document of documents) {
+      const chunks = chunkText(document.text, { chunkSize, chunkOverlap });
+      const written = await this.store.upsertDocument({
+        namespace: options.namespace,
+        source: document.source,
+        title: document.title,
+        // The settings are part of the identity: re-chunking with other settings rewrites the chunks.
+        contentHash: `${document.contentHash}:${chunkSize}:${chunkOverlap}`,
+        language,
+        metadata: { format: document.format, chunk_size: chunkSize, chunk_overlap: chunkOverlap },
+        chunks: chunks.map((content, index) => ({ index, content, metadata: { chars: content.length } })),
+      });
+      if (written) report.updated++;
+      else report.unchanged++;
+      report.chunks += chunks.length;
+    }
+    if (options.prune) {
+      report.pruned = await this.store.pruneNamespace(
+        options.namespace,
+        documents.map((d) => d.source),
+      );
+    }
+    return report;
+  }
+
+  /** Top-k chunks of a namespace; throws on a store failure (retrieveContext wraps it for agents). */
+  async retrieve(query: string, namespace: string, topK = this.env.RAG_TOP_K): Promise<RetrievalResult> {
+    const started = performance.now();
+    const documents = query.trim() === '' ? [] : await this.store.search(namespace, query, topK);
+    return { namespace, query, documents, latency_ms: Math.round((performance.now() - started) * 100) / 100 };
+  }
+
+  /**
+   * What an agent puts in its context: the retrieval, or on any failure the technical error object
+   * (DESIGN §9), so the turn goes on and the agent can tell a failure from an empty search.
+   */
+  async retrieveContext(query: string, namespace: string, topK = this.env.RAG_TOP_K): Promise<RagContext> {
+    if (!this.env.RAG_ENABLED) {
+      return {
+        enabled: false,
+        attempted: false,
+        status: 'disabled',
+        reason: 'rag_disabled',
+        provider: RAG_PROVIDER,
+      };
+    }
+    try {
+      const result = await this.retrieve(query, namespace, topK);
+      return {
+        enabled: true,
+        attempted: true,
+        status: result.documents.length > 0 ? 'executed' : 'empty',
+        provider: RAG_PROVIDER,
+        namespace,
+        query,
+        latency_ms: result.latency_ms,
+        document_count: result.documents.length,
+        top_document_ids: result.documents.map((d) => d.document_id),
+        top_scores: result.documents.map((d) => d.score),
+        documents: result.documents,
+      };
+    } catch (error) {
+      // By shape: a driver or socket error may come from another realm, where instanceof Error fails.
+      const raw = (error as { message?: unknown } | null)?.message;
+      const message = typeof raw === 'string' ? raw : String(error);
+      this.logger.warn(`retrieval in namespace ${namespace} failed: ${message}`);
+      return {
+        enabled: false,
+        attempted: true,
+        failed: true,
+        technical_error: true,
+        technical_error_in_rag: true,
+        status: 'error',
+        error: message,
+        provider: RAG_PROVIDER,
+        namespace,
+        query,
+      };
+    }
+  }
+
+  /** Retrieves and answers from the passages with the RAG_GENERATION_PROFILE model; an error without an LLM. */
+  async generateAnswer(
+    query: string,
+    namespace: string,
+  ): Promise<{ answer: string; documents: RetrievedChunk[] }> {
+    const profile = this.llm?.resolveProfile(this.env.RAG_GENERATION_PROFILE) ?? null;
+    if (
+      !this.llm ||
+      !profile ||
+      (!profile.baseUrl && !(profile.config.provider === 'openai' && profile.apiKey))
+    ) {
+      throw new RagError('RagService.generateAnswer needs an LLM: no endpoint is configured for it');
+    }
+    const { documents } = await this.retrieve(query, namespace);
+    const messages: ChatMessage[] = [
+      {
+        role: 'system',
+        content:
+          'Answer only from the passages below; when they do not contain the answer, say so.\n\n' +
+          formatPassages(documents),
+      },
+      { role: 'user', content: query },
+    ];
+    const result = await this.llm.chat({ profile: this.env.RAG_GENERATION_PROFILE, messages });
+    return { answer: (result.content ?? '').trim(), documents };
+  }
+
+  /**
+   * Ingests CONFIG_DIR/knowledge (or RAG_KNOWLEDGE_DIR): each sub-directory is a namespace
+   * (knowledge/product → namespace "product"). Unchanged files cost one hash comparison.
+   */
+  async ingestKnowledgeBase(baseDir: string): Promise<IngestReport[]> {
+    if (!existsSync(baseDir)) return [];
+    const reports: IngestReport[] = [];
+    for (const entry of readdirSync(baseDir, { withFileTypes: true })) {
+      if (!entry.isDirectory() || entry.name.startsWith('.')) continue;
+      reports.push(
+        await this.ingestDirectory(join(baseDir, entry.name), { namespace: entry.name, prune: true }),
+      );
+    }
+    return reports;
+  }
+}
+
+/** Passages as the agent prompt shows them: numbered, with their source. */
+export function formatPassages(documents: readonly RetrievedChunk[]): string {
+  if (documents.length === 0) return '(no passage found)';
+  return documents
+    .map((d, i) => `[${i + 1}] ${d.title} (${d.source}#${d.chunk_index})\n${d.content}`)
+    .join('\n\n');
+}
