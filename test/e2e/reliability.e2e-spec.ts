@@ -1,0 +1,344 @@
+import { FakeChatRequest, FakeLlmServer, lastUserMessage } from '../support/fake-llm';
+import { TcpProxy } from '../support/tcp-proxy';
+import { startTestApp, TestApp, uniqueId } from '../support/test-app';
+
+/**
+ * Conversation reliability over HTTP, on the embedded default or on Postgres (DATABASE_URL): corrupt checkpoints,
+ * concurrent turns, idempotent delivery, a crashed lease holder, and a checkpoint size that stops growing.
+ * Outage tests that need a real server (pg_terminate_backend, an unreachable database, two app instances) are in
+ * reliability-outage.e2e-spec.ts.
+ */
+interface TurnBody {
+  turn: number;
+  answer: string;
+  message_id: string;
+  latency_ms: number;
+  error?: { code: string };
+}
+
+interface HistoryRow {
+  role: string;
+  content: string;
+  turn?: number;
+}
+
+const AGENT_ID = 'telecom_contas';
+const HISTORY_LIMIT = 10;
+const RETENTION = 5;
+
+describe('conversation reliability', () => {
+  let fake: FakeLlmServer;
+  /** Between the app and the fake LLM: holds an agent answer so a turn stays in flight as long as a test needs. */
+  let llmProxy: TcpProxy;
+  let app: TestApp;
+
+  beforeAll(async () => {
+    fake = await FakeLlmServer.start();
+    const proxied = await TcpProxy.forUrl(fake.baseUrl);
+    llmProxy = proxied.proxy;
+    app = await startTestApp({
+      env: {
+        LLM_BASE_URL: proxied.url,
+        TURN_LOCK_TIMEOUT_MS: '3000',
+        MEMORY_HISTORY_LIMIT: String(HISTORY_LIMIT),
+        CHECKPOINT_RETENTION: String(RETENTION),
+      },
+    });
+  }, 240000);
+
+  afterAll(async () => {
+    await app?.close();
+    await llmProxy?.stop();
+    await fake?.stop();
+  });
+
+  beforeEach(() => {
+    llmProxy.release();
+    fake.reset();
+    fake.setFallback({ json: { intent: 'unknown', confidence: 0, reason: 'test fallback' } });
+  });
+
+  const answerFor = (text: string) => `resposta para: ${text}`;
+
+  /** The agent answers every message; its first answer to `held` stays in the proxy until `llmProxy.release()`. */
+  function scriptAgent(held?: string): { inFlight: Promise<void> } {
+    let arrived!: () => void;
+    const arrival = new Promise<void>((resolve) => (arrived = resolve));
+    fake.script({
+      model: 'agent',
+      reply: (request: FakeChatRequest) => {
+        const text = lastUserMessage(request);
+        if (text === held) {
+          // Only the first time: a later turn with the same text answers at once.
+          held = undefined;
+          llmProxy.hold();
+          arrived();
+        }
+        return { content: answerFor(text) };
+      },
+    });
+    return { inFlight: arrival };
+  }
+
+  /** Lets the held turn finish once `waiter` has had time to reach the server and queue for the lease. */
+  async function releaseAfterQueued(): Promise<void> {
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    llmProxy.release();
+  }
+
+  function send(sessionId: string, text: string, extra: Record<string, string> = {}, tenant = 'acme') {
+    return app.post<TurnBody>('/v1/channels/web/messages', {
+      tenant_id: tenant,
+      agent_id: AGENT_ID,
+      session_id: sessionId,
+      text,
+      ...extra,
+    });
+  }
+
+  const key = (sessionId: string) => `acme:${sessionId}`;
+
+  async function versions(sessionId: string): Promise<[number, number | null][]> {
+    const rows: { version: number; parent_version: number | null }[] = await app.dataSource.query(
+      'SELECT version, parent_version FROM checkpoints WHERE conversation_key = $1 ORDER BY version',
+      [key(sessionId)],
+    );
+    return rows.map((row) => [row.version, row.parent_version]);
+  }
+
+  async function headHistory(sessionId: string): Promise<HistoryRow[]> {
+    const rows: { history: HistoryRow[] }[] = await app.dataSource.query(
+      `SELECT state->'history' AS history FROM checkpoints WHERE conversation_key = $1 ORDER BY version DESC LIMIT 1`,
+      [key(sessionId)],
+    );
+    return rows[0]?.history ?? [];
+  }
+
+  async function eventsOfTurn(sessionId: string, turn: number) {
+    const rows: { name: string; payload: Record<string, unknown> }[] = await app.dataSource.query(
+      'SELECT name, payload FROM session_events WHERE conversation_key = $1 AND turn = $2 ORDER BY id',
+      [key(sessionId), turn],
+    );
+    return rows;
+  }
+
+  function agentPromptOf(text: string): string {
+    const request = fake.requestsFor('agent').find((r) => lastUserMessage(r) === text);
+    return (request?.messages ?? []).map((m) => (typeof m.content === 'string' ? m.content : '')).join('\n');
+  }
+
+  describe('checkpoint integrity', () => {
+    it('uses the previous version when the latest row is corrupt, and records the skip', async () => {
+      scriptAgent();
+      const sessionId = uniqueId('corrupt');
+      for (const text of ['primeira', 'segunda', 'terceira']) {
+        expect((await send(sessionId, text)).status).toBe(200);
+      }
+      await app.dataSource.query(
+        `UPDATE checkpoints SET state = jsonb_set(state, '{final_answer}', '"adulterado"')
+          WHERE conversation_key = $1 AND version = 3`,
+        [key(sessionId)],
+      );
+
+      const res = await send(sessionId, 'quarta');
+      expect(res.status).toBe(200);
+      expect(res.body.turn).toBe(4);
+      // Restored from version 2: the third exchange is gone, the first two are there.
+      const prompt = agentPromptOf('quarta');
+      expect(prompt).toContain(answerFor('segunda'));
+      expect(prompt).not.toContain('terceira');
+      expect(await versions(sessionId)).toEqual([
+        [1, null],
+        [2, 1],
+        [3, 2],
+        [4, 2],
+      ]);
+      const skips = (await eventsOfTurn(sessionId, 4)).filter((e) =>
+        e.name.startsWith('checkpoint.recovery'),
+      );
+      expect(skips).toEqual([
+        {
+          name: 'checkpoint.recovery.skip_corrupt',
+          payload: expect.objectContaining({ version: 3, reason: 'checksum mismatch', turn: 4 }),
+        },
+      ]);
+      expect((await headHistory(sessionId)).map((m) => m.content)).toEqual([
+        'primeira',
+        answerFor('primeira'),
+        'segunda',
+        answerFor('segunda'),
+        'quarta',
+        answerFor('quarta'),
+      ]);
+    });
+
+    it('starts clean when every row is corrupt, and the events say so', async () => {
+      scriptAgent();
+      const sessionId = uniqueId('allcorrupt');
+      for (const text of ['um', 'dois']) expect((await send(sessionId, text)).status).toBe(200);
+      await app.dataSource.query(
+        `UPDATE checkpoints SET checksum = md5(checksum) WHERE conversation_key = $1`,
+        [key(sessionId)],
+      );
+
+      const res = await send(sessionId, 'três');
+      expect(res.status).toBe(200);
+      expect(res.body.turn).toBe(3);
+      expect(agentPromptOf('três')).not.toContain(answerFor('um'));
+      const recovery = (await eventsOfTurn(sessionId, 3))
+        .filter((e) => e.name.startsWith('checkpoint.recovery'))
+        .map((e) => [e.name, e.payload.version ?? e.payload.skipped]);
+      expect(recovery).toEqual([
+        ['checkpoint.recovery.skip_corrupt', 2],
+        ['checkpoint.recovery.skip_corrupt', 1],
+        ['checkpoint.recovery.clean_start', 2],
+      ]);
+      expect((await versions(sessionId)).map(([version]) => version)).toEqual([1, 2, 3]);
+      expect((await headHistory(sessionId)).map((m) => m.content)).toEqual(['três', answerFor('três')]);
+    });
+  });
+
+  describe('two turns at once on one conversation', () => {
+    it('answers both, in arrival order, with contiguous versions', async () => {
+      const { inFlight: firstInFlight } = scriptAgent('chegou primeiro');
+      const sessionId = uniqueId('concurrent');
+      const first = send(sessionId, 'chegou primeiro');
+      await firstInFlight;
+      const second = send(sessionId, 'chegou depois');
+      await releaseAfterQueued();
+      const [a, b] = await Promise.all([first, second]);
+      expect([a.status, b.status]).toEqual([200, 200]);
+      expect([a.body.turn, b.body.turn]).toEqual([1, 2]);
+      expect(agentPromptOf('chegou depois')).toContain(answerFor('chegou primeiro'));
+      expect(await versions(sessionId)).toEqual([
+        [1, null],
+        [2, 1],
+      ]);
+      expect((await headHistory(sessionId)).map((m) => m.content)).toEqual([
+        'chegou primeiro',
+        answerFor('chegou primeiro'),
+        'chegou depois',
+        answerFor('chegou depois'),
+      ]);
+    });
+
+    it('serializes a burst: every turn answered, numbered once, history in turn order', async () => {
+      scriptAgent();
+      const sessionId = uniqueId('burst');
+      const texts = ['m1', 'm2', 'm3', 'm4', 'm5'];
+      const results = await Promise.all(texts.map((text) => send(sessionId, text)));
+      expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+      const byTurn = [...results].sort((x, y) => x.body.turn - y.body.turn);
+      expect(byTurn.map((r) => r.body.turn)).toEqual([1, 2, 3, 4, 5]);
+      expect((await versions(sessionId)).map(([version]) => version)).toEqual([1, 2, 3, 4, 5]);
+      const history = await headHistory(sessionId);
+      expect(history.filter((m) => m.role === 'user').map((m) => m.content)).toEqual(
+        byTurn.map((r) => texts[results.indexOf(r)]),
+      );
+      expect(history.filter((m) => m.role === 'user').map((m) => m.turn)).toEqual([1, 2, 3, 4, 5]);
+    });
+  });
+
+  describe('idempotent delivery', () => {
+    it('replays the stored response for a repeated message_id and runs nothing', async () => {
+      scriptAgent();
+      const sessionId = uniqueId('idem');
+      const first = await send(sessionId, 'uma vez', { message_id: 'msg-1' });
+      const again = await send(sessionId, 'uma vez', { message_id: 'msg-1' });
+      expect(first.status).toBe(200);
+      expect(again.status).toBe(200);
+      expect(first.headers.get('idempotent-replay')).toBeNull();
+      expect(again.headers.get('idempotent-replay')).toBe('true');
+      expect(again.body).toEqual(first.body);
+      expect(fake.requestsFor('agent')).toHaveLength(1);
+      expect(await versions(sessionId)).toEqual([[1, null]]);
+      const next = await send(sessionId, 'outra', { message_id: 'msg-2' });
+      expect(next.body.turn).toBe(2);
+    });
+
+    it('makes a duplicate that arrives while the first is in flight wait, and get the same response', async () => {
+      const { inFlight: firstInFlight } = scriptAgent('entrega dupla');
+      const sessionId = uniqueId('idemconc');
+      const first = send(sessionId, 'entrega dupla', { message_id: 'dup-1' });
+      await firstInFlight;
+      const duplicate = send(sessionId, 'entrega dupla', { message_id: 'dup-1' });
+      await releaseAfterQueued();
+      const [a, b] = await Promise.all([first, duplicate]);
+      expect([a.status, b.status]).toEqual([200, 200]);
+      expect(b.body).toEqual(a.body);
+      expect(a.headers.get('idempotent-replay')).toBeNull();
+      expect(b.headers.get('idempotent-replay')).toBe('true');
+      expect(fake.requestsFor('agent')).toHaveLength(1);
+      const processed: { n: string }[] = await app.dataSource.query(
+        'SELECT count(*) AS n FROM processed_messages WHERE conversation_key = $1',
+        [key(sessionId)],
+      );
+      expect(Number(processed[0].n)).toBe(1);
+      expect(await versions(sessionId)).toEqual([[1, null]]);
+    });
+
+    it('runs a burst of the same message_id once', async () => {
+      scriptAgent();
+      const sessionId = uniqueId('idemburst');
+      const results = await Promise.all(
+        [1, 2, 3, 4].map(() => send(sessionId, 'rajada', { message_id: 'same' })),
+      );
+      expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200]);
+      for (const result of results) expect(result.body).toEqual(results[0].body);
+      expect(results.filter((r) => r.headers.get('idempotent-replay') === 'true')).toHaveLength(3);
+      expect(fake.requestsFor('agent')).toHaveLength(1);
+    });
+  });
+
+  describe('a crashed lease holder', () => {
+    async function leaseHeldByDeadProcess(sessionId: string, leaseMs: number) {
+      await app.dataSource.query(
+        `INSERT INTO sessions (conversation_key, tenant_id, session_id, agent_id, lease_owner, lease_expires_at)
+         VALUES ($1, 'acme', $2, $3, 'dead-pod:turn-1', now() + ($4::text || ' milliseconds')::interval)`,
+        [key(sessionId), sessionId, AGENT_ID, String(leaseMs)],
+      );
+    }
+
+    it('blocks the conversation for at most its lease', async () => {
+      scriptAgent();
+      const sessionId = uniqueId('deadholder');
+      await leaseHeldByDeadProcess(sessionId, 1500);
+      const started = Date.now();
+      const res = await send(sessionId, 'depois do crash');
+      expect(res.status).toBe(200);
+      expect(res.body.turn).toBe(1);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(1000);
+    });
+
+    it('answers 409 with Retry-After when the lease outlasts TURN_LOCK_TIMEOUT_MS', async () => {
+      scriptAgent();
+      const sessionId = uniqueId('busy');
+      await leaseHeldByDeadProcess(sessionId, 60000);
+      const res = await send(sessionId, 'ocupado');
+      expect(res.status).toBe(409);
+      expect(res.body.error?.code).toBe('TURN_LOCK_TIMEOUT');
+      expect(Number(res.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+      expect(fake.requestsFor('agent')).toHaveLength(0);
+    });
+  });
+
+  it('keeps the checkpoint size and the number of versions flat over a long conversation', async () => {
+    scriptAgent();
+    const sessionId = uniqueId('long');
+    const sizes: number[] = [];
+    for (let turn = 1; turn <= 40; turn++) {
+      const res = await send(sessionId, `mensagem número ${turn % 10} sobre a fatura`);
+      expect(res.status).toBe(200);
+      const rows: { size_bytes: number }[] = await app.dataSource.query(
+        'SELECT size_bytes FROM checkpoints WHERE conversation_key = $1 ORDER BY version DESC',
+        [key(sessionId)],
+      );
+      expect(rows.length).toBeLessThanOrEqual(RETENTION);
+      sizes.push(rows[0].size_bytes);
+    }
+    expect((await headHistory(sessionId)).length).toBe(HISTORY_LIMIT);
+    // Full history after HISTORY_LIMIT / 2 turns; later sizes differ only by digits (latencies, timestamps).
+    const plateau = sizes[14];
+    for (const size of sizes.slice(15)) expect(Math.abs(size - plateau) / plateau).toBeLessThan(0.05);
+  }, 180000);
+});
