@@ -7,6 +7,7 @@ import { JudgesModule } from '@agent/judges';
 import { MemoryModule } from '@agent/memory';
 import { RoutingModule } from '@agent/routing';
 import { SessionControlModule } from '@agent/session-control';
+import { SessionAdminService } from './session-admin.service';
 import { TurnService } from './turn.service';
 import { WorkflowService } from './workflow.service';
 
@@ -22,7 +23,7 @@ import { WorkflowService } from './workflow.service';
     AgentsModule,
     JudgesModule,
   ],
-  providers: [WorkflowService, TurnService],
-  exports: [WorkflowService, TurnService, CheckpointModule, SessionControlModule],
+  providers: [WorkflowService, TurnService, SessionAdminService],
+  exports: [WorkflowService, TurnService, SessionAdminService, CheckpointModule, SessionControlModule],
 })
 export class WorkflowModule {}

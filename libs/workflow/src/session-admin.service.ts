@@ -1,0 +1,247 @@
+import { Injectable } from '@nestjs/common';
+import {
+  CheckpointService,
+  ConversationIdentity,
+  ConversationLease,
+  SessionRow,
+  SessionStatus,
+} from '@agent/checkpoint';
+import type { AgentState, StoredEvent } from '@agent/contracts';
+import { MemoryService } from '@agent/memory';
+import { TurnContext, TurnContextStore } from '@agent/observability';
+import { SessionControlService } from '@agent/session-control';
+
+/** No session (with at least one turn) under this conversation key. */
+export class SessionNotFoundError extends Error {
+  constructor(readonly conversationKey: string) {
+    super(`session ${conversationKey} not found`);
+    this.name = 'SessionNotFoundError';
+  }
+}
+
+/** The operation does not apply to the session's current state (e.g. a handoff on an ended session). */
+export class SessionStateConflictError extends Error {
+  constructor(
+    readonly conversationKey: string,
+    readonly status: SessionStatus,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'SessionStateConflictError';
+  }
+}
+
+/** DELETE with `purge_memory` while MemoryModule offers no purge: nothing is deleted. */
+export class MemoryPurgeUnavailableError extends Error {
+  constructor() {
+    super('long-term memory purge is not available in this build; retry without purge_memory');
+    this.name = 'MemoryPurgeUnavailableError';
+  }
+}
+
+export type SessionAdminAction = 'end' | 'handoff' | 'resume';
+
+export interface SessionAdminResult {
+  action: SessionAdminAction;
+  /** False when the session already was in the requested state: nothing was written. */
+  changed: boolean;
+  /** The head checkpoint version after the operation. */
+  version: number;
+  session: SessionRow;
+  state: AgentState;
+  /** The events this operation stored (empty when unchanged). */
+  events: StoredEvent[];
+}
+
+export interface SessionDeleteResult {
+  conversation_key: string;
+  /** Long-term memory items removed; null when not requested. */
+  memory_items_deleted: number | null;
+  memory_subject_key: string | null;
+}
+
+interface MemorySubject {
+  tenant_id: string;
+  agent_id: string;
+  subject_key: string;
+}
+
+/**
+ * The port this service needs from MemoryModule for DELETE ?purge_memory=true: delete every long-term
+ * memory of one subject and return how many items went.
+ */
+interface MemoryPurge {
+  purgeSubject(subject: MemorySubject): Promise<number>;
+}
+
+function offersPurge(memory: object): memory is MemoryPurge {
+  return typeof (memory as Partial<MemoryPurge>).purgeSubject === 'function';
+}
+
+/**
+ * Operator actions on a conversation (admin API). Each one holds the conversation's lease, like a turn, and
+ * commits atomically: a new checkpoint version, the session row and the events, with event source `admin`.
+ * They are not turns: the turn count stays, so the next message still gets the next turn number, and the
+ * events are stored under the current turn number.
+ */
+@Injectable()
+export class SessionAdminService {
+  constructor(
+    private readonly checkpoints: CheckpointService,
+    private readonly sessionControl: SessionControlService,
+    private readonly memory: MemoryService,
+  ) {}
+
+  /** The END_SESSION contract, source `admin`; ending an ended session changes nothing. */
+  end(conversationKey: string, requestId: string, reason: string): Promise<SessionAdminResult> {
+    return this.apply('end', conversationKey, requestId, (state) =>
+      state.session_ended === true ? null : this.sessionControl.endSession(state, 'admin', reason),
+    );
+  }
+
+  /** The HUMAN_HANDOFF contract, source `admin` (held when HUMAN_HANDOFF_MODE=hold). */
+  handoff(conversationKey: string, requestId: string, reason: string): Promise<SessionAdminResult> {
+    return this.apply('handoff', conversationKey, requestId, (state, session) => {
+      if (state.session_ended === true) {
+        throw new SessionStateConflictError(
+          conversationKey,
+          session.status,
+          'session has ended; it cannot be handed off',
+        );
+      }
+      if (state.human_handoff_requested === true) return null;
+      return this.sessionControl.humanHandoff(state, 'admin', reason);
+    });
+  }
+
+  /** Back to the bot after a human: clears a held (or pending) handoff. */
+  resume(conversationKey: string, requestId: string): Promise<SessionAdminResult> {
+    return this.apply('resume', conversationKey, requestId, (state, session) => {
+      if (state.session_ended === true) {
+        throw new SessionStateConflictError(
+          conversationKey,
+          session.status,
+          'session has ended; it cannot be resumed',
+        );
+      }
+      const pending =
+        state.human_handoff_held === true ||
+        state.human_handoff_requested === true ||
+        session.status === 'handoff';
+      return pending ? this.sessionControl.resume() : null;
+    });
+  }
+
+  /**
+   * Purges the conversation: checkpoints, events, idempotency records and the session row; with `purgeMemory`,
+   * first the long-term memory of the conversation's subject (so a failed purge can simply be retried).
+   */
+  async delete(conversationKey: string, options: { purgeMemory: boolean }): Promise<SessionDeleteResult> {
+    if (options.purgeMemory && !offersPurge(this.memory)) throw new MemoryPurgeUnavailableError();
+    const lease = await this.lease(conversationKey);
+    try {
+      let deleted: number | null = null;
+      let subjectKey: string | null = null;
+      if (options.purgeMemory && offersPurge(this.memory)) {
+        const loaded = await this.checkpoints.loadLatest(conversationKey);
+        subjectKey = loaded?.state.long_term_memory_subject_key ?? lease.session.user_id ?? null;
+        deleted = subjectKey
+          ? await this.memory.purgeSubject({
+              tenant_id: lease.session.tenant_id,
+              agent_id: lease.session.agent_id,
+              subject_key: subjectKey,
+            })
+          : 0;
+      }
+      await this.checkpoints.deleteConversation(conversationKey);
+      return {
+        conversation_key: conversationKey,
+        memory_items_deleted: deleted,
+        memory_subject_key: subjectKey,
+      };
+    } finally {
+      await lease.release();
+    }
+  }
+
+  private async apply(
+    action: SessionAdminAction,
+    conversationKey: string,
+    requestId: string,
+    decide: (state: AgentState, session: SessionRow) => Partial<AgentState> | null,
+  ): Promise<SessionAdminResult> {
+    const lease = await this.lease(conversationKey);
+    try {
+      const session = lease.session;
+      const context: TurnContext = {
+        request_id: requestId,
+        tenant_id: session.tenant_id,
+        agent_id: session.agent_id,
+        session_id: session.session_id,
+        conversation_key: conversationKey,
+        turn: session.turn_count,
+        events: [],
+        nodes: [],
+      };
+      return await TurnContextStore.run(context, async () => {
+        // Inside the context, so a skipped corrupt checkpoint's event is stored with this commit.
+        const loaded = await this.checkpoints.loadLatest(conversationKey);
+        const state: AgentState = loaded?.state ?? {};
+        const patch = decide(state, session);
+        if (patch === null) {
+          return { action, changed: false, version: session.head_version, session, state, events: [] };
+        }
+        const next: AgentState = { ...state, ...patch };
+        const status = statusOf(next);
+        // The lease makes head_version current: the new version extends the head even when it was corrupt.
+        const version = await this.checkpoints.commit({
+          identity: identityOf(session),
+          leaseToken: lease.token,
+          parentVersion: session.head_version > 0 ? session.head_version : null,
+          turn: session.turn_count,
+          state: next,
+          status,
+          events: context.events,
+        });
+        const updated = (await this.checkpoints.getSession(conversationKey)) ?? {
+          ...session,
+          status,
+          head_version: version,
+        };
+        return { action, changed: true, version, session: updated, state: next, events: context.events };
+      });
+    } finally {
+      await lease.release();
+    }
+  }
+
+  /** The conversation's lease, for a session that exists and has had a turn. */
+  private async lease(conversationKey: string): Promise<ConversationLease> {
+    const session = await this.checkpoints.getSession(conversationKey);
+    if (!session || session.turn_count === 0) throw new SessionNotFoundError(conversationKey);
+    const lease = await this.checkpoints.acquire(identityOf(session));
+    // Deleted while we waited: the lease re-created an empty row, which is not a session.
+    if (lease.session.turn_count === 0) {
+      await lease.release();
+      throw new SessionNotFoundError(conversationKey);
+    }
+    return lease;
+  }
+}
+
+function identityOf(session: SessionRow): ConversationIdentity {
+  return {
+    conversation_key: session.conversation_key,
+    tenant_id: session.tenant_id,
+    session_id: session.session_id,
+    agent_id: session.agent_id,
+    user_id: session.user_id,
+    channel: session.channel,
+  };
+}
+
+function statusOf(state: AgentState): SessionStatus {
+  if (state.session_ended) return 'ended';
+  if (state.human_handoff_requested) return 'handoff';
+  return 'active';
+}
