@@ -81,7 +81,14 @@ export interface EventPayloads {
   'checkpoint.compaction.failed': { error: string };
   'NOC.001': { channel?: string; message_id?: string };
   AGENT_STARTED: { workflow_id: string };
-  AGENT_COMPLETED: { route?: string; intent?: string; answer_chars: number; latency_ms: number };
+  AGENT_COMPLETED: {
+    route?: string;
+    intent?: string;
+    answer_chars: number;
+    latency_ms: number;
+    /** Duration of every node of the turn, in execution order. */
+    nodes?: { node: string; duration_ms: number; outcome: 'ok' | 'error' }[];
+  };
   'NOC.005': { error: string; exception_type: string };
   'NOC.MCP_TOOL_FAILED': { tool_name: string; server?: string; error: string };
   'mcp.tool_call.completed': {

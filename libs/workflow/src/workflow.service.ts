@@ -16,7 +16,7 @@ import {
 import { GuardrailsService } from '@agent/guardrails';
 import { JudgesService } from '@agent/judges';
 import { MemoryService } from '@agent/memory';
-import { EventBusService, NodeTelemetryService } from '@agent/observability';
+import { EventBusService, NodeTelemetryService, TurnContextStore } from '@agent/observability';
 import { RoutingService } from '@agent/routing';
 import { SessionControlService } from '@agent/session-control';
 import { END, nextNode, WorkflowNode } from './workflow.graph';
@@ -86,6 +86,7 @@ export class WorkflowService {
             intent: state.intent,
             answer_chars: (state.final_answer ?? '').length,
             latency_ms: Math.round(performance.now() - started),
+            nodes: [...(TurnContextStore.current()?.nodes ?? [])],
           });
         }
         node = nextNode(current, state, fallback);
@@ -152,8 +153,7 @@ export class WorkflowService {
     const outcome = this.continuity.enabled ? await this.continuity.evaluate(state) : null;
     let decision = outcome?.decision ?? null;
     if (!decision) {
-      decision =
-        this.routing.mode === 'supervisor' ? this.supervisorDecision() : await this.routing.route(state);
+      decision = await this.routing.route(state);
     }
     if (!isRoutableNode(decision.route)) {
       const fallback = this.files.routing.router.fallback_agent;
@@ -185,22 +185,6 @@ export class WorkflowService {
     };
   }
 
-  private supervisorDecision(): RouteDecision {
-    return {
-      route: 'supervisor_agent',
-      agent: 'supervisor_agent',
-      intent: 'supervisor',
-      domain: null,
-      mcp_tools: [],
-      confidence: 1,
-      method: 'supervisor',
-      reason: 'ROUTING_MODE=supervisor',
-      next_state: null,
-      route_bypassed: false,
-      metadata: {},
-    };
-  }
-
   /** Agent-to-agent transfer: records it and hands the turn to the target agent. */
   private async agentHandoff(state: AgentState): Promise<NodePatch> {
     const decision = (state.route_decision ?? {}) as { metadata?: JsonRecord; reason?: string };
@@ -209,7 +193,11 @@ export class WorkflowService {
       ? target
       : (this.files.routing.router.fallback_agent as DomainAgentNode);
     const transfer = {
-      from: state.active_agent ?? null,
+      // routing_decision already made the target the active agent; the router records where the turn came from.
+      from:
+        typeof decision.metadata?.handoff_from === 'string'
+          ? decision.metadata.handoff_from
+          : (state.active_agent ?? null),
       to,
       reason: decision.reason ?? '',
       turn: state.turn ?? null,
@@ -238,7 +226,7 @@ export class WorkflowService {
   private async outputGuardrails(state: AgentState): Promise<NodePatch> {
     if (state.blocked) return { final_answer: state.final_answer ?? state.answer ?? '' };
     if (state.output_guardrails_already_applied)
-      return { final_answer: state.final_answer ?? state.answer ?? '' };
+      {return { final_answer: state.final_answer ?? state.answer ?? '' };}
     const result = await this.guardrails.runOutput(state);
     return {
       final_answer: result.answer,
