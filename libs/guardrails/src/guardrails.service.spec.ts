@@ -187,12 +187,12 @@ describe('GuardrailsService.superviseOutput', () => {
 
   it('hands over once OUTPUT_SUPERVISOR_MAX_RETRIES regenerations still fail', async () => {
     const h = harness();
-    let calls = 0;
-    const patch = await h.service.superviseOutput(turn('Cancelei seu plano.'), () => {
-      calls++;
-      return Promise.resolve(`Cancelei seu plano (tentativa ${calls}).`);
+    const rejected: string[] = [];
+    const patch = await h.service.superviseOutput(turn('Cancelei seu plano.'), (_guidance, answer) => {
+      rejected.push(answer);
+      return Promise.resolve(`Cancelei seu plano (tentativa ${rejected.length}).`);
     });
-    expect(calls).toBe(2);
+    expect(rejected).toEqual(['Cancelei seu plano.', 'Cancelei seu plano (tentativa 1).']);
     expect(patch).toMatchObject({
       supervisor_action: 'handover',
       supervisor_attempt: 2,

@@ -146,12 +146,13 @@ export class GuardrailsService implements OnModuleInit {
 
   /**
    * The `output_supervisor` node. `regenerate` asks the producing agent for a new answer with the rails'
-   * guidance (null when no agent produced this answer). RETRY regenerates up to OUTPUT_SUPERVISOR_MAX_RETRIES
-   * times within the turn; when they are used up the conversation is handed over.
+   * guidance (null when no agent produced this answer); it also gets the answer being rejected, which after
+   * the first retry is no longer `state.answer`. RETRY regenerates up to OUTPUT_SUPERVISOR_MAX_RETRIES times
+   * within the turn; when they are used up the conversation is handed over.
    */
   async superviseOutput(
     state: AgentState,
-    regenerate: (guidance: string) => Promise<string | null>,
+    regenerate: (guidance: string, rejectedAnswer: string) => Promise<string | null>,
   ): Promise<Partial<AgentState>> {
     if (!this.env.ENABLE_OUTPUT_SUPERVISOR) return {};
     const original = state.answer ?? '';
@@ -183,7 +184,7 @@ export class GuardrailsService implements OnModuleInit {
       const guidance = isApproving(action) ? '' : guidanceOf(outcome.results);
       if (action === RailAction.RETRY && attempt < maxRetries) {
         attempt++;
-        const regenerated = await regenerate(guidance);
+        const regenerated = await regenerate(guidance, candidate);
         if (regenerated !== null && regenerated.trim() !== '') {
           candidate = regenerated;
           continue;
