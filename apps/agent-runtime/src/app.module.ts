@@ -7,6 +7,8 @@ import { LlmModule } from '@agent/llm';
 import { ObservabilityModule } from '@agent/observability';
 import { WorkflowModule } from '@agent/workflow';
 import { ConfigType } from '@nestjs/config';
+import { AdminSessionsController } from './admin/admin-sessions.controller';
+import { AuthModule } from './auth/auth.module';
 import { HealthController } from './health/health.controller';
 import { ShutdownState } from './health/shutdown-state';
 import { ChannelMessagesController } from './http/channel-messages.controller';
@@ -31,9 +33,10 @@ import { MetricsController } from './http/metrics.controller';
     DatabaseModule,
     LlmModule,
     WorkflowModule,
+    AuthModule,
     TerminusModule.forRoot({ logger: false }),
   ],
-  controllers: [ChannelMessagesController, HealthController, MetricsController],
+  controllers: [ChannelMessagesController, AdminSessionsController, HealthController, MetricsController],
   providers: [ShutdownState],
 })
 export class AppModule {}

@@ -2,14 +2,16 @@ import 'reflect-metadata';
 import { INestApplication, ValidationPipe } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
-import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { SwaggerModule } from '@nestjs/swagger';
 import helmet from '@fastify/helmet';
 import { Logger } from 'nestjs-pino';
 import { randomUUID } from 'node:crypto';
 import { parseEnvNamespace, validateEnv } from '@agent/config';
 import { EventBusService, MetricsService } from '@agent/observability';
 import { AppModule } from './app.module';
+import { assertAuthConfigured } from './auth/startup-check';
 import { flattenValidationErrors, HttpErrorFilter, RequestValidationError } from './http/errors';
+import { openApiDocument } from './openapi';
 
 export interface CreateAppOptions {
   /** Buffer Nest's own start-up logs until pino takes over (false in tests for quiet output). */
@@ -21,6 +23,7 @@ export async function createApp(options: CreateAppOptions = {}): Promise<NestFas
   // Fail fast, before any module starts, with every bad variable in one error.
   validateEnv(process.env);
   const app = parseEnvNamespace('app');
+  assertAuthConfigured(app, parseEnvNamespace('auth'));
   const adapter = new FastifyAdapter({
     bodyLimit: app.BODY_LIMIT_BYTES,
     requestIdHeader: 'x-request-id',
@@ -60,21 +63,10 @@ export async function createApp(options: CreateAppOptions = {}): Promise<NestFas
     );
     done();
   });
-  SwaggerModule.setup('docs', nest, SwaggerModule.createDocument(nest, openApiConfig()), {
+  SwaggerModule.setup('docs', nest, openApiDocument(nest), {
     jsonDocumentUrl: 'docs/json',
   });
   return nest;
-}
-
-export function openApiConfig() {
-  return new DocumentBuilder()
-    .setTitle('Agent Runtime')
-    .setDescription(
-      'Enterprise conversational agent runtime: one turn per request, semantic route stickiness, global session control.',
-    )
-    .setVersion('0.1.0')
-    .addBearerAuth()
-    .build();
 }
 
 export type { INestApplication };

@@ -9,9 +9,11 @@ import {
 import { ConfigFilesService } from '@agent/config';
 import { DatabaseService } from '@agent/database';
 import { LlmService } from '@agent/llm';
+import { Access } from '../auth/access.decorator';
 import { ShutdownState } from './shutdown-state';
 
 @ApiTags('health')
+@Access('public')
 @Controller('health')
 export class HealthController {
   constructor(

@@ -17,6 +17,11 @@ import {
 } from '@agent/checkpoint';
 import { DatabaseUnavailableError, isConnectionError } from '@agent/database';
 import { EventBusService } from '@agent/observability';
+import {
+  MemoryPurgeUnavailableError,
+  SessionNotFoundError,
+  SessionStateConflictError,
+} from '@agent/workflow';
 
 export interface ErrorBody {
   error: { code: string; message: string; details?: unknown };
@@ -54,7 +59,8 @@ export class HttpErrorFilter implements ExceptionFilter {
     const request = http.getRequest<FastifyRequest>();
     const requestId = String(request.id);
     const { status, code, message, details, retryAfter } = this.classify(exception);
-    if (status >= 500 && status !== 503) {
+    // 503 and 501 are expected, explained outcomes; everything else at 5xx is a bug worth a stack trace.
+    if (status >= 500 && status !== 503 && status !== 501) {
       this.logger.error({ err: exception, request_id: requestId }, 'unexpected error');
     } else if (status === 503) {
       this.logger.warn(
@@ -70,7 +76,11 @@ export class HttpErrorFilter implements ExceptionFilter {
       error: { code, message, ...(details !== undefined ? { details } : {}) },
       request_id: requestId,
     };
-    if (retryAfter !== undefined) void reply.header('Retry-After', String(retryAfter));
+    // A Retry-After set on the way (the rate limiter's exact wait) beats the generic one.
+    if (retryAfter !== undefined && !reply.hasHeader('retry-after')) {
+      void reply.header('Retry-After', String(retryAfter));
+    }
+    if (status === 401) void reply.header('WWW-Authenticate', 'Bearer');
     void reply.status(status).send(body);
   }
 
@@ -102,6 +112,20 @@ export class HttpErrorFilter implements ExceptionFilter {
     }
     if (exception instanceof AgentMismatchError) {
       return { status: 409, code: 'AGENT_MISMATCH', message: exception.message };
+    }
+    if (exception instanceof SessionNotFoundError) {
+      return { status: 404, code: 'SESSION_NOT_FOUND', message: 'session not found' };
+    }
+    if (exception instanceof SessionStateConflictError) {
+      return {
+        status: 409,
+        code: 'SESSION_STATE_CONFLICT',
+        message: exception.message,
+        details: { status: exception.status },
+      };
+    }
+    if (exception instanceof MemoryPurgeUnavailableError) {
+      return { status: 501, code: 'MEMORY_PURGE_UNAVAILABLE', message: exception.message };
     }
     if (exception instanceof InvalidCursorError) {
       return { status: 400, code: 'INVALID_CURSOR', message: exception.message };
@@ -146,6 +170,7 @@ const STATUS_CODES: Record<number, string> = {
   [HttpStatus.PAYLOAD_TOO_LARGE]: 'PAYLOAD_TOO_LARGE',
   [HttpStatus.UNSUPPORTED_MEDIA_TYPE]: 'UNSUPPORTED_MEDIA_TYPE',
   [HttpStatus.TOO_MANY_REQUESTS]: 'RATE_LIMITED',
+  [HttpStatus.NOT_IMPLEMENTED]: 'NOT_IMPLEMENTED',
   [HttpStatus.SERVICE_UNAVAILABLE]: 'SERVICE_UNAVAILABLE',
 };
 

@@ -1,8 +1,11 @@
 import { Controller, Get, Header } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import { MetricsService } from '@agent/observability';
+import { Access } from '../auth/access.decorator';
 
 @ApiExcludeController()
+// Scraped by Prometheus inside the cluster; keep it off public ingress.
+@Access('public')
 @Controller('metrics')
 export class MetricsController {
   constructor(private readonly metrics: MetricsService) {}

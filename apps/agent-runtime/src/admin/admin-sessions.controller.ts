@@ -1,0 +1,257 @@
+import {
+  Body,
+  Controller,
+  Delete,
+  ForbiddenException,
+  Get,
+  HttpCode,
+  Param,
+  Post,
+  Query,
+  Req,
+} from '@nestjs/common';
+import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import type { FastifyRequest } from 'fastify';
+import { CheckpointService } from '@agent/checkpoint';
+import { TracingService } from '@agent/observability';
+import {
+  conversationKeyOf,
+  SessionAdminResult,
+  SessionAdminService,
+  SessionNotFoundError,
+} from '@agent/workflow';
+import { Access } from '../auth/access.decorator';
+import { Principal } from '../auth/api-keys';
+import { principalOf } from '../auth/request-principal';
+import { ApiErrors } from '../http/api-errors.decorator';
+import { RequestValidationError } from '../http/errors';
+import {
+  AdminActionBodyDto,
+  AdminActionResultDto,
+  CheckpointListDto,
+  DeleteResultDto,
+  DeleteSessionQueryDto,
+  ListSessionsQueryDto,
+  SessionDetailDto,
+  SessionEventListDto,
+  SessionListDto,
+  SessionParamDto,
+  TenantQueryDto,
+} from './admin.dto';
+import {
+  adminActions,
+  checkpointView,
+  eventView,
+  sessionSummary,
+  stateSummary,
+  turnDecisions,
+} from './session-view';
+
+/**
+ * The admin API of DESIGN §6. A global admin key names the tenant with `?tenant_id=`; a tenant-scoped key
+ * is confined to its tenant, and another tenant's session is a 404 for it, exactly like a missing one.
+ */
+@ApiTags('admin')
+@ApiBearerAuth()
+@Access('admin')
+@ApiErrors(400, 401, 403, 404, 429, 503)
+@Controller('v1/admin/sessions')
+export class AdminSessionsController {
+  constructor(
+    private readonly checkpoints: CheckpointService,
+    private readonly admin: SessionAdminService,
+    private readonly tracing: TracingService,
+  ) {}
+
+  @Get()
+  @ApiOperation({ summary: 'List sessions (newest activity first) with filters and cursor pagination' })
+  @ApiOkResponse({ type: SessionListDto })
+  async list(@Query() query: ListSessionsQueryDto, @Req() request: FastifyRequest): Promise<SessionListDto> {
+    const principal = principalOf(request);
+    let tenantId = query.tenant_id;
+    if (principal.tenants !== null) {
+      if (tenantId !== undefined && !principal.tenants.includes(tenantId)) {
+        throw new ForbiddenException('this admin key may not list sessions of another tenant');
+      }
+      tenantId ??= singleTenant(principal);
+    }
+    const page = await this.checkpoints.listSessions({
+      tenant_id: tenantId,
+      agent_id: query.agent_id,
+      status: query.status,
+      limit: query.limit ?? 50,
+      cursor: query.cursor,
+    });
+    const now = Date.now();
+    return { items: page.items.map((row) => sessionSummary(row, now)), next_cursor: page.next_cursor };
+  }
+
+  @Get(':session_id')
+  @ApiOperation({ summary: 'Session detail: state summary and the routing decision of every turn' })
+  @ApiOkResponse({ type: SessionDetailDto })
+  async detail(
+    @Param() params: SessionParamDto,
+    @Query() query: TenantQueryDto,
+    @Req() request: FastifyRequest,
+  ): Promise<SessionDetailDto> {
+    const key = this.conversationKey(request, params.session_id, query.tenant_id);
+    const session = await this.existing(key);
+    const loaded = await this.checkpoints.loadLatest(key);
+    const events = await this.checkpoints.listEvents(key);
+    return {
+      session: sessionSummary(session),
+      state: stateSummary(loaded?.version ?? null, loaded?.state ?? {}),
+      turns: turnDecisions(events),
+      admin_actions: adminActions(events),
+    };
+  }
+
+  @Get(':session_id/events')
+  @ApiOperation({ summary: 'Stored events of the session, in commit order' })
+  @ApiOkResponse({ type: SessionEventListDto })
+  async events(
+    @Param() params: SessionParamDto,
+    @Query() query: TenantQueryDto,
+    @Req() request: FastifyRequest,
+  ): Promise<SessionEventListDto> {
+    const key = this.conversationKey(request, params.session_id, query.tenant_id);
+    await this.existing(key);
+    const rows = await this.checkpoints.listEvents(key);
+    return { items: rows.map(eventView) };
+  }
+
+  @Get(':session_id/checkpoints')
+  @ApiOperation({ summary: 'Checkpoint versions of the session with their integrity status' })
+  @ApiOkResponse({ type: CheckpointListDto })
+  async checkpointList(
+    @Param() params: SessionParamDto,
+    @Query() query: TenantQueryDto,
+    @Req() request: FastifyRequest,
+  ): Promise<CheckpointListDto> {
+    const key = this.conversationKey(request, params.session_id, query.tenant_id);
+    await this.existing(key);
+    const rows = await this.checkpoints.listCheckpoints(key);
+    return { items: rows.map(checkpointView) };
+  }
+
+  @Post(':session_id/end')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'End the session (END_SESSION contract, event source admin)' })
+  @ApiOkResponse({ type: AdminActionResultDto })
+  @ApiErrors(409)
+  end(
+    @Param() params: SessionParamDto,
+    @Query() query: TenantQueryDto,
+    @Body() body: AdminActionBodyDto,
+    @Req() request: FastifyRequest,
+  ): Promise<AdminActionResultDto> {
+    const key = this.conversationKey(request, params.session_id, query.tenant_id);
+    return this.act('end', key, request, () => this.admin.end(key, String(request.id), body.reason ?? ''));
+  }
+
+  @Post(':session_id/handoff')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Hand the session to a human (HUMAN_HANDOFF contract, event source admin)' })
+  @ApiOkResponse({ type: AdminActionResultDto })
+  @ApiErrors(409)
+  handoff(
+    @Param() params: SessionParamDto,
+    @Query() query: TenantQueryDto,
+    @Body() body: AdminActionBodyDto,
+    @Req() request: FastifyRequest,
+  ): Promise<AdminActionResultDto> {
+    const key = this.conversationKey(request, params.session_id, query.tenant_id);
+    return this.act('handoff', key, request, () =>
+      this.admin.handoff(key, String(request.id), body.reason ?? ''),
+    );
+  }
+
+  @Post(':session_id/resume')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Back to the bot after a human: clears a held handoff' })
+  @ApiOkResponse({ type: AdminActionResultDto })
+  @ApiErrors(409)
+  resume(
+    @Param() params: SessionParamDto,
+    @Query() query: TenantQueryDto,
+    @Req() request: FastifyRequest,
+  ): Promise<AdminActionResultDto> {
+    const key = this.conversationKey(request, params.session_id, query.tenant_id);
+    return this.act('resume', key, request, () => this.admin.resume(key, String(request.id)));
+  }
+
+  @Delete(':session_id')
+  @ApiOperation({
+    summary:
+      'Purge the session: checkpoints, events, idempotency records; with purge_memory, its long-term memory',
+  })
+  @ApiOkResponse({ type: DeleteResultDto })
+  @ApiErrors(501)
+  async remove(
+    @Param() params: SessionParamDto,
+    @Query() query: DeleteSessionQueryDto,
+    @Req() request: FastifyRequest,
+  ): Promise<DeleteResultDto> {
+    const key = this.conversationKey(request, params.session_id, query.tenant_id);
+    const result = await this.tracing.span(
+      'admin.session.delete',
+      { 'request.id': String(request.id), 'conversation.key': key },
+      () => this.admin.delete(key, { purgeMemory: query.purge_memory === true }),
+    );
+    return { ...result, deleted: true };
+  }
+
+  private async act(
+    action: string,
+    key: string,
+    request: FastifyRequest,
+    work: () => Promise<SessionAdminResult>,
+  ): Promise<AdminActionResultDto> {
+    const result = await this.tracing.span(
+      `admin.session.${action}`,
+      { 'request.id': String(request.id), 'conversation.key': key },
+      work,
+    );
+    return {
+      action: result.action,
+      changed: result.changed,
+      version: result.version,
+      message: result.changed && result.action !== 'resume' ? (result.state.answer ?? null) : null,
+      events: result.events.map((event) => event.name),
+      session: sessionSummary(result.session),
+      state: stateSummary(result.version, result.state),
+    };
+  }
+
+  /** The conversation key this principal may address; another tenant's session is indistinguishable from none. */
+  private conversationKey(request: FastifyRequest, sessionId: string, requested: string | undefined): string {
+    const principal = principalOf(request);
+    if (principal.tenants === null) {
+      if (requested === undefined) {
+        throw new RequestValidationError([
+          { field: 'tenant_id', errors: ['tenant_id is required with a key that serves every tenant'] },
+        ]);
+      }
+      return conversationKeyOf(requested, sessionId);
+    }
+    const tenantId = requested ?? singleTenant(principal);
+    if (!principal.tenants.includes(tenantId)) {
+      throw new SessionNotFoundError(conversationKeyOf(tenantId, sessionId));
+    }
+    return conversationKeyOf(tenantId, sessionId);
+  }
+
+  private async existing(key: string) {
+    const session = await this.checkpoints.getSession(key);
+    if (!session || session.turn_count === 0) throw new SessionNotFoundError(key);
+    return session;
+  }
+}
+
+function singleTenant(principal: Principal): string {
+  const tenants = principal.tenants ?? [];
+  if (tenants.length === 1) return tenants[0];
+  throw new RequestValidationError([
+    { field: 'tenant_id', errors: ['tenant_id is required: this key serves several tenants'] },
+  ]);
+}

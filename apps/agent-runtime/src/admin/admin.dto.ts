@@ -1,0 +1,367 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Transform, Type } from 'class-transformer';
+import { IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
+
+const IDENTIFIER = /^[A-Za-z0-9_.-]+$/;
+const SESSION = /^[A-Za-z0-9_.:@-]+$/;
+export const SESSION_STATUSES = ['active', 'ended', 'handoff'] as const;
+
+// ---- requests ----
+
+export class SessionParamDto {
+  @ApiProperty({ example: 'web-7f3a' })
+  @IsString()
+  @MaxLength(128)
+  @Matches(SESSION, { message: 'session_id may contain only letters, digits, _ . : @ -' })
+  session_id!: string;
+}
+
+export class TenantQueryDto {
+  @ApiPropertyOptional({
+    example: 'acme',
+    description: 'Required with a global admin key; a tenant-scoped key defaults to its tenant',
+  })
+  @IsOptional()
+  @IsString()
+  @MaxLength(64)
+  @Matches(IDENTIFIER, { message: 'tenant_id may contain only letters, digits, _ . -' })
+  tenant_id?: string;
+}
+
+export class ListSessionsQueryDto extends TenantQueryDto {
+  @ApiPropertyOptional({ example: 'telecom_contas' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(64)
+  @Matches(IDENTIFIER, { message: 'agent_id may contain only letters, digits, _ . -' })
+  agent_id?: string;
+
+  @ApiPropertyOptional({ enum: SESSION_STATUSES })
+  @IsOptional()
+  @IsIn(SESSION_STATUSES)
+  status?: (typeof SESSION_STATUSES)[number];
+
+  @ApiPropertyOptional({ minimum: 1, maximum: 200, default: 50 })
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(200)
+  limit?: number;
+
+  @ApiPropertyOptional({ description: 'next_cursor of the previous page' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(512)
+  cursor?: string;
+}
+
+export class DeleteSessionQueryDto extends TenantQueryDto {
+  @ApiPropertyOptional({
+    type: Boolean,
+    default: false,
+    description: "Also delete the long-term memory of the conversation's subject (user_id)",
+  })
+  @IsOptional()
+  @Transform(({ value }: { value: unknown }) => (value === 'true' ? true : value === 'false' ? false : value))
+  @IsBoolean()
+  purge_memory?: boolean;
+}
+
+export class AdminActionBodyDto {
+  @ApiPropertyOptional({ example: 'customer asked by phone', description: 'Stored in the event payload' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(500)
+  reason?: string;
+}
+
+// ---- responses ----
+
+export class SessionSummaryDto {
+  @ApiProperty({ example: 'acme:web-7f3a' })
+  conversation_key!: string;
+
+  @ApiProperty({ example: 'acme' })
+  tenant_id!: string;
+
+  @ApiProperty({ example: 'web-7f3a' })
+  session_id!: string;
+
+  @ApiProperty({ example: 'telecom_contas' })
+  agent_id!: string;
+
+  @ApiProperty({ type: String, nullable: true })
+  user_id!: string | null;
+
+  @ApiProperty({ type: String, nullable: true, example: 'web' })
+  channel!: string | null;
+
+  @ApiProperty({ enum: SESSION_STATUSES })
+  status!: string;
+
+  @ApiProperty({ type: String, nullable: true })
+  active_agent!: string | null;
+
+  @ApiProperty({ type: String, nullable: true })
+  next_state!: string | null;
+
+  @ApiProperty({ type: String, nullable: true })
+  last_route!: string | null;
+
+  @ApiProperty({ type: String, nullable: true })
+  last_intent!: string | null;
+
+  @ApiProperty()
+  turn_count!: number;
+
+  @ApiProperty({ description: 'Newest checkpoint version' })
+  head_version!: number;
+
+  @ApiProperty({ description: 'A turn (or admin operation) holds the conversation lease right now' })
+  busy!: boolean;
+
+  @ApiProperty({ format: 'date-time' })
+  created_at!: string;
+
+  @ApiProperty({ format: 'date-time' })
+  updated_at!: string;
+}
+
+export class SessionListDto {
+  @ApiProperty({ type: [SessionSummaryDto] })
+  items!: SessionSummaryDto[];
+
+  @ApiProperty({ type: String, nullable: true, description: 'Pass as ?cursor= for the next page' })
+  next_cursor!: string | null;
+}
+
+export class StateSummaryDto {
+  @ApiProperty({ type: Number, nullable: true, description: 'Checkpoint version the summary was read from' })
+  version!: number | null;
+
+  @ApiProperty({ type: String, nullable: true })
+  route!: string | null;
+
+  @ApiProperty({ type: String, nullable: true })
+  intent!: string | null;
+
+  @ApiProperty({ type: String, nullable: true })
+  domain!: string | null;
+
+  @ApiProperty({ type: String, nullable: true })
+  active_agent!: string | null;
+
+  @ApiProperty({ type: String, nullable: true })
+  next_state!: string | null;
+
+  @ApiProperty({ type: String, nullable: true, enum: ['HUMAN_HANDOFF', 'END_SESSION'] })
+  session_control!: string | null;
+
+  @ApiProperty()
+  session_ended!: boolean;
+
+  @ApiProperty()
+  human_handoff_requested!: boolean;
+
+  @ApiProperty({ description: 'HUMAN_HANDOFF_MODE=hold keeps the bot silent until resume or end' })
+  human_handoff_held!: boolean;
+
+  @ApiProperty({ type: 'object', additionalProperties: true, nullable: true })
+  route_decision!: Record<string, unknown> | null;
+
+  @ApiProperty({ type: 'object', additionalProperties: true, nullable: true })
+  continuity_signal!: Record<string, unknown> | null;
+
+  @ApiProperty({ type: String, nullable: true, description: 'Long-term memory subject' })
+  subject_key!: string | null;
+
+  @ApiProperty({ description: 'Messages kept in the bounded history' })
+  history_messages!: number;
+}
+
+export class ContinuityDecisionDto {
+  @ApiProperty({ enum: ['CONTINUE', 'ROUTE', 'HUMAN_HANDOFF', 'END_SESSION'] })
+  decision!: string;
+
+  @ApiProperty({ type: Number, nullable: true })
+  confidence!: number | null;
+
+  @ApiProperty()
+  accepted!: boolean;
+
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    enum: ['below_threshold', 'invalid_output', 'timeout', 'error', 'no_active_agent'],
+  })
+  fallback_reason!: string | null;
+
+  @ApiProperty({ type: Number, nullable: true })
+  latency_ms!: number | null;
+}
+
+export class TurnDecisionDto {
+  @ApiProperty()
+  turn!: number;
+
+  @ApiProperty({ type: String, nullable: true, format: 'date-time' })
+  at!: string | null;
+
+  @ApiProperty({ type: String, nullable: true })
+  route!: string | null;
+
+  @ApiProperty({ type: String, nullable: true })
+  intent!: string | null;
+
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    enum: ['continuity', 'llm', 'keyword', 'state_policy', 'fallback', 'supervisor', 'guardrail'],
+  })
+  method!: string | null;
+
+  @ApiProperty({ type: Number, nullable: true })
+  confidence!: number | null;
+
+  @ApiProperty({ description: 'Continuity kept the active agent; the router was not called' })
+  route_bypassed!: boolean;
+
+  @ApiProperty({ type: ContinuityDecisionDto, nullable: true })
+  continuity!: ContinuityDecisionDto | null;
+
+  @ApiProperty({ type: String, nullable: true, enum: ['HUMAN_HANDOFF', 'END_SESSION'] })
+  session_control!: string | null;
+
+  @ApiProperty({ description: 'Blocked by a guardrail, an ended session or a held handoff' })
+  blocked!: boolean;
+
+  @ApiProperty({ type: Number, nullable: true, description: 'Workflow latency of the turn' })
+  latency_ms!: number | null;
+}
+
+export class AdminActionRecordDto {
+  @ApiProperty({ enum: ['end', 'handoff', 'resume'] })
+  action!: string;
+
+  @ApiProperty({ type: String, nullable: true })
+  reason!: string | null;
+
+  @ApiProperty({ type: String, nullable: true, format: 'date-time' })
+  at!: string | null;
+
+  @ApiProperty({ description: 'Turn count when the operator acted' })
+  after_turn!: number;
+}
+
+export class SessionDetailDto {
+  @ApiProperty({ type: SessionSummaryDto })
+  session!: SessionSummaryDto;
+
+  @ApiProperty({ type: StateSummaryDto })
+  state!: StateSummaryDto;
+
+  @ApiProperty({ type: [TurnDecisionDto], description: 'From the stored events, oldest first' })
+  turns!: TurnDecisionDto[];
+
+  @ApiProperty({ type: [AdminActionRecordDto] })
+  admin_actions!: AdminActionRecordDto[];
+}
+
+export class SessionEventDto {
+  @ApiProperty({ description: 'Monotonic id (string: bigint)' })
+  id!: string;
+
+  @ApiProperty()
+  turn!: number;
+
+  @ApiProperty({ description: 'Order within the commit that stored it' })
+  seq!: number;
+
+  @ApiProperty({ example: 'router.decision' })
+  name!: string;
+
+  @ApiProperty({
+    type: 'object',
+    additionalProperties: true,
+    description: 'Carries tenant_id, agent_id, session_id, conversation_key, turn, at',
+  })
+  payload!: Record<string, unknown>;
+
+  @ApiProperty({ format: 'date-time' })
+  created_at!: string;
+}
+
+export class SessionEventListDto {
+  @ApiProperty({ type: [SessionEventDto] })
+  items!: SessionEventDto[];
+}
+
+export class CheckpointInfoDto {
+  @ApiProperty()
+  version!: number;
+
+  @ApiProperty({ type: Number, nullable: true })
+  parent_version!: number | null;
+
+  @ApiProperty({ description: 'SHA-256 of the canonical state and the parent version' })
+  checksum!: string;
+
+  @ApiProperty()
+  size_bytes!: number;
+
+  @ApiProperty({ format: 'date-time' })
+  created_at!: string;
+
+  @ApiProperty({ description: 'The stored checksum matches the stored state' })
+  valid!: boolean;
+}
+
+export class CheckpointListDto {
+  @ApiProperty({
+    type: [CheckpointInfoDto],
+    description: 'Newest first (compaction keeps CHECKPOINT_RETENTION)',
+  })
+  items!: CheckpointInfoDto[];
+}
+
+export class AdminActionResultDto {
+  @ApiProperty({ enum: ['end', 'handoff', 'resume'] })
+  action!: string;
+
+  @ApiProperty({ description: 'False when the session already was in that state: nothing was written' })
+  changed!: boolean;
+
+  @ApiProperty({ description: 'Head checkpoint version after the operation' })
+  version!: number;
+
+  @ApiProperty({ type: String, nullable: true, description: 'END_SESSION_MESSAGE or HUMAN_HANDOFF_MESSAGE' })
+  message!: string | null;
+
+  @ApiProperty({ type: [String], example: ['session.end.requested'], description: 'Events stored' })
+  events!: string[];
+
+  @ApiProperty({ type: SessionSummaryDto })
+  session!: SessionSummaryDto;
+
+  @ApiProperty({ type: StateSummaryDto })
+  state!: StateSummaryDto;
+}
+
+export class DeleteResultDto {
+  @ApiProperty()
+  conversation_key!: string;
+
+  @ApiProperty({ example: true })
+  deleted!: boolean;
+
+  @ApiProperty({
+    type: Number,
+    nullable: true,
+    description: 'Long-term memory items removed; null when not requested',
+  })
+  memory_items_deleted!: number | null;
+
+  @ApiProperty({ type: String, nullable: true })
+  memory_subject_key!: string | null;
+}

@@ -1,0 +1,74 @@
+import { Inject, Logger, Module, OnModuleInit } from '@nestjs/common';
+import { ConfigType } from '@nestjs/config';
+import { APP_GUARD } from '@nestjs/core';
+import { ThrottlerModule } from '@nestjs/throttler';
+import type { FastifyRequest } from 'fastify';
+import { authConfig } from '@agent/config';
+import { ApiKeyRegistry } from './api-keys';
+import { ApiKeyGuard } from './api-key.guard';
+import { KeyThrottlerGuard } from './key-throttler.guard';
+import { requestKeyMatch } from './request-principal';
+
+/** The key registry on its own, so the throttler's async factory can inject it. */
+@Module({
+  providers: [
+    {
+      provide: ApiKeyRegistry,
+      inject: [authConfig.KEY],
+      useFactory: (auth: ConfigType<typeof authConfig>) => new ApiKeyRegistry(auth),
+    },
+  ],
+  exports: [ApiKeyRegistry],
+})
+export class ApiKeysModule {}
+
+/**
+ * Authentication and rate limiting for every route. Guards run in registration order: the rate limiter
+ * first, so failed key guesses are limited too (per client address), then the key check.
+ */
+@Module({
+  imports: [
+    ApiKeysModule,
+    ThrottlerModule.forRootAsync({
+      imports: [ApiKeysModule],
+      inject: [authConfig.KEY, ApiKeyRegistry],
+      useFactory: (auth: ConfigType<typeof authConfig>, registry: ApiKeyRegistry) => ({
+        throttlers: [{ name: 'default', ttl: 60_000, limit: auth.RATE_LIMIT_PER_MINUTE }],
+        // One bucket per valid key (whatever route it calls); requests without a valid key share their address's bucket.
+        getTracker: (req: Record<string, unknown>) => {
+          const request = req as unknown as FastifyRequest;
+          const match = requestKeyMatch(registry, request);
+          const principal = match?.admin ?? match?.channel;
+          return principal?.key_id ? `key:${principal.key_id}` : `ip:${request.ip}`;
+        },
+        generateKey: (_context, tracker, throttlerName) => `${throttlerName}:${tracker}`,
+      }),
+    }),
+  ],
+  providers: [
+    { provide: APP_GUARD, useClass: KeyThrottlerGuard },
+    { provide: APP_GUARD, useClass: ApiKeyGuard },
+  ],
+  exports: [ApiKeysModule],
+})
+export class AuthModule implements OnModuleInit {
+  private readonly logger = new Logger('Auth');
+
+  constructor(
+    private readonly registry: ApiKeyRegistry,
+    @Inject(authConfig.KEY) private readonly auth: ConfigType<typeof authConfig>,
+  ) {}
+
+  onModuleInit(): void {
+    if (!this.registry.enabled) {
+      this.logger.warn(
+        'authentication is OFF: no CHANNEL_API_KEYS or ADMIN_API_KEYS configured; every caller may act for every tenant',
+      );
+      return;
+    }
+    const { channel, admin } = this.registry.counts;
+    this.logger.log(
+      `authentication on: ${channel} channel key(s), ${admin} admin key(s), ${this.auth.RATE_LIMIT_PER_MINUTE} requests/minute per key`,
+    );
+  }
+}

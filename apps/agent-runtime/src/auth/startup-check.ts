@@ -1,0 +1,17 @@
+import type { AppEnv, AuthEnv } from '@agent/config';
+
+export class AuthNotConfiguredError extends Error {
+  constructor() {
+    super(
+      'NODE_ENV=production requires API keys: set CHANNEL_API_KEYS (tenant:key,...) and/or ADMIN_API_KEYS ' +
+        '(key or tenant:key,...). Refusing to start with authentication off.',
+    );
+    this.name = 'AuthNotConfiguredError';
+  }
+}
+
+/** DESIGN §6: without keys auth is off, which production must never be. */
+export function assertAuthConfigured(app: Pick<AppEnv, 'NODE_ENV'>, auth: AuthEnv): void {
+  const keys = auth.CHANNEL_API_KEYS.length + auth.ADMIN_API_KEYS.length;
+  if (app.NODE_ENV === 'production' && keys === 0) throw new AuthNotConfiguredError();
+}
