@@ -140,6 +140,13 @@ function conversation(app: TestApp, fake: FakeLlmServer, sessionId = uniqueId('c
   };
 }
 
+/** The router's LLM stage is requested exactly when it decided (keyword_first: a keyword match needs no LLM). */
+function expectRouterStage(turn: PlayedTurn): void {
+  const method = turn.body.route_decision?.method;
+  if (method === 'llm') expect(turn.models).toContain('router');
+  if (method === 'keyword' || method === 'state_policy') expect(turn.models).not.toContain('router');
+}
+
 function eventOf(turn: PlayedTurn, name: string): Record<string, unknown> {
   const event = turn.events.find((e) => e.name === name);
   expect(event).toBeDefined();
@@ -184,6 +191,7 @@ describe('semantic route stickiness and session control over HTTP (ENABLE_ROUTE_
     expect(plan.body.route_decision?.method).not.toBe('continuity');
     expect(plan.models.filter((m) => m === 'route_continuity')).toHaveLength(1);
     expect(plan.names).toContain('router.decision');
+    expectRouterStage(plan);
     expect(eventOf(plan, 'router.continuity')).toMatchObject({
       decision: 'ROUTE',
       active_agent: '',
@@ -252,6 +260,7 @@ describe('semantic route stickiness and session control over HTTP (ENABLE_ROUTE_
     });
     expect(['keyword', 'llm', 'state_policy']).toContain(charge.body.route_decision?.method);
     expect(charge.names).toContain('router.decision');
+    expectRouterStage(charge);
     expect(eventOf(charge, 'router.continuity')).toMatchObject({
       decision: 'ROUTE',
       active_agent: 'product_agent',
