@@ -319,6 +319,7 @@ function fallbackOf(kind: LlmErrorKind): ContinuityFallbackReason {
       return 'invalid_output';
     case 'not_configured':
     case 'http_error':
+    case 'cancelled':
     case 'error':
       return 'error';
   }

@@ -110,7 +110,7 @@ export interface EventPayloads {
 }
 
 export type LlmCallOutcome =
-  'ok' | 'timeout' | 'http_error' | 'invalid_response' | 'error' | 'not_configured';
+  'ok' | 'timeout' | 'http_error' | 'invalid_response' | 'cancelled' | 'error' | 'not_configured';
 
 export type KnownEventName = keyof EventPayloads;
 

@@ -1,4 +1,5 @@
-export type LlmErrorKind = 'not_configured' | 'timeout' | 'http_error' | 'invalid_response' | 'error';
+export type LlmErrorKind =
+  'not_configured' | 'timeout' | 'http_error' | 'invalid_response' | 'cancelled' | 'error';
 
 /** A failed LLM call; `kind` tells the stage which documented fallback applies. */
 export class LlmError extends Error {

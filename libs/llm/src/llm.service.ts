@@ -25,6 +25,8 @@ export interface ChatRequest {
   /** Upper bound on output tokens; the effective cap is min(profile max_tokens, this). */
   maxTokens?: number;
   tools?: ChatTool[];
+  /** Caller cancellation (e.g. a guardrail cancelled by fail-fast); combined with the profile timeout. */
+  signal?: AbortSignal;
 }
 
 export interface ToolCall {
@@ -138,7 +140,13 @@ export class LlmService implements OnModuleInit {
                 : {}),
               ...(request.tools && request.tools.length > 0 ? { tools: request.tools } : {}),
             },
-            { timeout: timeoutMs, maxRetries: 0, signal: AbortSignal.timeout(timeoutMs) },
+            {
+              timeout: timeoutMs,
+              maxRetries: 0,
+              signal: request.signal
+                ? AbortSignal.any([request.signal, AbortSignal.timeout(timeoutMs)])
+                : AbortSignal.timeout(timeoutMs),
+            },
           );
           const latencyMs = performance.now() - started;
           const choice = Array.isArray(completion?.choices) ? completion.choices[0] : undefined;
@@ -175,7 +183,14 @@ export class LlmService implements OnModuleInit {
             finishReason: choice.finish_reason ?? null,
           };
         } catch (error) {
-          const mapped = this.mapError(profile.requested, timeoutMs, error);
+          const mapped = request.signal?.aborted
+            ? new LlmError(
+                'cancelled',
+                `LLM profile ${profile.requested} call cancelled by the caller`,
+                undefined,
+                { cause: error },
+              )
+            : this.mapError(profile.requested, timeoutMs, error);
           const outcome: LlmCallOutcome = mapped.kind === 'not_configured' ? 'error' : mapped.kind;
           this.record(profile.requested, profile.config.model, performance.now() - started, 0, 0, outcome);
           throw mapped;

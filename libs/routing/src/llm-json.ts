@@ -11,6 +11,7 @@ export type LlmRejectionReason =
   | 'invalid_output'
   | 'unknown_intent'
   | 'below_threshold'
+  | 'cancelled'
   | 'error';
 
 export interface LlmRejection {

@@ -2,8 +2,8 @@ import { Inject, Injectable } from '@nestjs/common';
 import { ConfigType } from '@nestjs/config';
 import { randomUUID } from 'node:crypto';
 import { AgentsService } from '@agent/agents';
-import { checkpointConfig, ConfigFilesService } from '@agent/config';
-import { ContinuityService } from '@agent/continuity';
+import { checkpointConfig, ConfigFilesService, continuityConfig } from '@agent/config';
+import { ContinuityOutcome, ContinuityService } from '@agent/continuity';
 import {
   AgentState,
   DomainAgentNode,
@@ -16,7 +16,7 @@ import {
 import { GuardrailsService } from '@agent/guardrails';
 import { JudgesService } from '@agent/judges';
 import { MemoryService } from '@agent/memory';
-import { EventBusService, NodeTelemetryService, TurnContextStore } from '@agent/observability';
+import { EventBusService, NodeTelemetryService, TurnContext, TurnContextStore } from '@agent/observability';
 import { RoutingService } from '@agent/routing';
 import { SessionControlService } from '@agent/session-control';
 import { END, nextNode, WorkflowNode } from './workflow.graph';
@@ -31,6 +31,7 @@ export class WorkflowService {
   constructor(
     private readonly files: ConfigFilesService,
     @Inject(checkpointConfig.KEY) private readonly checkpointEnv: ConfigType<typeof checkpointConfig>,
+    @Inject(continuityConfig.KEY) private readonly continuityEnv: ConfigType<typeof continuityConfig>,
     private readonly events: EventBusService,
     private readonly telemetry: NodeTelemetryService,
     private readonly guardrails: GuardrailsService,
@@ -150,10 +151,17 @@ export class WorkflowService {
    * Enterprise Router (or the supervisor plan) exactly as if the feature were off.
    */
   private async routingDecision(state: AgentState): Promise<NodePatch> {
-    const outcome = this.continuity.enabled ? await this.continuity.evaluate(state) : null;
-    let decision = outcome?.decision ?? null;
-    if (!decision) {
-      decision = await this.routing.route(state);
+    const { outcome, routed } = await this.decide(state);
+    let decision = outcome?.decision ?? routed;
+    if (!decision) throw new Error('routing produced no decision');
+    if (
+      outcome?.decision?.method === 'continuity' &&
+      outcome.decision.route === outcome.decision.agent &&
+      this.continuity.shouldShadow()
+    ) {
+      const kept = outcome.decision.agent ?? '';
+      // Off the critical path: the shadow router never delays or changes the turn; it records agreement.
+      void this.continuity.runShadow(kept, async () => (await this.isolatedRoute(state, 'shadow')).decision);
     }
     if (!isRoutableNode(decision.route)) {
       const fallback = this.files.routing.router.fallback_agent;
@@ -182,6 +190,62 @@ export class WorkflowService {
       ...(typeof decision.metadata.transaction_interruption === 'string'
         ? { transaction_interruption: decision.metadata.transaction_interruption }
         : {}),
+    };
+  }
+
+  /**
+   * Continuity first, then the Enterprise Router only when continuity did not decide (sequential, the seed's flow).
+   * With ROUTE_STICKINESS_STRATEGY=speculative the router starts together with the classifier: a ROUTE turn waits
+   * for max(classifier, router) instead of their sum; when continuity decides, the router's result is discarded
+   * and only the cost of its LLM calls stays on record.
+   */
+  private async decide(
+    state: AgentState,
+  ): Promise<{ outcome: ContinuityOutcome | null; routed: RouteDecision | null }> {
+    if (!this.continuity.enabled) return { outcome: null, routed: await this.routing.route(state) };
+    if (this.continuityEnv.ROUTE_STICKINESS_STRATEGY === 'sequential') {
+      const outcome = await this.continuity.evaluate(state);
+      return { outcome, routed: outcome?.decision ? null : await this.routing.route(state) };
+    }
+    const speculative = this.isolatedRoute(state, 'speculative');
+    // The speculation may be discarded before it settles: never let it become an unhandled rejection.
+    speculative.catch(() => undefined);
+    const outcome = await this.continuity.evaluate(state);
+    if (outcome?.decision) {
+      void speculative.then(
+        (run) => run.keepCostOnly(),
+        () => undefined,
+      );
+      return { outcome, routed: null };
+    }
+    const run = await speculative;
+    run.adopt();
+    return { outcome, routed: run.decision };
+  }
+
+  /**
+   * Runs the Enterprise Router with its own event buffer, so a speculative or shadow decision never reads as the
+   * turn's decision. `adopt` moves its events into the turn; `keepCostOnly` keeps only its llm.call records.
+   */
+  private async isolatedRoute(
+    state: AgentState,
+    purpose: 'speculative' | 'shadow',
+  ): Promise<{ decision: RouteDecision; adopt(): void; keepCostOnly(): void }> {
+    const parent = TurnContextStore.current();
+    const child: TurnContext | undefined = parent ? { ...parent, events: [], nodes: [] } : undefined;
+    const decision = child
+      ? await TurnContextStore.run(child, () => this.routing.route(state))
+      : await this.routing.route(state);
+    const events = child?.events ?? [];
+    return {
+      decision,
+      adopt: () => parent?.events.push(...events),
+      keepCostOnly: () =>
+        parent?.events.push(
+          ...events
+            .filter((e) => e.name === 'llm.call')
+            .map((e) => ({ ...e, payload: { ...e.payload, [purpose]: 'discarded' } })),
+        ),
     };
   }
 
@@ -218,15 +282,18 @@ export class WorkflowService {
       : isDomainAgentNode(state.active_agent)
         ? state.active_agent
         : null;
-    return this.guardrails.superviseOutput(state, (guidance) =>
-      producer ? this.agents.regenerate(producer, state, guidance) : Promise.resolve(null),
+    return this.guardrails.superviseOutput(state, (guidance, rejected) =>
+      producer
+        ? this.agents.regenerate(producer, { ...state, answer: rejected }, guidance)
+        : Promise.resolve(null),
     );
   }
 
   private async outputGuardrails(state: AgentState): Promise<NodePatch> {
     if (state.blocked) return { final_answer: state.final_answer ?? state.answer ?? '' };
-    if (state.output_guardrails_already_applied)
-      {return { final_answer: state.final_answer ?? state.answer ?? '' };}
+    if (state.output_guardrails_already_applied) {
+      return { final_answer: state.final_answer ?? state.answer ?? '' };
+    }
     const result = await this.guardrails.runOutput(state);
     return {
       final_answer: result.answer,
