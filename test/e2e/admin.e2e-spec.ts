@@ -1,4 +1,3 @@
-import { MemoryService } from '@agent/memory';
 import { FakeLlmServer } from '../support/fake-llm';
 import { startTestApp, TestApp, uniqueId } from '../support/test-app';
 
@@ -433,29 +432,40 @@ describe('admin API', () => {
     expect(replay.body.turn).toBe(1);
   });
 
-  it('purges the subject long-term memory on request, or refuses without deleting anything', async () => {
+  it("purges the subject's long-term memory on request, and only that subject's", async () => {
     const id = uniqueId('purge');
     await say(id, 'Minha fatura veio alta');
+    const remember = (subject: string, key: string) =>
+      app.dataSource.query(
+        `INSERT INTO long_term_memories (tenant_id, agent_id, subject_key, category, key, value, confidence)
+         VALUES ($1, 'telecom_contas', $2, 'preference', $3, 'x', 0.9)`,
+        [TENANT, subject, key],
+      );
+    await remember('user-1', 'channel');
+    await remember('user-1', 'plan');
+    await remember('user-2', 'plan');
+
+    const badFlag = await app.request('DELETE', `${sessionPath(id)}&purge_memory=maybe`, undefined, ADMIN);
+    expect(badFlag.status).toBe(400);
     const res = await app.request<Record<string, unknown>>(
       'DELETE',
       `${sessionPath(id)}&purge_memory=true`,
       undefined,
       ADMIN,
     );
-    const canPurge =
-      typeof (MemoryService.prototype as unknown as Record<string, unknown>).purgeSubject === 'function';
-    if (canPurge) {
-      expect(res.status).toBe(200);
-      expect(res.body).toMatchObject({ deleted: true, memory_subject_key: 'user-1' });
-      expect(typeof res.body.memory_items_deleted).toBe('number');
-    } else {
-      expect(res.status).toBe(501);
-      expect(res.body).toMatchObject({ error: { code: 'MEMORY_PURGE_UNAVAILABLE' } });
-      const still = await app.get(sessionPath(id), ADMIN);
-      expect(still.status).toBe(200);
-    }
-    const badFlag = await app.request('DELETE', `${sessionPath(id)}&purge_memory=maybe`, undefined, ADMIN);
-    expect(badFlag.status).toBe(400);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({
+      conversation_key: `${TENANT}:${id}`,
+      deleted: true,
+      memory_items_deleted: 2,
+      memory_subject_key: 'user-1',
+    });
+    const left: { subject_key: string }[] = await app.dataSource.query(
+      'SELECT subject_key FROM long_term_memories WHERE tenant_id = $1',
+      [TENANT],
+    );
+    expect(left.map((r) => r.subject_key)).toEqual(['user-2']);
+    expect((await app.get(sessionPath(id), ADMIN)).status).toBe(404);
   });
 
   it('answers 404 for unknown sessions and 400 when a global key names no tenant', async () => {

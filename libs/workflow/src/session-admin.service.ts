@@ -31,14 +31,6 @@ export class SessionStateConflictError extends Error {
   }
 }
 
-/** DELETE with `purge_memory` while MemoryModule offers no purge: nothing is deleted. */
-export class MemoryPurgeUnavailableError extends Error {
-  constructor() {
-    super('long-term memory purge is not available in this build; retry without purge_memory');
-    this.name = 'MemoryPurgeUnavailableError';
-  }
-}
-
 export type SessionAdminAction = 'end' | 'handoff' | 'resume';
 
 export interface SessionAdminResult {
@@ -58,24 +50,6 @@ export interface SessionDeleteResult {
   /** Long-term memory items removed; null when not requested. */
   memory_items_deleted: number | null;
   memory_subject_key: string | null;
-}
-
-interface MemorySubject {
-  tenant_id: string;
-  agent_id: string;
-  subject_key: string;
-}
-
-/**
- * The port this service needs from MemoryModule for DELETE ?purge_memory=true: delete every long-term
- * memory of one subject and return how many items went.
- */
-interface MemoryPurge {
-  purgeSubject(subject: MemorySubject): Promise<number>;
-}
-
-function offersPurge(memory: object): memory is MemoryPurge {
-  return typeof (memory as Partial<MemoryPurge>).purgeSubject === 'function';
 }
 
 /**
@@ -137,12 +111,11 @@ export class SessionAdminService {
    * first the long-term memory of the conversation's subject (so a failed purge can simply be retried).
    */
   async delete(conversationKey: string, options: { purgeMemory: boolean }): Promise<SessionDeleteResult> {
-    if (options.purgeMemory && !offersPurge(this.memory)) throw new MemoryPurgeUnavailableError();
     const lease = await this.lease(conversationKey);
     try {
       let deleted: number | null = null;
       let subjectKey: string | null = null;
-      if (options.purgeMemory && offersPurge(this.memory)) {
+      if (options.purgeMemory) {
         const loaded = await this.checkpoints.loadLatest(conversationKey);
         subjectKey = loaded?.state.long_term_memory_subject_key ?? lease.session.user_id ?? null;
         deleted = subjectKey

@@ -186,7 +186,6 @@ export class AdminSessionsController {
       'Purge the session: checkpoints, events, idempotency records; with purge_memory, its long-term memory',
   })
   @ApiOkResponse({ type: DeleteResultDto })
-  @ApiErrors(501)
   async remove(
     @Param() params: SessionParamDto,
     @Query() query: DeleteSessionQueryDto,

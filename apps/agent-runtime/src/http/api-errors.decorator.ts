@@ -10,7 +10,6 @@ const DESCRIPTIONS: Record<number, string> = {
   409: 'Conflict: agent mismatch, conversation busy (Retry-After) or session state',
   413: 'Body larger than BODY_LIMIT_BYTES',
   429: 'Rate limit of the key exceeded (Retry-After)',
-  501: 'purge_memory requested but this build cannot purge long-term memory (nothing was deleted)',
   503: 'Database unavailable (Retry-After)',
 };
 

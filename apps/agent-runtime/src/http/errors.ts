@@ -17,11 +17,7 @@ import {
 } from '@agent/checkpoint';
 import { DatabaseUnavailableError, isConnectionError } from '@agent/database';
 import { EventBusService } from '@agent/observability';
-import {
-  MemoryPurgeUnavailableError,
-  SessionNotFoundError,
-  SessionStateConflictError,
-} from '@agent/workflow';
+import { SessionNotFoundError, SessionStateConflictError } from '@agent/workflow';
 
 export interface ErrorBody {
   error: { code: string; message: string; details?: unknown };
@@ -59,8 +55,7 @@ export class HttpErrorFilter implements ExceptionFilter {
     const request = http.getRequest<FastifyRequest>();
     const requestId = String(request.id);
     const { status, code, message, details, retryAfter } = this.classify(exception);
-    // 503 and 501 are expected, explained outcomes; everything else at 5xx is a bug worth a stack trace.
-    if (status >= 500 && status !== 503 && status !== 501) {
+    if (status >= 500 && status !== 503) {
       this.logger.error({ err: exception, request_id: requestId }, 'unexpected error');
     } else if (status === 503) {
       this.logger.warn(
@@ -124,9 +119,6 @@ export class HttpErrorFilter implements ExceptionFilter {
         details: { status: exception.status },
       };
     }
-    if (exception instanceof MemoryPurgeUnavailableError) {
-      return { status: 501, code: 'MEMORY_PURGE_UNAVAILABLE', message: exception.message };
-    }
     if (exception instanceof InvalidCursorError) {
       return { status: 400, code: 'INVALID_CURSOR', message: exception.message };
     }
@@ -170,7 +162,6 @@ const STATUS_CODES: Record<number, string> = {
   [HttpStatus.PAYLOAD_TOO_LARGE]: 'PAYLOAD_TOO_LARGE',
   [HttpStatus.UNSUPPORTED_MEDIA_TYPE]: 'UNSUPPORTED_MEDIA_TYPE',
   [HttpStatus.TOO_MANY_REQUESTS]: 'RATE_LIMITED',
-  [HttpStatus.NOT_IMPLEMENTED]: 'NOT_IMPLEMENTED',
   [HttpStatus.SERVICE_UNAVAILABLE]: 'SERVICE_UNAVAILABLE',
 };
 
