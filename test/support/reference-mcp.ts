@@ -141,7 +141,7 @@ async function spawnServer(
   const collect = (chunk: Buffer) => logs.push(...chunk.toString('utf8').split('\n').filter(Boolean));
   child.stdout?.on('data', collect);
   child.stderr?.on('data', collect);
-  const timeoutMs = options.startTimeoutMs ?? 120000;
+  const timeoutMs = options.startTimeoutMs ?? 200000;
   await new Promise<void>((resolveStart, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');

@@ -44,7 +44,8 @@ async function main(): Promise<void> {
   const env = parsed.data;
   const transport = process.argv.includes('--stdio') ? 'stdio' : env.MCP_TRANSPORT;
 
-  const embedded = env.DATABASE_URL ? null : await EmbeddedPostgres.start(env.REFERENCE_MCP_DATA_DIR);
+  // PGlite takes seconds to boot, and much longer on a loaded machine.
+  const embedded = env.DATABASE_URL ? null : await EmbeddedPostgres.start(env.REFERENCE_MCP_DATA_DIR, 180000);
   if (embedded) log(`DATABASE_URL is not set: embedded Postgres in ${embedded.dataDir}`);
   const pool = new Pool({
     connectionString: embedded?.url ?? env.DATABASE_URL,

@@ -1,0 +1,150 @@
+import { cpSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { AgentState } from '@agent/contracts';
+import { FakeChatRequest, FakeLlmServer, FakeReply, lastUserMessage } from '../support/fake-llm';
+import { freePort } from '../support/reference-mcp';
+import { REPO_ROOT, startTestApp, TestApp, uniqueId } from '../support/test-app';
+
+/**
+ * The product agent with RAG: the shipped knowledge base is ingested at start-up into the agent's namespace,
+ * the retrieved passages reach the agent's prompt, and a store failure becomes the technical error object
+ * in the agent context while the turn still answers.
+ */
+function routerReply(request: FakeChatRequest): FakeReply {
+  let message = lastUserMessage(request);
+  try {
+    const parsed = (JSON.parse(message) as { message?: unknown }).message;
+    if (typeof parsed === 'string') message = parsed;
+  } catch {
+    // not the router's JSON payload
+  }
+  const intent = /fatura/i.test(message) ? 'billing_invoice_explanation' : 'product_services_information';
+  return { json: { intent, confidence: 0.95, reason: 'scripted' } };
+}
+
+describe('product agent with RAG', () => {
+  let fake: FakeLlmServer;
+  let app: TestApp;
+  let configDir: string;
+  const namespace = `product_${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
+  const tenant = 'acme';
+
+  beforeAll(async () => {
+    // A private copy of config/ whose product_agent reads its own namespace, so parallel runs never collide.
+    configDir = mkdtempSync(join(tmpdir(), 'rag-e2e-config-'));
+    cpSync(join(REPO_ROOT, 'config'), configDir, { recursive: true });
+    const agentsPath = join(configDir, 'agents.yaml');
+    writeFileSync(
+      agentsPath,
+      readFileSync(agentsPath, 'utf8').replace('rag_namespace: product', `rag_namespace: ${namespace}`),
+    );
+    renameSync(join(configDir, 'knowledge', 'product'), join(configDir, 'knowledge', namespace));
+    const closed = `http://127.0.0.1:${await freePort()}/mcp`;
+    fake = await FakeLlmServer.start();
+    app = await startTestApp({
+      fakeLlm: fake,
+      env: { CONFIG_DIR: configDir, MCP_SERVER_TELECOM_URL: closed, MCP_SERVER_RETAIL_URL: closed },
+    });
+  }, 240000);
+
+  afterAll(async () => {
+    await app?.dataSource
+      .query('DELETE FROM rag_documents WHERE namespace = $1', [namespace])
+      .catch(() => undefined);
+    await app?.close();
+    await fake?.stop();
+    rmSync(configDir, { recursive: true, force: true });
+  });
+
+  beforeEach(() => {
+    fake.reset();
+    fake.script({ model: 'router', reply: routerReply });
+    fake.script({
+      model: 'agent',
+      reply: { content: 'O plano Controle não inclui roaming; contrate o Pacote Viagem.' },
+    });
+  });
+
+  const send = (sessionId: string, text: string) =>
+    app.post<Record<string, unknown>>('/v1/channels/web/messages', {
+      tenant_id: tenant,
+      agent_id: 'telecom_contas',
+      session_id: sessionId,
+      text,
+    });
+
+  const latestState = async (sessionId: string): Promise<AgentState> => {
+    const rows: { state: AgentState }[] = await app.dataSource.query(
+      'SELECT state FROM checkpoints WHERE conversation_key = $1 ORDER BY version DESC LIMIT 1',
+      [`${tenant}:${sessionId}`],
+    );
+    return rows[0].state;
+  };
+
+  it('ingests config/knowledge at start-up into the namespace named by its directory', async () => {
+    const rows: { source: string; language: string; chunks: number }[] = await app.dataSource.query(
+      `SELECT d.source, d.language, count(c.id)::int AS chunks
+         FROM rag_documents d JOIN rag_chunks c ON c.document_id = d.id
+        WHERE d.namespace = $1 GROUP BY d.source, d.language ORDER BY d.source`,
+      [namespace],
+    );
+    expect(rows.map((r) => r.source)).toEqual(['faq.yaml', 'planos.md', 'roaming.md', 'servicos.md']);
+    expect(rows.every((r) => r.language === 'portuguese' && r.chunks >= 1)).toBe(true);
+  });
+
+  it('puts the retrieved passages in the product agent prompt', async () => {
+    const sessionId = uniqueId('rag');
+    const res = await send(sessionId, 'O plano Controle tem roaming internacional para viagem?');
+    expect(res.status).toBe(200);
+    expect(res.body.route).toBe('product_agent');
+    expect(res.body.answer).toBe('O plano Controle não inclui roaming; contrate o Pacote Viagem.');
+    const system = String(fake.requestsFor('agent')[0].messages[0].content);
+    expect(system).toContain('Trechos da base de conhecimento');
+    expect(system).toContain('Pacote Viagem de 7 dias');
+
+    const state = await latestState(sessionId);
+    expect(state.context?.rag).toMatchObject({ status: 'executed', namespace, provider: 'postgres_fts' });
+    expect(state.rag_results?.length).toBeGreaterThan(0);
+    expect(state.rag_results?.map((d) => d.source)).toContain('roaming.md');
+    const names: { name: string }[] = await app.dataSource.query(
+      'SELECT name FROM session_events WHERE conversation_key = $1 ORDER BY id',
+      [`${tenant}:${sessionId}`],
+    );
+    expect(names.map((n) => n.name)).toEqual(
+      expect.arrayContaining(['IC.PRODUCT_RAG_CONTEXT_EVALUATED', 'IC.PRODUCT_RAG_CONTEXT_RETRIEVED']),
+    );
+  });
+
+  it('records the technical error object when retrieval fails, and the turn still answers', async () => {
+    // A real store failure: a document of the namespace with a text search configuration that does not exist.
+    const [document]: { id: string }[] = await app.dataSource.query(
+      `INSERT INTO rag_documents (namespace, source, title, content_hash, language)
+       VALUES ($1, 'broken.md', 'broken', 'h', 'no_such_config') RETURNING id`,
+      [namespace],
+    );
+    await app.dataSource.query(
+      `INSERT INTO rag_chunks (document_id, namespace, chunk_index, content, search_vector)
+       VALUES ($1, $2, 0, 'roaming', to_tsvector('simple', 'roaming'))`,
+      [document.id, namespace],
+    );
+    try {
+      const sessionId = uniqueId('rag-broken');
+      const res = await send(sessionId, 'Quais serviços e plano eu tenho com roaming?');
+      expect(res.status).toBe(200);
+      expect(res.body.answer).toBe('O plano Controle não inclui roaming; contrate o Pacote Viagem.');
+      const state = await latestState(sessionId);
+      expect(state.context?.rag).toMatchObject({
+        technical_error: true,
+        technical_error_in_rag: true,
+        status: 'error',
+        namespace,
+      });
+      expect(String((state.context?.rag as { error?: unknown }).error)).toContain('no_such_config');
+      expect(state.rag_results).toEqual([]);
+      expect(String(fake.requestsFor('agent')[0].messages[0].content)).toContain('erro técnico');
+    } finally {
+      await app.dataSource.query('DELETE FROM rag_documents WHERE id = $1', [document.id]);
+    }
+  });
+});

@@ -1,0 +1,231 @@
+import { Test, TestingModule } from '@nestjs/testing';
+import { EventEmitter2 } from '@nestjs/event-emitter';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, Server, Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { Client as PgClient } from 'pg';
+import { stringify } from 'yaml';
+import { AppConfigModule } from '@agent/config';
+import { MCP_UNAVAILABLE_ERROR, McpModule, McpService } from '@agent/mcp';
+import { ObservabilityModule } from '@agent/observability';
+import { freePort, REFERENCE_MCP_ENTRY, ReferenceMcpProcess, TS_NODE_ENV } from '../support/reference-mcp';
+
+/**
+ * McpService against real reference server processes: `telecom` over stdio (spawned by the service itself),
+ * `retail` over Streamable HTTP; prepare_call mapping and errors, confirmation and idempotency enforced by
+ * the server, events, and an unresponsive server bounded by the connect timeout.
+ */
+const REPO_ROOT = resolve(__dirname, '..', '..');
+
+async function mcpModule(
+  servers: Record<string, unknown>,
+  env: Record<string, string>,
+): Promise<{
+  module: TestingModule;
+  mcp: McpService;
+  events: { name: string; payload: Record<string, unknown> }[];
+}> {
+  const dir = mkdtempSync(join(tmpdir(), 'mcp-int-'));
+  const serversPath = join(dir, 'mcp_servers.yaml');
+  writeFileSync(serversPath, stringify({ servers }));
+  const vars: Record<string, string> = {
+    CONFIG_DIR: join(REPO_ROOT, 'config'),
+    MCP_SERVERS_PATH: serversPath,
+    LOG_LEVEL: 'silent',
+    ...env,
+  };
+  const saved = Object.fromEntries(Object.keys(vars).map((key) => [key, process.env[key]]));
+  Object.assign(process.env, vars);
+  try {
+    const module = await Test.createTestingModule({
+      imports: [AppConfigModule, ObservabilityModule, McpModule],
+    }).compile();
+    await module.init();
+    const events: { name: string; payload: Record<string, unknown> }[] = [];
+    const emitter = module.get(EventEmitter2);
+    for (const name of ['mcp.tool_call.completed', 'NOC.MCP_TOOL_FAILED']) {
+      emitter.on(name, (payload: Record<string, unknown>) => events.push({ name, payload }));
+    }
+    return { module, mcp: module.get(McpService), events };
+  } finally {
+    for (const [key, value] of Object.entries(saved)) {
+      if (value === undefined) delete process.env[key];
+      else process.env[key] = value;
+    }
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+describe('McpService with the reference MCP server', () => {
+  let http: ReferenceMcpProcess;
+  let module: TestingModule;
+  let mcp: McpService;
+  let events: { name: string; payload: Record<string, unknown> }[];
+  const stdioSchema = `reference_mcp_stdio_${Date.now().toString(36)}`;
+  const stdioDataDir = mkdtempSync(join(tmpdir(), 'mcp-stdio-'));
+
+  beforeAll(async () => {
+    http = await ReferenceMcpProcess.start();
+    ({ module, mcp, events } = await mcpModule(
+      {
+        telecom: {
+          transport: 'stdio',
+          command: process.execPath,
+          args: ['-r', 'ts-node/register', '-r', 'tsconfig-paths/register', REFERENCE_MCP_ENTRY, '--stdio'],
+          env: {
+            ...TS_NODE_ENV,
+            REFERENCE_MCP_SCHEMA: stdioSchema,
+            REFERENCE_MCP_DATA_DIR: stdioDataDir,
+            REFERENCE_MCP_RESET: 'true',
+          },
+          cwd: '.',
+          // The first call spawns the process (and, without DATABASE_URL, its embedded Postgres).
+          timeout_ms: 120000,
+        },
+        retail: { transport: 'streamable_http', url: 'http://127.0.0.1:1/mcp' },
+      },
+      { MCP_SERVER_RETAIL_URL: http.url, MCP_CONNECT_TIMEOUT_MS: '120000' },
+    ));
+  }, 240000);
+
+  afterAll(async () => {
+    await module?.close();
+    await http?.dispose();
+    rmSync(stdioDataDir, { recursive: true, force: true });
+    if (process.env.DATABASE_URL) {
+      const pg = new PgClient({ connectionString: process.env.DATABASE_URL });
+      await pg.connect();
+      await pg.query(`DROP SCHEMA IF EXISTS "${stdioSchema}" CASCADE`).finally(() => pg.end());
+    }
+  }, 60000);
+
+  beforeEach(() => {
+    events.length = 0;
+  });
+
+  it('calls a tool over stdio and offers its schema from tools/list', async () => {
+    const result = await mcp.callTool('consultar_plano', { msisdn: '11999990001' });
+    expect(result).toMatchObject({ ok: true, tool_name: 'consultar_plano', server: 'telecom', error: null });
+    expect(result.result).toMatchObject({ plan: { name: 'Controle 30GB', monthly_fee: 79.9 } });
+    expect(events.map((e) => e.name)).toEqual(['mcp.tool_call.completed']);
+
+    const [descriptor] = await mcp.describeTools(['consultar_plano']);
+    expect(descriptor).toMatchObject({ name: 'consultar_plano', server: 'telecom', schema_source: 'mcp' });
+    expect(descriptor.parameters).toMatchObject({
+      type: 'object',
+      properties: { msisdn: expect.objectContaining({ type: 'string' }) },
+      required: ['msisdn'],
+    });
+  }, 180000);
+
+  it('maps and validates arguments without calling (prepare_call)', () => {
+    expect(mcp.prepareCall('nao_existe', {})).toMatchObject({
+      ok: false,
+      error: { code: 'not_configured', message: 'Tool/server not configured' },
+    });
+    expect(mcp.prepareCall('consultar_fatura', {})).toMatchObject({
+      ok: false,
+      error: { code: 'missing_parameters', missing_parameters: ['msisdn'] },
+    });
+    // `map` fills msisdn from the request context; a number becomes the declared string.
+    expect(mcp.prepareCall('consultar_fatura', {}, { context: { msisdn: 5511999990001 } })).toEqual({
+      ok: true,
+      call: { tool_name: 'consultar_fatura', server: 'telecom', arguments: { msisdn: '5511999990001' } },
+    });
+    expect(mcp.prepareCall('cancelar_pedido', { order_id: 100231, extra: 'dropped' })).toEqual({
+      ok: true,
+      call: { tool_name: 'cancelar_pedido', server: 'retail', arguments: { order_id: '100231' } },
+    });
+    const transactional = mcp.toolConfig('cancelar_pedido');
+    expect(transactional).toMatchObject({ operation_type: 'transactional', require_confirmation: true });
+  });
+
+  it('lets the server refuse an unconfirmed transaction and act once per idempotency key', async () => {
+    const refused = await mcp.callTool('cancelar_pedido', { order_id: '100234' });
+    expect(refused).toMatchObject({ ok: false, tool_name: 'cancelar_pedido', server: 'retail' });
+    expect(refused.error).toContain('confirmed: true');
+    expect(events.map((e) => e.name)).toEqual(['mcp.tool_call.completed', 'NOC.MCP_TOOL_FAILED']);
+    expect(await http.orderStatus('100234')).toBe('processing');
+
+    const key = `test-${Date.now()}`;
+    const first = await mcp.callTool(
+      'cancelar_pedido',
+      { order_id: '100234' },
+      { confirmed: true, idempotencyKey: key },
+    );
+    const second = await mcp.callTool(
+      'cancelar_pedido',
+      { order_id: '100234' },
+      { confirmed: true, idempotencyKey: key },
+    );
+    expect(first).toMatchObject({ ok: true, result: { status: 'cancelled', idempotent_replay: false } });
+    expect(second).toMatchObject({ ok: true, result: { status: 'cancelled', idempotent_replay: true } });
+    expect(await http.orderStatus('100234')).toBe('cancelled');
+    // Without the key the server acts again, and a cancelled order is a business error.
+    const third = await mcp.callTool('cancelar_pedido', { order_id: '100234' }, { confirmed: true });
+    expect(third).toMatchObject({ ok: false, error: 'O pedido já está cancelado.' });
+  });
+
+  describe('unreachable and disabled', () => {
+    let blackHole: Server;
+    const sockets = new Set<Socket>();
+    let other: Awaited<ReturnType<typeof mcpModule>>;
+    let disabled: Awaited<ReturnType<typeof mcpModule>>;
+
+    beforeAll(async () => {
+      // Accepts connections and never answers: only the timeouts end a call.
+      blackHole = createServer((socket) => sockets.add(socket));
+      await new Promise<void>((done) => blackHole.listen(0, '127.0.0.1', done));
+      const port = (blackHole.address() as { port: number }).port;
+      const closedPort = await freePort();
+      other = await mcpModule(
+        {
+          telecom: { transport: 'streamable_http', url: `http://127.0.0.1:${port}/mcp` },
+          retail: { transport: 'streamable_http', url: `http://127.0.0.1:${closedPort}/mcp` },
+        },
+        { MCP_CONNECT_TIMEOUT_MS: '300', MCP_CALL_TIMEOUT_MS: '300' },
+      );
+      disabled = await mcpModule(
+        { telecom: { transport: 'stdio', command: 'true' }, retail: { transport: 'stdio', command: 'true' } },
+        { MCP_TOOLS_ENABLED: 'false' },
+      );
+    });
+
+    afterAll(async () => {
+      await other.module.close();
+      await disabled.module.close();
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((done) => blackHole.close(() => done()));
+    });
+
+    it('maps a refused connection and a silent server to "MCP Tool Router unavailable" within the timeout', async () => {
+      const refused = await other.mcp.callTool('consultar_pedido', { order_id: '100231' });
+      expect(refused).toMatchObject({
+        ok: false,
+        error: MCP_UNAVAILABLE_ERROR,
+        tool_name: 'consultar_pedido',
+      });
+      const started = Date.now();
+      const silent = await other.mcp.callTool('consultar_fatura', { msisdn: '11999990001' });
+      expect(silent).toMatchObject({
+        ok: false,
+        error: MCP_UNAVAILABLE_ERROR,
+        tool_name: 'consultar_fatura',
+      });
+      expect(Date.now() - started).toBeLessThan(5000);
+      expect(
+        other.events.filter((e) => e.name === 'NOC.MCP_TOOL_FAILED').map((e) => e.payload.tool_name),
+      ).toEqual(['consultar_pedido', 'consultar_fatura']);
+      // tools/list failing too, the model is offered the tools.yaml schema.
+      const [descriptor] = await other.mcp.describeTools(['consultar_pedido']);
+      expect(descriptor.schema_source).toBe('tools.yaml');
+    });
+
+    it('answers "MCP tools disabled" without calling when MCP_TOOLS_ENABLED=false', async () => {
+      const result = await disabled.mcp.callTool('consultar_pedido', { order_id: '100231' });
+      expect(result).toMatchObject({ ok: false, error: 'MCP tools disabled', latency_ms: 0 });
+      expect(disabled.events).toEqual([]);
+    });
+  });
+});
