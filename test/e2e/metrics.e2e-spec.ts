@@ -174,3 +174,102 @@ describe('GET /metrics after a scripted conversation', () => {
     expect(names.has('process_cpu_user_seconds_total')).toBe(true);
   });
 });
+
+describe('GET /metrics with route stickiness on', () => {
+  let fake: FakeLlmServer;
+  let app: TestApp;
+
+  beforeAll(async () => {
+    fake = await FakeLlmServer.start();
+    app = await startTestApp({ fakeLlm: fake, env: { ENABLE_ROUTE_STICKINESS: 'true' } });
+  });
+
+  afterAll(async () => {
+    await app.close();
+    await fake.stop();
+  });
+
+  const scrape = async () => parseMetrics((await app.get<string>('/metrics')).body);
+
+  it('counts continuity decisions by label and fallback reason, router calls avoided and admin handoffs', async () => {
+    // One classifier verdict per turn, in order: ROUTE, an accepted CONTINUE, a CONTINUE below the threshold.
+    fake.script({
+      model: 'route_continuity',
+      times: 1,
+      reply: { json: { decision: 'ROUTE', confidence: 0.95, reason: 'new topic' } },
+    });
+    fake.script({
+      model: 'route_continuity',
+      times: 1,
+      reply: { json: { decision: 'CONTINUE', confidence: 0.97, reason: 'same topic' } },
+    });
+    fake.script({
+      model: 'route_continuity',
+      times: 1,
+      reply: { json: { decision: 'CONTINUE', confidence: 0.5, reason: 'unsure' } },
+    });
+    fake.script({ model: 'agent', reply: { content: 'Certo.' } });
+    fake.script({ model: 'guardrail', reply: { json: { verdict: 'allow', confidence: 1, reason: 'ok' } } });
+    fake.script({ model: 'judge', reply: { json: { score: 1, passed: true, reason: 'ok' } } });
+    fake.setFallback({ json: { intent: 'unknown', confidence: 0, reason: 'no intent' } });
+
+    const tenant = `con${Date.now().toString(36)}`;
+    const sessionId = uniqueId('sticky');
+    const send = (text: string) =>
+      app.post<{ route_bypassed: boolean; route_decision: { method: string } }>('/v1/channels/web/messages', {
+        tenant_id: tenant,
+        agent_id: 'telecom_contas',
+        session_id: sessionId,
+        text,
+      });
+    const before = await scrape();
+    const first = await send('Minha fatura veio alta');
+    const beforeBypass = await scrape();
+    const second = await send('E quando vence?');
+    const afterBypass = await scrape();
+    const third = await send('E aquilo outro?');
+    const handoff = await app.post<{ changed: boolean }>(
+      `/v1/admin/sessions/${sessionId}/handoff?tenant_id=${tenant}`,
+      {},
+    );
+    const after = await scrape();
+
+    expect(first.body.route_bypassed).toBe(false);
+    expect(second.body).toMatchObject({ route_bypassed: true, route_decision: { method: 'continuity' } });
+    expect(third.body.route_bypassed).toBe(false);
+    expect(handoff.body.changed).toBe(true);
+    const delta = (name: string, labels: Record<string, string> = {}) =>
+      total(after, name, labels) - total(before, name, labels);
+    expect(delta('agent_continuity_decisions_total')).toBe(3);
+    expect(
+      delta('agent_continuity_decisions_total', {
+        decision: 'ROUTE',
+        accepted: 'true',
+        fallback_reason: 'none',
+      }),
+    ).toBe(1);
+    expect(
+      delta('agent_continuity_decisions_total', {
+        decision: 'CONTINUE',
+        accepted: 'true',
+        fallback_reason: 'none',
+      }),
+    ).toBe(1);
+    expect(
+      delta('agent_continuity_decisions_total', {
+        decision: 'CONTINUE',
+        accepted: 'false',
+        fallback_reason: 'below_threshold',
+      }),
+    ).toBe(1);
+    expect(delta('agent_router_llm_calls_avoided_total')).toBe(1);
+    expect(delta('agent_turns_total', { method: 'continuity' })).toBe(1);
+    expect(delta('agent_llm_calls_total', { profile: 'route_continuity' })).toBe(3);
+    // The bypassed turn made no router call at all.
+    expect(
+      total(afterBypass, 'agent_llm_calls_total', { profile: 'router' }) -
+        total(beforeBypass, 'agent_llm_calls_total', { profile: 'router' }),
+    ).toBe(0);
+    expect(delta('agent_sessions_handed_off_total', { source: 'admin' })).toBe(1);
+  });
+});
