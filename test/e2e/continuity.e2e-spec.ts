@@ -60,6 +60,16 @@ function currentMessage(request: FakeChatRequest): string {
   }
 }
 
+/** The router stage sends a JSON payload whose `message` is the user's text (the catalogue travels with it). */
+function routerMessage(request: FakeChatRequest): string {
+  try {
+    const payload = JSON.parse(lastUserMessage(request)) as { message?: unknown };
+    return typeof payload.message === 'string' ? payload.message : lastUserMessage(request);
+  } catch {
+    return lastUserMessage(request);
+  }
+}
+
 function classifierPayload(request: FakeChatRequest): Record<string, unknown> {
   return JSON.parse(lastUserMessage(request)) as Record<string, unknown>;
 }
@@ -81,7 +91,7 @@ function scriptStages(fake: FakeLlmServer, labels: Labels): void {
   fake.script({
     model: 'router',
     reply: (request) => {
-      const text = lastUserMessage(request).toLowerCase();
+      const text = routerMessage(request).toLowerCase();
       if (text.includes('cobrança') || text.includes('contestar')) {
         return { json: { intent: 'billing_invoice_explanation', confidence: 0.97, reason: 'charges' } };
       }

@@ -703,6 +703,14 @@ describe('ContinuityService', () => {
       expect((await metrics.continuityShadow.get()).values).toEqual([]);
     });
 
+    it.each(['human_handoff', 'end_session'])('never shadows a %s decision', async (node) => {
+      const { service, metrics } = harness({ ROUTE_STICKINESS_SHADOW_RATE: '1' });
+      const route = jest.fn(() => Promise.reject(new Error('must not run')));
+      await expect(service.runShadow(node, route)).resolves.toBeNull();
+      expect(route).not.toHaveBeenCalled();
+      expect((await metrics.continuityShadow.get()).values).toEqual([]);
+    });
+
     it('records the shadow router decision and whether it agreed', async () => {
       const { service, metrics } = harness({ ROUTE_STICKINESS_SHADOW_RATE: '1' });
       const router = (agent: string): RouteDecision => ({

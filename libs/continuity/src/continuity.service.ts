@@ -166,10 +166,13 @@ export class ContinuityService {
 
   /**
    * One shadow comparison, safe to start without awaiting: runs the router once and records the comparison.
-   * Resolves to whether they agreed, or null when the router failed; it never rejects, so a shadow run can
-   * never affect the turn.
+   * Resolves to whether they agreed, or null when nothing was compared (the router failed, or the kept route is
+   * not a domain agent); it never rejects, so a shadow run can never affect the turn.
    */
   async runShadow(continuityAgent: string, route: () => Promise<RouteDecision>): Promise<boolean | null> {
+    // Only a kept domain agent is comparable with the router; a session node (human_handoff, end_session)
+    // would always read as a disagreement and waste a router call.
+    if (this.intentsOf(continuityAgent).length === 0) return null;
     try {
       return this.recordShadow(continuityAgent, await route());
     } catch (error) {
