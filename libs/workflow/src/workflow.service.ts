@@ -155,8 +155,8 @@ export class WorkflowService {
     let decision = outcome?.decision ?? routed;
     if (!decision) throw new Error('routing produced no decision');
     if (
-      outcome?.decision?.method === 'continuity' &&
-      outcome.decision.route === outcome.decision.agent &&
+      outcome?.decision &&
+      outcome.signal.decision === 'CONTINUE' &&
       this.continuity.shouldShadow()
     ) {
       const kept = outcome.decision.agent ?? '';
