@@ -13,25 +13,37 @@ import { startTestApp, TestApp, uniqueId } from '../support/test-app';
 
 type Row = { name: string; turn: number; payload: Record<string, unknown> };
 
-/** The message the router LLM stage classifies (its user content is a JSON payload with `message`). */
-function routerMessage(request: FakeChatRequest): string {
+/** The router LLM stage's payload: the message and, while a transaction waits, its context. */
+function routerPayload(request: FakeChatRequest): {
+  message: string;
+  transaction_context?: { intent?: string | null };
+} {
   const raw = lastUserMessage(request);
   try {
-    const parsed = JSON.parse(raw) as { message?: unknown };
-    return typeof parsed.message === 'string' ? parsed.message : raw;
+    const parsed = JSON.parse(raw) as { message?: unknown; transaction_context?: { intent?: string | null } };
+    return { ...parsed, message: typeof parsed.message === 'string' ? parsed.message : raw };
   } catch {
-    return raw;
+    return { message: raw };
   }
 }
 
-/** Keyword-free routing: the scripted router model decides, whatever the keyword stage does. */
+/**
+ * Keyword-free routing: the scripted router model decides, whatever the keyword stage does. Like the real
+ * prompt asks, a message that only answers a waiting transaction keeps the transaction's intent.
+ */
 function routerReply(request: FakeChatRequest): FakeReply {
-  const message = routerMessage(request).toLowerCase();
-  const intent = /fatura|conta|boleto/.test(message)
+  const payload = routerPayload(request);
+  const message = payload.message.toLowerCase();
+  const topic = /fatura|conta|boleto/.test(message)
     ? 'billing_invoice_explanation'
     : /plano|roaming|servi/.test(message)
       ? 'product_services_information'
-      : 'retail_order_cancel';
+      : /troc|defeito|devol/.test(message)
+        ? 'retail_support_exchange_return'
+        : /cancel/.test(message)
+          ? 'retail_order_cancel'
+          : null;
+  const intent = topic ?? payload.transaction_context?.intent ?? 'retail_order_cancel';
   return { json: { intent, confidence: 0.95, reason: 'scripted' } };
 }
 
@@ -359,6 +371,74 @@ describe('domain agents with the reference MCP server', () => {
       last_transaction: { tool_name: 'cancelar_pedido', status: 'CANCELLED', interruption: 'intent_shift' },
     });
     expect(await mcp.orderStatus('100231')).toBe('processing');
+  });
+
+  it('collects two parameters for an exchange (pattern and LLM extraction) and opens it on confirmation', async () => {
+    fake.script({
+      model: 'agent',
+      when: (r) => !hasToolMessage(r) && /trocar/.test(lastUserMessage(r)),
+      reply: { content: null, tool_calls: [{ name: 'solicitar_troca', arguments: {} }] },
+    });
+    fake.script({
+      model: 'agent',
+      when: (r) => requestText(r).includes('foi executada após a confirmação'),
+      reply: (request) => ({
+        content: `Troca aberta: ${/"request_id":"(TRC-\d+)"/.exec(requestText(request))?.[1] ?? '?'}.`,
+      }),
+    });
+    // parameter_extraction is not a test profile, so the `default` profile answers the extraction.
+    fake.script({
+      model: 'default',
+      when: (r) => requestText(r).includes('solicitar_troca'),
+      reply: { json: { values: { reason: 'veio com defeito', order_id: null } } },
+    });
+    fake.script({ model: 'confirmation', reply: { json: { decision: 'CONFIRM', confidence: 0.9 } } });
+    const sessionId = uniqueId('exchange');
+    const first = await send(sessionId, 'Quero trocar um produto');
+    expect(first.body).toMatchObject({ route: 'support_agent', next_state: 'COLLECTING_SUPPORT_PARAMETERS' });
+    expect(first.body.answer).toBe(
+      'Para seguir com a troca do pedido, preciso de: o número do pedido e o motivo.',
+    );
+
+    const second = await send(sessionId, 'O pedido 100233 veio com defeito');
+    expect(second.body.next_state).toBe('WAITING_SUPPORT_CONFIRMATION');
+    expect(second.body.answer).toBe(
+      'Confirma a troca do pedido (pedido 100233, motivo veio com defeito)? Responda sim ou não.',
+    );
+    const extraction = fake.requestsFor('default').find((r) => requestText(r).includes('solicitar_troca'));
+    // Only what the pattern did not find goes to the model.
+    expect(String(extraction?.messages[0].content)).toContain('- reason (string)');
+    expect(String(extraction?.messages[0].content)).not.toContain('- order_id');
+
+    const third = await send(sessionId, 'sim');
+    expect(third.body.next_state).toBeNull();
+    expect(third.body.answer).toMatch(/^Troca aberta: TRC-\d+\.$/);
+    expect(await latestState(sessionId)).toMatchObject({
+      transaction_status: 'COMPLETED',
+      last_transaction: { tool_name: 'solicitar_troca', state_domain: 'SUPPORT', status: 'COMPLETED' },
+    });
+  });
+
+  it('bounds the tool-call loop by max_tool_steps and then asks for an answer without tools', async () => {
+    fake.script({
+      model: 'agent',
+      when: (r) => offeredTools(r).length > 0,
+      reply: {
+        content: null,
+        tool_calls: [{ name: 'consultar_pagamentos', arguments: { msisdn: '11999990001' } }],
+      },
+    });
+    fake.script({ model: 'agent', reply: { content: 'Seu último pagamento foi de R$ 84,89.' } });
+    const res = await send(
+      uniqueId('loop'),
+      'Quais pagamentos da minha conta vocês receberam?',
+      'telecom_contas',
+    );
+    expect(res.body.answer).toBe('Seu último pagamento foi de R$ 84,89.');
+    const calls = fake.requestsFor('agent');
+    // agents.yaml billing_agent.max_tool_steps: 4 rounds with tools, then one without.
+    expect(calls.map((r) => offeredTools(r).length > 0)).toEqual([true, true, true, true, false]);
+    expect(calls[4].messages.filter((m) => m.role === 'tool')).toHaveLength(4);
   });
 
   it('answers with ok:false and NOC.MCP_TOOL_FAILED while the server is down, and reconnects after', async () => {
