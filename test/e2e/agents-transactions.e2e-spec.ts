@@ -186,6 +186,10 @@ describe('domain agents with the reference MCP server', () => {
 
     const first = await send(sessionId, 'Quero cancelar meu pedido');
     expect(first.status).toBe(200);
+    // retail_orders has its own orders_agent prompt (agents.yaml prompts_dir), after its system_prefix.
+    const system = String(fake.requestsFor('agent')[0].messages[0].content);
+    expect(system).toContain('Você atende clientes de varejo');
+    expect(system).toContain('Os números de pedido têm seis dígitos');
     expect(first.body).toMatchObject({ route: 'orders_agent', next_state: 'COLLECTING_ORDER_PARAMETERS' });
     expect(first.body.answer).toBe(
       'Para seguir com o cancelamento do pedido, preciso de: o número do pedido.',
