@@ -88,7 +88,10 @@ export class CheckpointService {
         );
         if (session) {
           if (session.agent_id !== identity.agent_id) {
-            await this.store.releaseLease(key, token);
+            // The mismatch is the answer; a lease left behind is reclaimed by this instance's next turn.
+            await this.store.releaseLease(key, token).catch((error: unknown) => {
+              this.logger.warn(`lease release failed for ${key}: ${String(error)}`);
+            });
             throw new AgentMismatchError(key, session.agent_id, identity.agent_id);
           }
           const waitedMs = Date.now() - started;
