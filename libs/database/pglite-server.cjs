@@ -32,7 +32,11 @@ async function main() {
   process.on('message', (message) => {
     if (message === 'stop') void stop();
   });
-  process.send({ port });
+  // The parent may already be gone (e.g. it failed to start); then there is nobody to serve.
+  if (!process.connected) return stop();
+  process.send({ port }, (error) => {
+    if (error) void stop();
+  });
 }
 
 main().catch((error) => {

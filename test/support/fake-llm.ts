@@ -147,7 +147,8 @@ export class FakeLlmServer {
     if (reply.delayMs) {
       // unref: a pending delay must not keep the test process alive after stop().
       await new Promise((resolve) => setTimeout(resolve, reply.delayMs).unref());
-      if (res.destroyed || req.destroyed) return;
+      // req.destroyed is true as soon as the body was read; res.destroyed means the client went away.
+      if (res.destroyed) return;
     }
     if (reply.status && reply.status >= 400) {
       return send(res, reply.status, {

@@ -1,13 +1,23 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DataSource } from 'typeorm';
 import { createApp } from '../../apps/agent-runtime/src/bootstrap';
 import { FakeLlmServer } from './fake-llm';
 
-export const TEST_LLM_PROFILES = resolve(__dirname, 'config', 'llm_profiles.yaml');
-export const REPO_ROOT = resolve(__dirname, '..', '..');
+/** The repository root, from test/support (ts) or dist/test/support (compiled, used by bench and demo) alike. */
+function findRepoRoot(start: string): string {
+  let dir = start;
+  for (let i = 0; i < 6; i++) {
+    if (existsSync(join(dir, 'package.json')) && existsSync(join(dir, 'config', 'routing.yaml'))) return dir;
+    dir = dirname(dir);
+  }
+  throw new Error(`repository root not found above ${start}`);
+}
+
+export const REPO_ROOT = findRepoRoot(__dirname);
+export const TEST_LLM_PROFILES = join(REPO_ROOT, 'test', 'support', 'config', 'llm_profiles.yaml');
 
 export interface HttpResult<T = Record<string, unknown>> {
   status: number;

@@ -201,7 +201,7 @@ export const authEnvSchema = z.object({
 
 export const checkpointEnvSchema = z.object({
   TURN_LOCK_TIMEOUT_MS: envNumber(10000, { min: 1, int: true }),
-  TURN_LEASE_MS: envNumber(120000, { min: 1000, int: true }),
+  TURN_LEASE_MS: envNumber(30000, { min: 1000, int: true }),
   CHECKPOINT_RETENTION: envNumber(20, { min: 1, int: true }),
   CHECKPOINT_RECOVERY_SCAN_LIMIT: envNumber(25, { min: 1, int: true }),
   CHECKPOINT_RETRY_ATTEMPTS: envNumber(3, { min: 1, max: 20, int: true }),

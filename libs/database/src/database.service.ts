@@ -1,5 +1,5 @@
 import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
-import { DataSource, EntityManager } from 'typeorm';
+import { DataSource, EntityManager, QueryRunnerProviderAlreadyReleasedError } from 'typeorm';
 import { EmbeddedPostgres } from './embedded-postgres';
 
 /** Errors that mean "the database cannot be reached right now" (mapped to 503 by the HTTP layer). */
@@ -16,6 +16,11 @@ const CONNECTION_ERROR_CODES = new Set([
   'ETIMEDOUT',
   'EPIPE',
   'ENOTFOUND',
+  'ECONNABORTED',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  '53300', // too_many_connections
   '57P01', // admin_shutdown (pg_terminate_backend)
   '57P02',
   '57P03', // cannot_connect_now
@@ -29,13 +34,17 @@ const CONNECTION_ERROR_CODES = new Set([
 export function isConnectionError(error: unknown): boolean {
   let current: unknown = error;
   for (let depth = 0; depth < 5 && current; depth++) {
+    if (current instanceof DatabaseUnavailableError) return true;
+    // The client emitted 'error' between two statements of a transaction; the server rolled it back.
+    if (current instanceof QueryRunnerProviderAlreadyReleasedError) return true;
     if (typeof current === 'object' && current !== null) {
       const code = (current as { code?: unknown }).code;
-      if (typeof code === 'string' && CONNECTION_ERROR_CODES.has(code)) return true;
+      if (typeof code === 'string' && (CONNECTION_ERROR_CODES.has(code) || code.startsWith('08')))
+        {return true;}
       const message = (current as { message?: unknown }).message;
       if (
         typeof message === 'string' &&
-        /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error|terminating connection/i.test(
+        /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error|terminating connection|Client was closed and is not queryable/i.test(
           message,
         )
       ) {

@@ -135,8 +135,8 @@ export class TurnService {
         await this.checkpoints.commit({
           identity,
           leaseToken: lease.token,
-          parentVersion:
-            loaded?.version ?? (lease.session.head_version > 0 ? lease.session.head_version : null),
+          // Lineage only: CheckpointService fences the commit on the head the lease saw.
+          parentVersion: loaded?.version ?? null,
           turn,
           state: final,
           status: statusOf(final),
@@ -180,7 +180,11 @@ export class TurnService {
       user_text: input.text,
       message_id: messageId,
       user_id: input.user_id ?? previous.user_id,
-      long_term_memory_subject_key: input.user_id ?? previous.long_term_memory_subject_key,
+      // A business customer key (channel metadata) identifies the person better than a channel user id.
+      long_term_memory_subject_key:
+        (typeof input.metadata?.customer_key === 'string' ? input.metadata.customer_key : undefined) ??
+        input.user_id ??
+        previous.long_term_memory_subject_key,
       metadata: input.metadata ?? {},
       turn,
       // Session-control facts are re-derived every turn; only an ended session or a held handoff carries over.

@@ -1,0 +1,135 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { REPO_ROOT } from '../test/support/test-app';
+import { dirname, join } from 'node:path';
+import type { DataSource } from 'typeorm';
+
+export { REPO_ROOT } from '../test/support/test-app';
+
+export function percentile(values: number[], p: number): number {
+  if (values.length === 0) return 0;
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[rank];
+}
+
+export function mean(values: number[]): number {
+  return values.length === 0 ? 0 : values.reduce((a, b) => a + b, 0) / values.length;
+}
+
+export function round(value: number, digits = 1): number {
+  const factor = 10 ** digits;
+  return Math.round(value * factor) / factor;
+}
+
+export interface LlmCallRow {
+  conversation_key: string;
+  turn: number;
+  profile: string;
+  latency_ms: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  outcome: string;
+}
+
+/** Every `llm.call` event stored for these conversations (the turn's own accounting). */
+export async function llmCalls(dataSource: DataSource, conversationKeys: string[]): Promise<LlmCallRow[]> {
+  if (conversationKeys.length === 0) return [];
+  const rows: { conversation_key: string; turn: number; payload: Record<string, unknown> }[] =
+    await dataSource.query(
+      `SELECT conversation_key, turn, payload FROM session_events WHERE name = 'llm.call' AND conversation_key = ANY($1)`,
+      [conversationKeys],
+    );
+  return rows.map((row) => ({
+    conversation_key: row.conversation_key,
+    turn: row.turn,
+    profile: String(row.payload.profile),
+    latency_ms: Number(row.payload.latency_ms ?? 0),
+    prompt_tokens: Number(row.payload.prompt_tokens ?? 0),
+    completion_tokens: Number(row.payload.completion_tokens ?? 0),
+    outcome: String(row.payload.outcome),
+  }));
+}
+
+/** Runs `work` over `items` with at most `limit` in flight. */
+export async function pool<T, R>(items: T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const workers = Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) {
+      const index = next++;
+      results[index] = await work(items[index]);
+    }
+  });
+  await Promise.all(workers);
+  return results;
+}
+
+export function writeReport(fileName: string, content: string): string {
+  const dir = join(REPO_ROOT, 'bench', 'reports');
+  mkdirSync(dir, { recursive: true });
+  const path = join(dir, fileName);
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, content);
+  return path;
+}
+
+export interface BarSeries {
+  label: string;
+  color: string;
+  values: number[];
+}
+
+/** A grouped bar chart as a standalone SVG (no dependency). */
+export function barChartSvg(title: string, groups: string[], series: BarSeries[], unit: string): string {
+  const width = 760;
+  const height = 380;
+  const margin = { top: 50, right: 20, bottom: 70, left: 70 };
+  const plotW = width - margin.left - margin.right;
+  const plotH = height - margin.top - margin.bottom;
+  const max = Math.max(1, ...series.flatMap((s) => s.values));
+  const groupW = plotW / groups.length;
+  const barW = (groupW * 0.8) / series.length;
+  const y = (v: number) => margin.top + plotH - (v / max) * plotH;
+  const parts: string[] = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="sans-serif" font-size="12">`,
+    `<rect width="100%" height="100%" fill="white"/>`,
+    `<text x="${width / 2}" y="24" text-anchor="middle" font-size="15" font-weight="bold">${escapeXml(title)}</text>`,
+  ];
+  for (let i = 0; i <= 4; i++) {
+    const value = (max * i) / 4;
+    parts.push(
+      `<line x1="${margin.left}" x2="${width - margin.right}" y1="${y(value)}" y2="${y(value)}" stroke="#ddd"/>`,
+      `<text x="${margin.left - 6}" y="${y(value) + 4}" text-anchor="end">${Math.round(value)}</text>`,
+    );
+  }
+  parts.push(
+    `<text x="16" y="${margin.top + plotH / 2}" transform="rotate(-90 16 ${margin.top + plotH / 2})" text-anchor="middle">${escapeXml(unit)}</text>`,
+  );
+  groups.forEach((group, g) => {
+    const x0 = margin.left + g * groupW + groupW * 0.1;
+    series.forEach((s, i) => {
+      const value = s.values[g] ?? 0;
+      const x = x0 + i * barW;
+      parts.push(
+        `<rect x="${x}" y="${y(value)}" width="${barW - 2}" height="${margin.top + plotH - y(value)}" fill="${s.color}"/>`,
+        `<text x="${x + barW / 2 - 1}" y="${y(value) - 4}" text-anchor="middle" font-size="10">${Math.round(value)}</text>`,
+      );
+    });
+    parts.push(
+      `<text x="${margin.left + g * groupW + groupW / 2}" y="${height - margin.bottom + 18}" text-anchor="middle">${escapeXml(group)}</text>`,
+    );
+  });
+  series.forEach((s, i) => {
+    const x = margin.left + i * 150;
+    parts.push(
+      `<rect x="${x}" y="${height - 28}" width="12" height="12" fill="${s.color}"/>`,
+      `<text x="${x + 18}" y="${height - 18}">${escapeXml(s.label)}</text>`,
+    );
+  });
+  parts.push('</svg>');
+  return parts.join('\n');
+}
+
+function escapeXml(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
