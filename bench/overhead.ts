@@ -87,8 +87,9 @@ async function main(): Promise<void> {
       );
     const perNode = new Map<string, number[]>();
     for (const row of rows) {
-      for (const n of row.payload.nodes ?? [])
-        {perNode.set(n.node, [...(perNode.get(n.node) ?? []), n.duration_ms]);}
+      for (const n of row.payload.nodes ?? []) {
+        perNode.set(n.node, [...(perNode.get(n.node) ?? []), n.duration_ms]);
+      }
     }
 
     // Database floor: the same lease + load + atomic commit, with no graph and no HTTP.

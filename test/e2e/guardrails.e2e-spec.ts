@@ -69,8 +69,9 @@ describe('guardrails (e2e)', () => {
 
   /** Scripts the guardrail model: `blockCode` gets a block verdict, every other rail an allow. */
   const scriptRails = (blockCode?: string) => {
-    if (blockCode)
-      {fake.script({ model: 'guardrail', when: (r) => railOf(r) === blockCode, reply: { json: BLOCK } });}
+    if (blockCode) {
+      fake.script({ model: 'guardrail', when: (r) => railOf(r) === blockCode, reply: { json: BLOCK } });
+    }
     fake.script({ model: 'guardrail', reply: { json: ALLOW } });
   };
 

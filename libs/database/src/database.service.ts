@@ -39,8 +39,9 @@ export function isConnectionError(error: unknown): boolean {
     if (current instanceof QueryRunnerProviderAlreadyReleasedError) return true;
     if (typeof current === 'object' && current !== null) {
       const code = (current as { code?: unknown }).code;
-      if (typeof code === 'string' && (CONNECTION_ERROR_CODES.has(code) || code.startsWith('08')))
-        {return true;}
+      if (typeof code === 'string' && (CONNECTION_ERROR_CODES.has(code) || code.startsWith('08'))) {
+        return true;
+      }
       const message = (current as { message?: unknown }).message;
       if (
         typeof message === 'string' &&

@@ -154,11 +154,7 @@ export class WorkflowService {
     const { outcome, routed } = await this.decide(state);
     let decision = outcome?.decision ?? routed;
     if (!decision) throw new Error('routing produced no decision');
-    if (
-      outcome?.decision &&
-      outcome.signal.decision === 'CONTINUE' &&
-      this.continuity.shouldShadow()
-    ) {
+    if (outcome?.decision && outcome.signal.decision === 'CONTINUE' && this.continuity.shouldShadow()) {
       const kept = outcome.decision.agent ?? '';
       // Off the critical path: the shadow router never delays or changes the turn; it records agreement.
       void this.continuity.runShadow(kept, async () => (await this.isolatedRoute(state, 'shadow')).decision);
