@@ -1,0 +1,163 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { Client } from 'pg';
+import { FakeLlmServer } from '../support/fake-llm';
+import { REPO_ROOT, TEST_LLM_PROFILES, uniqueId } from '../support/test-app';
+
+/**
+ * One writer per conversation across real OS processes: two app processes (ts-node, transpile-only) on one
+ * Postgres, hammered on the same conversation at once.
+ */
+const databaseUrl = process.env.DATABASE_URL;
+const describeWithPostgres = databaseUrl ? describe : describe.skip;
+if (!databaseUrl) console.warn('reliability-processes: skipped, it needs a real Postgres (DATABASE_URL)');
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
+      );
+    });
+  });
+}
+
+async function startProcess(port: number, fake: FakeLlmServer): Promise<ChildProcess> {
+  const child = spawn(
+    process.execPath,
+    [
+      '-r',
+      'ts-node/register',
+      '-r',
+      'tsconfig-paths/register',
+      join(REPO_ROOT, 'apps/agent-runtime/src/main.ts'),
+    ],
+    {
+      cwd: REPO_ROOT,
+      env: {
+        PATH: process.env.PATH,
+        PORT: String(port),
+        DATABASE_URL: databaseUrl,
+        CONFIG_DIR: join(REPO_ROOT, 'config'),
+        LLM_PROFILES_PATH: TEST_LLM_PROFILES,
+        LLM_BASE_URL: fake.baseUrl,
+        LLM_API_KEY: 'test-key',
+        LOG_LEVEL: 'error',
+        TURN_LOCK_TIMEOUT_MS: '60000',
+        RAG_INGEST_ON_START: 'false',
+        TS_NODE_TRANSPILE_ONLY: 'true',
+        TS_NODE_PROJECT: join(REPO_ROOT, 'tsconfig.json'),
+      },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    },
+  );
+  const deadline = Date.now() + 120000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`app process exited with ${child.exitCode}`);
+    const ready = await fetch(`http://127.0.0.1:${port}/health/ready`).then(
+      (r) => r.status === 200,
+      () => false,
+    );
+    if (ready) return child;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  child.kill('SIGKILL');
+  throw new Error('app process did not become ready');
+}
+
+function stopProcess(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    child.once('exit', () => resolve());
+    child.kill('SIGTERM');
+  });
+}
+
+describeWithPostgres('two app processes on one database', () => {
+  let fake: FakeLlmServer;
+  let ports: number[];
+  let children: ChildProcess[] = [];
+  let db: Client;
+
+  beforeAll(async () => {
+    fake = await FakeLlmServer.start();
+    // A slow agent makes the turns overlap for real.
+    fake.script({ model: 'agent', reply: (req) => ({ content: `ok ${req.messages.length}`, delayMs: 150 }) });
+    fake.setFallback({
+      json: { intent: 'unknown', confidence: 0, verdict: 'allow', score: 1, passed: true },
+    });
+    ports = [await freePort(), await freePort()];
+    children = await Promise.all(ports.map((port) => startProcess(port, fake)));
+    db = new Client({ connectionString: databaseUrl });
+    await db.connect();
+  }, 240000);
+
+  afterAll(async () => {
+    await Promise.all(children.map(stopProcess));
+    await db?.end();
+    await fake?.stop();
+  });
+
+  const post = (port: number, body: Record<string, unknown>) =>
+    fetch(`http://127.0.0.1:${port}/v1/channels/web/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ tenant_id: 'procs', agent_id: 'telecom_contas', ...body }),
+    }).then(async (r) => ({
+      status: r.status,
+      replay: r.headers.get('idempotent-replay'),
+      body: (await r.json()) as Record<string, unknown>,
+    }));
+
+  it('serializes simultaneous turns of one conversation across processes: all answered, versions contiguous, no fork', async () => {
+    const sessionId = uniqueId('procs');
+    const texts = Array.from({ length: 8 }, (_, i) => `mensagem ${i + 1} sobre a fatura`);
+    const results = await Promise.all(
+      texts.map((text, i) => post(ports[i % 2], { session_id: sessionId, text })),
+    );
+    expect(results.map((r) => r.status)).toEqual(texts.map(() => 200));
+    const turns = results.map((r) => Number(r.body.turn)).sort((a, b) => a - b);
+    expect(turns).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+
+    const key = `procs:${sessionId}`;
+    const versions = await db.query<{ version: number; parent_version: number | null }>(
+      'SELECT version, parent_version FROM checkpoints WHERE conversation_key = $1 ORDER BY version',
+      [key],
+    );
+    expect(versions.rows.map((r) => r.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    versions.rows.forEach((row, index) => expect(row.parent_version).toBe(index === 0 ? null : index));
+
+    // The final history holds every turn once, in the order the turns were numbered.
+    const head = await db.query<{ state: { history: { role: string; content: string; turn: number }[] } }>(
+      'SELECT state FROM checkpoints WHERE conversation_key = $1 ORDER BY version DESC LIMIT 1',
+      [key],
+    );
+    const userMessages = head.rows[0].state.history.filter((m) => m.role === 'user');
+    expect(userMessages.map((m) => m.turn)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    const textOfTurn = new Map(results.map((r, i) => [Number(r.body.turn), texts[i]]));
+    expect(userMessages.map((m) => m.content)).toEqual(userMessages.map((m) => textOfTurn.get(m.turn)));
+  });
+
+  it('runs a message_id delivered to both processes at once exactly once', async () => {
+    const sessionId = uniqueId('procs-dup');
+    const [a, b] = await Promise.all(
+      ports.map((port) =>
+        post(port, { session_id: sessionId, text: 'fatura duplicada', message_id: 'dup-1' }),
+      ),
+    );
+    expect([a.status, b.status]).toEqual([200, 200]);
+    expect(a.body).toEqual(b.body);
+    expect([a.replay, b.replay].filter((v) => v === 'true')).toHaveLength(1);
+    const processed = await db.query('SELECT turn FROM processed_messages WHERE conversation_key = $1', [
+      `procs:${sessionId}`,
+    ]);
+    expect(processed.rows).toEqual([{ turn: 1 }]);
+    const checkpoints = await db.query('SELECT version FROM checkpoints WHERE conversation_key = $1', [
+      `procs:${sessionId}`,
+    ]);
+    expect(checkpoints.rowCount).toBe(1);
+  });
+});
