@@ -248,7 +248,12 @@ if (!DATABASE_URL) {
         expect(down.body.error?.code).toBe('DATABASE_UNAVAILABLE');
         expect(Number(down.headers.get('retry-after'))).toBeGreaterThan(0);
         expect(noc005).toEqual([
-          expect.objectContaining({ error: expect.any(String), exception_type: expect.any(String) }),
+          expect.objectContaining({
+            error: expect.any(String),
+            exception_type: expect.any(String),
+            conversation_key: `acme:${sessionId}`,
+            session_id: sessionId,
+          }),
         ]);
         expect((await app.get('/health/ready')).status).toBe(503);
         expect(fake.requestsFor('agent')).toHaveLength(0);

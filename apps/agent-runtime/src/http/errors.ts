@@ -62,10 +62,14 @@ export class HttpErrorFilter implements ExceptionFilter {
         { request_id: requestId, err: exception instanceof Error ? exception.message : String(exception) },
         'database unavailable',
       );
-      this.events.emit('NOC.005', {
+      // Outside a turn context the envelope comes from the request, so operators can correlate the failure.
+      const payload = {
         error: exception instanceof Error ? exception.message : String(exception),
         exception_type: exception instanceof Error ? exception.constructor.name : typeof exception,
-      });
+        request_id: requestId,
+        ...conversationOf(request.body),
+      };
+      this.events.emit('NOC.005', payload);
     }
     const body: ErrorBody = {
       error: { code, message, ...(details !== undefined ? { details } : {}) },
@@ -167,4 +171,17 @@ const STATUS_CODES: Record<number, string> = {
 
 function statusCode(status: number): string {
   return STATUS_CODES[status] ?? (status >= 500 ? 'INTERNAL_ERROR' : 'REQUEST_FAILED');
+}
+
+/** tenant_id, session_id and conversation_key of a channel message body, when it has them. */
+function conversationOf(body: unknown): Record<string, string> {
+  if (typeof body !== 'object' || body === null) return {};
+  const { tenant_id: tenant, session_id: session, agent_id: agent } = body as Record<string, unknown>;
+  if (typeof tenant !== 'string' || typeof session !== 'string') return {};
+  return {
+    tenant_id: tenant,
+    session_id: session,
+    conversation_key: `${tenant}:${session}`,
+    ...(typeof agent === 'string' ? { agent_id: agent } : {}),
+  };
 }
