@@ -5,11 +5,22 @@ const { mkdirSync } = require('node:fs');
 const { PGlite } = require('@electric-sql/pglite');
 const { PGLiteSocketServer } = require('@electric-sql/pglite-socket');
 
+// pgvector, bundled for PGlite in @electric-sql/pglite-pgvector (installed with @electric-sql/pglite-socket);
+// without it the database still works and RAG keeps full-text search.
+function pgliteExtensions() {
+  try {
+    const { vector } = require('@electric-sql/pglite-pgvector');
+    return { vector };
+  } catch {
+    return {};
+  }
+}
+
 async function main() {
   const dataDir = process.argv[2];
   if (!dataDir) throw new Error('usage: pglite-server.cjs <dataDir>');
   mkdirSync(dataDir, { recursive: true });
-  const db = await PGlite.create(dataDir);
+  const db = await PGlite.create(dataDir, { extensions: pgliteExtensions() });
   // A few sockets so a reconnect never waits for the old one to close; the app's pool uses one.
   const server = new PGLiteSocketServer({ db, host: '127.0.0.1', port: 0, maxConnections: 8 });
   await server.start();

@@ -55,8 +55,36 @@ export function lastUserMessage(request: FakeChatRequest): string {
   return typeof last?.content === 'string' ? last.content : '';
 }
 
+/**
+ * A deterministic embedding: a hashed bag of words (lower-cased, accents removed), L2-normalized, so texts
+ * sharing words are close in cosine distance and a test can predict the ranking.
+ */
+export function fakeEmbedding(text: string, dimensions: number): number[] {
+  const vector = new Array<number>(dimensions).fill(0);
+  const words = text
+    .normalize('NFD')
+    .replace(/\p{M}/gu, '')
+    .toLowerCase()
+    .split(/[^\p{L}\p{N}]+/u)
+    .filter((word) => word.length >= 3);
+  for (const word of words) {
+    let hash = 2166136261;
+    for (let i = 0; i < word.length; i++) hash = Math.imul(hash ^ word.charCodeAt(i), 16777619);
+    vector[(hash >>> 0) % dimensions] += 1;
+  }
+  const norm = Math.sqrt(vector.reduce((sum, v) => sum + v * v, 0));
+  // An empty text still gets a valid (non-zero) vector: cosine distance is undefined for the zero vector.
+  if (norm === 0) {
+    vector[0] = 1;
+    return vector;
+  }
+  return vector.map((v) => v / norm);
+}
+
 export class FakeLlmServer {
   readonly requests: FakeChatRequest[] = [];
+  /** Size of the vectors POST /v1/embeddings returns when the request does not ask for `dimensions`. */
+  embeddingDimensions = 64;
   private scripts: { script: FakeScript; used: number }[] = [];
   private fallback: FakeReply | null = null;
   private readonly sockets = new Set<import('node:net').Socket>();
@@ -109,10 +137,26 @@ export class FakeLlmServer {
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
 
+  private embed(request: FakeChatRequest, res: ServerResponse): Promise<void> {
+    const entry = this.scripts.find(
+      ({ script, used }) =>
+        (script.times === undefined || used < script.times) &&
+        script.model === request.model &&
+        (script.when === undefined || script.when(request)),
+    );
+    let reply: FakeReply | null = null;
+    if (entry) {
+      entry.used++;
+      reply = typeof entry.script.reply === 'function' ? entry.script.reply(request) : entry.script.reply;
+    }
+    return embedReply(this, reply, request, res);
+  }
+
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
-    if (req.method !== 'POST' || !/\/chat\/completions$/.test(req.url ?? '')) {
+    const embeddings = req.method === 'POST' && /\/embeddings$/.test(req.url ?? '');
+    if (!embeddings && (req.method !== 'POST' || !/\/chat\/completions$/.test(req.url ?? ''))) {
       return send(res, 404, { error: { message: `no route ${req.method} ${req.url}`, type: 'not_found' } });
     }
     let body: Record<string, unknown>;
@@ -128,6 +172,7 @@ export class FakeLlmServer {
       at: Date.now(),
     };
     this.requests.push(request);
+    if (embeddings) return this.embed(request, res);
     const entry = this.scripts.find(
       ({ script, used }) =>
         (script.times === undefined || used < script.times) &&
@@ -194,6 +239,47 @@ export class FakeLlmServer {
           },
     });
   }
+}
+
+/**
+ * POST /v1/embeddings: deterministic vectors (fakeEmbedding) unless a script matching the request's model
+ * answers with a delay or a failure status.
+ */
+async function embedReply(
+  server: FakeLlmServer,
+  reply: FakeReply | null,
+  request: FakeChatRequest,
+  res: ServerResponse,
+): Promise<void> {
+  if (reply?.delayMs) {
+    await new Promise((resolve) => setTimeout(resolve, reply.delayMs).unref());
+    if (res.destroyed) return;
+  }
+  if (reply?.status && reply.status >= 400) {
+    return send(res, reply.status, {
+      error: { message: `scripted failure ${reply.status}`, type: 'server_error' },
+    });
+  }
+  if (reply?.rawBody !== undefined) {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(reply.rawBody);
+    return;
+  }
+  const input = request.body.input;
+  const texts = typeof input === 'string' ? [input] : Array.isArray(input) ? input.map(String) : [];
+  const requested = request.body.dimensions;
+  const dimensions = typeof requested === 'number' && requested > 0 ? requested : server.embeddingDimensions;
+  const tokens = texts.reduce((n, text) => n + Math.ceil(text.length / 4), 0);
+  send(res, 200, {
+    object: 'list',
+    model: request.model,
+    data: texts.map((text, index) => ({
+      object: 'embedding',
+      index,
+      embedding: fakeEmbedding(text, dimensions),
+    })),
+    usage: { prompt_tokens: tokens, total_tokens: tokens },
+  });
 }
 
 function send(res: ServerResponse, status: number, payload: unknown): void {

@@ -22,6 +22,8 @@ export const llmProfileSchema = z
       .optional(),
     /** Send response_format json_object when a stage asks for JSON (some endpoints reject it). */
     json_mode: z.boolean().default(true),
+    /** Embedding profiles: the vector size to request (models with shortenable embeddings accept it). */
+    dimensions: z.number().int().positive().max(16000).optional(),
   })
   .strict();
 export const llmProfilesFileSchema = z.object({ profiles: z.record(identifier, llmProfileSchema) }).strict();

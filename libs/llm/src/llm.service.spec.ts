@@ -151,6 +151,31 @@ describe(LlmService.name, () => {
     ]);
   });
 
+  it('embeds texts in input order and records the call', async () => {
+    // Any defined profile can embed; the fake answers /v1/embeddings with deterministic vectors.
+    const result = await service.llm.embed('router', ['roaming na Europa', 'fatura por pix']);
+    expect(result).toMatchObject({ profile: 'router', model: 'router', dimensions: 64 });
+    expect(result.vectors).toHaveLength(2);
+    expect(result.vectors[0]).toHaveLength(64);
+    expect(fake.requests[0].body).toMatchObject({
+      model: 'router',
+      input: ['roaming na Europa', 'fatura por pix'],
+      encoding_format: 'float',
+    });
+    expect(service.calls[service.calls.length - 1]).toMatchObject({ profile: 'router', outcome: 'ok' });
+  });
+
+  it('refuses to embed without a defined profile (no default fallback) and validates the response', async () => {
+    await expect(service.llm.embed('embedding', ['x'])).rejects.toBeInstanceOf(LlmNotConfiguredError);
+    expect(service.llm.embeddingProfile('embedding')).toBeNull();
+    fake.script({ model: 'router', reply: { rawBody: '{"data": [{"index": 0, "embedding": ["a"]}]}' } });
+    await expect(service.llm.embed('router', ['x'])).rejects.toBeInstanceOf(LlmInvalidResponseError);
+    fake.script({ model: 'judge', reply: { rawBody: '{"data": []}' } });
+    await expect(service.llm.embed('judge', ['x'])).rejects.toBeInstanceOf(LlmInvalidResponseError);
+    fake.script({ model: 'guardrail', reply: { status: 429 } });
+    await expect(service.llm.embed('guardrail', ['x'])).rejects.toBeInstanceOf(LlmHttpError);
+  });
+
   it('without an endpoint, reports not configured and fails fast with a typed error', async () => {
     const unconfigured = await buildService({ LLM_BASE_URL: undefined, LLM_API_KEY: undefined });
     try {

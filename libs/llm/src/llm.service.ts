@@ -46,6 +46,16 @@ export interface ChatResult {
   finishReason: string | null;
 }
 
+export interface EmbedResult {
+  /** One vector per input text, in input order, all of the same length. */
+  vectors: number[][];
+  profile: string;
+  model: string;
+  dimensions: number;
+  latencyMs: number;
+  promptTokens: number;
+}
+
 export interface ResolvedProfile {
   requested: string;
   name: string;
@@ -199,6 +209,84 @@ export class LlmService implements OnModuleInit {
     );
   }
 
+  /**
+   * The profile `name` when the file defines it (no fallback to `default`: a chat model cannot embed) and it
+   * has an endpoint; otherwise null.
+   */
+  embeddingProfile(name: string): ResolvedProfile | null {
+    if (!(name in this.files.llmProfiles.profiles)) return null;
+    const profile = this.resolveProfile(name);
+    const reachable = profile?.baseUrl || (profile?.config.provider === 'openai' && profile.apiKey);
+    return profile && reachable ? profile : null;
+  }
+
+  /** Embeddings of `texts` with an embedding profile (see embeddingProfile), accounted as an llm.call. */
+  async embed(profileName: string, texts: string[], signal?: AbortSignal): Promise<EmbedResult> {
+    const profile = this.embeddingProfile(profileName);
+    if (!profile) {
+      this.record(profileName, 'unknown', 0, 0, 0, 'not_configured');
+      throw new LlmNotConfiguredError(
+        `LLM embedding profile "${profileName}" is not defined or has no endpoint (set LLM_BASE_URL or base_url)`,
+      );
+    }
+    const timeoutMs = Math.round(profile.config.timeout_seconds * 1000);
+    const client = this.clientFor(profile);
+    const started = performance.now();
+    return this.tracing.span(
+      `llm.${profile.requested}`,
+      { 'llm.profile': profile.requested, 'llm.model': profile.config.model },
+      async () => {
+        try {
+          const response = await client.embeddings.create(
+            {
+              model: profile.config.model,
+              input: texts,
+              // Explicit floats: without it the SDK asks for base64, which not every compatible server speaks.
+              encoding_format: 'float',
+              ...(profile.config.dimensions ? { dimensions: profile.config.dimensions } : {}),
+            },
+            {
+              timeout: timeoutMs,
+              maxRetries: 0,
+              signal: signal
+                ? AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)])
+                : AbortSignal.timeout(timeoutMs),
+            },
+          );
+          const vectors = parseEmbeddings(
+            profile.requested,
+            response,
+            texts.length,
+            profile.config.dimensions,
+          );
+          const latencyMs = performance.now() - started;
+          const promptTokens = response.usage?.prompt_tokens ?? 0;
+          this.record(profile.requested, profile.config.model, latencyMs, promptTokens, 0, 'ok');
+          return {
+            vectors,
+            profile: profile.requested,
+            model: profile.config.model,
+            dimensions: vectors[0]?.length ?? 0,
+            latencyMs,
+            promptTokens,
+          };
+        } catch (error) {
+          const mapped = signal?.aborted
+            ? new LlmError(
+                'cancelled',
+                `LLM profile ${profile.requested} call cancelled by the caller`,
+                undefined,
+                { cause: error },
+              )
+            : this.mapError(profile.requested, timeoutMs, error);
+          const outcome: LlmCallOutcome = mapped.kind === 'not_configured' ? 'error' : mapped.kind;
+          this.record(profile.requested, profile.config.model, performance.now() - started, 0, 0, outcome);
+          throw mapped;
+        }
+      },
+    );
+  }
+
   private mapError(profile: string, timeoutMs: number, error: unknown): LlmError {
     if (error instanceof LlmError) return error;
     if (error instanceof APIConnectionTimeoutError || error instanceof APIUserAbortError) {
@@ -258,4 +346,39 @@ export class LlmService implements OnModuleInit {
     }
     return client;
   }
+}
+
+/** The response's vectors in input order; anything else than `expected` equal-sized finite vectors is invalid. */
+function parseEmbeddings(
+  profile: string,
+  response: unknown,
+  expected: number,
+  dimensions: number | undefined,
+): number[][] {
+  const data = (response as { data?: unknown } | null)?.data;
+  if (!Array.isArray(data) || data.length !== expected) {
+    throw new LlmInvalidResponseError(profile, `expected ${expected} embeddings`);
+  }
+  const vectors: number[][] = new Array<number[]>(expected);
+  data.forEach((item: unknown, position) => {
+    const { index, embedding } = (item ?? {}) as { index?: unknown; embedding?: unknown };
+    const at = typeof index === 'number' ? index : position;
+    if (
+      !Number.isInteger(at) ||
+      at < 0 ||
+      at >= expected ||
+      vectors[at] !== undefined ||
+      !Array.isArray(embedding) ||
+      embedding.length === 0 ||
+      !embedding.every((v) => typeof v === 'number' && Number.isFinite(v))
+    ) {
+      throw new LlmInvalidResponseError(profile, `invalid embedding at position ${position}`);
+    }
+    vectors[at] = embedding as number[];
+  });
+  const size = dimensions ?? vectors[0]?.length;
+  if (vectors.some((v) => v.length !== size)) {
+    throw new LlmInvalidResponseError(profile, `embeddings are not all of dimension ${size}`);
+  }
+  return vectors;
 }

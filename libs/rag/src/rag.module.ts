@@ -42,7 +42,7 @@ export class RagKnowledgeLoader implements OnApplicationBootstrap {
   }
 }
 
-/** Ingestion and retrieval over rag_documents/rag_chunks (Postgres full-text search). */
+/** Ingestion and retrieval over rag_documents/rag_chunks (Postgres full-text search, pgvector when available). */
 @Module({
   providers: [
     { provide: RAG_ENV, useFactory: () => parseEnvNamespace('rag') },

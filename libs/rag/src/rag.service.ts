@@ -37,13 +37,23 @@ export interface IngestReport {
   unchanged: number;
   chunks: number;
   pruned: number;
+  /** Chunks embedded by this run (vector search); 0 when it is unavailable or embedding failed. */
+  embedded: number;
+  /** `vector` when pgvector and the `embedding` profile are available (see `embedded` for what was stored). */
+  search_mode: SearchMode;
 }
+
+/** `vector`: pgvector cosine similarity over the `embedding` profile's vectors; else Postgres full-text. */
+export type SearchMode = 'vector' | 'full_text';
 
 export interface RetrievalResult {
   namespace: string;
   query: string;
   documents: RetrievedChunk[];
   latency_ms: number;
+  search_mode: SearchMode;
+  /** Why a vector-capable retrieval fell back to full-text (the query could not be embedded). */
+  vector_error?: string;
 }
 
 /** The agent-facing context of one retrieval (the reference's `_retrieve_rag_context` metadata). */
@@ -53,6 +63,9 @@ export type RagContext = JsonRecord & {
 };
 
 export const RAG_PROVIDER = 'postgres_fts';
+/** The LLM profile whose model embeds chunks and queries; no `default` fallback (a chat model cannot embed). */
+export const EMBEDDING_PROFILE = 'embedding';
+const EMBED_BATCH = 64;
 
 /**
  * Facade of RagModule: ingestion into rag_documents/rag_chunks and top-k retrieval per namespace.
@@ -97,6 +110,8 @@ export class RagService {
       unchanged: 0,
       chunks: 0,
       pruned: 0,
+      embedded: 0,
+      search_mode: 'full_text',
     };
     for (const document of documents) {
       const chunks = chunkText(document.text, { chunkSize, chunkOverlap });
@@ -120,14 +135,86 @@ export class RagService {
         documents.map((d) => d.source),
       );
     }
+    const model = await this.vectorModel();
+    if (model) {
+      report.search_mode = 'vector';
+      report.embedded = await this.embedMissing(options.namespace, model);
+    }
     return report;
+  }
+
+  /**
+   * The embedding model (with its requested size) when vector search is possible: pgvector installed (the
+   * embeddings table exists) and an `embedding` profile with an endpoint.
+   */
+  async vectorModel(): Promise<string | null> {
+    const profile = this.llm?.embeddingProfile(EMBEDDING_PROFILE);
+    if (!profile || !(await this.store.vectorAvailable())) return null;
+    // The requested size is part of the identity: vectors of another size are re-embedded, never compared.
+    const { model, dimensions } = profile.config;
+    return dimensions ? `${model}:${dimensions}` : model;
+  }
+
+  /**
+   * Embeds the chunks of a namespace that have no vector of `model` yet (so a later run also heals an earlier
+   * failure). A failure is logged and leaves those chunks to full-text search: ingestion never fails on it.
+   */
+  private async embedMissing(namespace: string, model: string): Promise<number> {
+    if (!this.llm) return 0;
+    let embedded = 0;
+    try {
+      for (;;) {
+        const chunks = await this.store.chunksToEmbed(namespace, model, EMBED_BATCH);
+        if (chunks.length === 0) break;
+        const { vectors } = await this.llm.embed(
+          EMBEDDING_PROFILE,
+          chunks.map((c) => `${c.title}\n${c.content}`),
+        );
+        await this.store.storeEmbeddings(
+          model,
+          chunks.map((c, i) => ({ chunkId: c.chunk_id, vector: vectors[i] })),
+        );
+        embedded += chunks.length;
+      }
+    } catch (error) {
+      this.logger.warn(
+        `embedding namespace ${namespace} failed after ${embedded} chunks, the rest stays full-text only: ${errorMessage(error)}`,
+      );
+    }
+    return embedded;
   }
 
   /** Top-k chunks of a namespace; throws on a store failure (retrieveContext wraps it for agents). */
   async retrieve(query: string, namespace: string, topK = this.env.RAG_TOP_K): Promise<RetrievalResult> {
     const started = performance.now();
-    const documents = query.trim() === '' ? [] : await this.store.search(namespace, query, topK);
-    return { namespace, query, documents, latency_ms: Math.round((performance.now() - started) * 100) / 100 };
+    const latency = () => Math.round((performance.now() - started) * 100) / 100;
+    if (query.trim() === '') {
+      return { namespace, query, documents: [], latency_ms: 0, search_mode: 'full_text' };
+    }
+    const model = await this.vectorModel();
+    let vectorError: string | undefined;
+    // Vector search only where every chunk of the namespace has a vector of the model; otherwise full-text.
+    if (this.llm && model && (await this.store.fullyEmbedded(namespace, model))) {
+      try {
+        const { vectors } = await this.llm.embed(EMBEDDING_PROFILE, [query]);
+        const documents = await this.store.vectorSearch(namespace, vectors[0], model, topK);
+        return { namespace, query, documents, latency_ms: latency(), search_mode: 'vector' };
+      } catch (error) {
+        // The embedding call or the vector query failed: full-text still answers; a store that is really down
+        // fails the full-text search below too, which then yields the technical error object.
+        vectorError = errorMessage(error);
+        this.logger.warn(`vector retrieval in namespace ${namespace} fell back to full-text: ${vectorError}`);
+      }
+    }
+    const documents = await this.store.search(namespace, query, topK);
+    return {
+      namespace,
+      query,
+      documents,
+      latency_ms: latency(),
+      search_mode: 'full_text',
+      ...(vectorError ? { vector_error: vectorError } : {}),
+    };
   }
 
   /**
@@ -151,6 +238,8 @@ export class RagService {
         attempted: true,
         status: result.documents.length > 0 ? 'executed' : 'empty',
         provider: RAG_PROVIDER,
+        search_mode: result.search_mode,
+        ...(result.vector_error ? { vector_error: result.vector_error } : {}),
         namespace,
         query,
         latency_ms: result.latency_ms,
@@ -160,9 +249,7 @@ export class RagService {
         documents: result.documents,
       };
     } catch (error) {
-      // By shape: a driver or socket error may come from another realm, where instanceof Error fails.
-      const raw = (error as { message?: unknown } | null)?.message;
-      const message = typeof raw === 'string' ? raw : String(error);
+      const message = errorMessage(error);
       this.logger.warn(`retrieval in namespace ${namespace} failed: ${message}`);
       return {
         enabled: false,
@@ -229,4 +316,10 @@ export function formatPassages(documents: readonly RetrievedChunk[]): string {
   return documents
     .map((d, i) => `[${i + 1}] ${d.title} (${d.source}#${d.chunk_index})\n${d.content}`)
     .join('\n\n');
+}
+
+/** By shape: a driver or socket error may come from another realm, where instanceof Error fails. */
+function errorMessage(error: unknown): string {
+  const raw = (error as { message?: unknown } | null)?.message;
+  return typeof raw === 'string' ? raw : String(error);
 }

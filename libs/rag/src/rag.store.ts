@@ -27,13 +27,116 @@ export type RetrievedChunk = {
   score: number;
 };
 
+/** A chunk to embed: the title goes with the content, as in the full-text index. */
+export interface ChunkToEmbed {
+  chunk_id: string;
+  title: string;
+  content: string;
+}
+
+type ChunkRow = {
+  chunk_id: string;
+  document_id: string;
+  source: string;
+  title: string;
+  chunk_index: number;
+  content: string;
+  score: number;
+};
+
 /**
- * rag_documents / rag_chunks with Postgres full-text search. Each document keeps its text search
+ * rag_documents / rag_chunks with Postgres full-text search, and rag_chunk_embeddings (pgvector) where the
+ * migration could create it. Each document keeps its text search
  * configuration (`language`); a chunk's search_vector is built with it, and a query is parsed once per
  * configuration present in the namespace, so Portuguese and English documents each get their own stemming.
  */
 export class RagStore {
+  private vectorTable: Promise<boolean> | null = null;
+
   constructor(private readonly dataSource: DataSource) {}
+
+  /** Whether rag_chunk_embeddings exists (it does only where pgvector is installed); asked once. */
+  async vectorAvailable(): Promise<boolean> {
+    this.vectorTable ??= this.dataSource
+      .query(`SELECT to_regclass('rag_chunk_embeddings') IS NOT NULL AS present`)
+      .then((rows: { present: boolean }[]) => rows[0]?.present === true);
+    try {
+      return await this.vectorTable;
+    } catch (error) {
+      // A transient failure is not an answer: ask again next time.
+      this.vectorTable = null;
+      throw error;
+    }
+  }
+
+  /** Chunks of a namespace without an embedding of `model` (new, re-chunked, or embedded with another model). */
+  async chunksToEmbed(namespace: string, model: string, limit: number): Promise<ChunkToEmbed[]> {
+    return this.dataSource.query(
+      `SELECT c.id AS chunk_id, d.title, c.content
+         FROM rag_chunks c
+         JOIN rag_documents d ON d.id = c.document_id
+         LEFT JOIN rag_chunk_embeddings e ON e.chunk_id = c.id
+        WHERE c.namespace = $1 AND (e.chunk_id IS NULL OR e.model <> $2)
+        ORDER BY c.id
+        LIMIT $3`,
+      [namespace, model, limit],
+    );
+  }
+
+  async storeEmbeddings(model: string, rows: { chunkId: string; vector: number[] }[]): Promise<void> {
+    if (rows.length === 0) return;
+    const values: unknown[] = [model];
+    const tuples = rows.map((row, i) => {
+      values.push(row.chunkId, toVectorLiteral(row.vector));
+      return `($${i * 2 + 2}::bigint, $1, $${i * 2 + 3}::vector)`;
+    });
+    // A chunk deleted by a concurrent re-ingestion is skipped (the join), not a foreign-key failure.
+    await this.dataSource.query(
+      `INSERT INTO rag_chunk_embeddings (chunk_id, model, embedding)
+       SELECT v.chunk_id, v.model, v.embedding
+         FROM (VALUES ${tuples.join(', ')}) AS v (chunk_id, model, embedding)
+         JOIN rag_chunks c ON c.id = v.chunk_id
+       ON CONFLICT (chunk_id) DO UPDATE SET model = EXCLUDED.model, embedding = EXCLUDED.embedding,
+                                            created_at = now()`,
+      values,
+    );
+  }
+
+  /**
+   * Whether every chunk of a namespace has a vector of `model`: only then may vector search rank it, since a
+   * chunk without one (ingested without the profile, or whose embedding failed) would never be found.
+   */
+  async fullyEmbedded(namespace: string, model: string): Promise<boolean> {
+    const rows: { chunks: number; embedded: number }[] = await this.dataSource.query(
+      `SELECT count(*)::int AS chunks, count(e.chunk_id)::int AS embedded
+         FROM rag_chunks c
+         LEFT JOIN rag_chunk_embeddings e ON e.chunk_id = c.id AND e.model = $2
+        WHERE c.namespace = $1`,
+      [namespace, model],
+    );
+    return rows[0].chunks > 0 && rows[0].embedded === rows[0].chunks;
+  }
+
+  /** Top-k chunks by cosine similarity (1 - cosine distance) among those embedded with the query's model and size. */
+  async vectorSearch(
+    namespace: string,
+    vector: number[],
+    model: string,
+    topK: number,
+  ): Promise<RetrievedChunk[]> {
+    const rows: ChunkRow[] = await this.dataSource.query(
+      `SELECT c.id AS chunk_id, d.id AS document_id, d.source, d.title, c.chunk_index, c.content,
+              (1 - (e.embedding <=> $2::vector))::float8 AS score
+         FROM rag_chunk_embeddings e
+         JOIN rag_chunks c ON c.id = e.chunk_id
+         JOIN rag_documents d ON d.id = c.document_id
+        WHERE c.namespace = $1 AND e.model = $3 AND vector_dims(e.embedding) = $4
+        ORDER BY e.embedding <=> $2::vector, c.id
+        LIMIT $5`,
+      [namespace, toVectorLiteral(vector), model, vector.length, topK],
+    );
+    return rows.map(toRetrievedChunk);
+  }
 
   async languageExists(language: string): Promise<boolean> {
     const rows: unknown[] = await this.dataSource.query('SELECT 1 FROM pg_ts_config WHERE cfgname = $1', [
@@ -88,15 +191,7 @@ export class RagStore {
    * word of the passage that answers it) and ranked with ts_rank_cd, normalized by document length.
    */
   async search(namespace: string, query: string, topK: number): Promise<RetrievedChunk[]> {
-    const rows: {
-      chunk_id: string;
-      document_id: string;
-      source: string;
-      title: string;
-      chunk_index: number;
-      content: string;
-      score: number;
-    }[] = await this.dataSource.query(
+    const rows: ChunkRow[] = await this.dataSource.query(
       `WITH queries AS (
          SELECT language,
                 replace(plainto_tsquery(language::regconfig, $2)::text, ' & ', ' | ')::tsquery AS q
@@ -112,15 +207,7 @@ export class RagStore {
         LIMIT $3`,
       [namespace, query, topK],
     );
-    return rows.map((row) => ({
-      chunk_id: Number(row.chunk_id),
-      document_id: Number(row.document_id),
-      source: row.source,
-      title: row.title,
-      chunk_index: row.chunk_index,
-      content: row.content,
-      score: Math.round(Number(row.score) * 10000) / 10000,
-    }));
+    return rows.map(toRetrievedChunk);
   }
 
   private async insertChunks(
@@ -149,4 +236,21 @@ export class RagStore {
       );
     }
   }
+}
+
+function toRetrievedChunk(row: ChunkRow): RetrievedChunk {
+  return {
+    chunk_id: Number(row.chunk_id),
+    document_id: Number(row.document_id),
+    source: row.source,
+    title: row.title,
+    chunk_index: row.chunk_index,
+    content: row.content,
+    score: Math.round(Number(row.score) * 10000) / 10000,
+  };
+}
+
+/** pgvector's text input ('[1,2,3]'): bound as a parameter and cast, so no driver type is needed. */
+function toVectorLiteral(vector: number[]): string {
+  return `[${vector.join(',')}]`;
 }
