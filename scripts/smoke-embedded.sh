@@ -5,7 +5,9 @@ cd "$(dirname "$0")/.."
 port="${SMOKE_PORT:-38080}"
 data_dir="$(mktemp -d)"
 log="$(mktemp)"
-PORT="$port" DATA_DIR="$data_dir" LOG_LEVEL=warn npm start >"$log" 2>&1 &
+# Build first, then run node itself (not through npm) so the cleanup signal reaches the server.
+node scripts/build-if-needed.js
+PORT="$port" DATA_DIR="$data_dir" LOG_LEVEL=warn node dist/apps/agent-runtime/src/main.js >"$log" 2>&1 &
 pid=$!
 cleanup() { kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$data_dir"; }
 trap cleanup EXIT
@@ -15,8 +17,8 @@ for _ in $(seq 1 120); do
   sleep 1
 done
 ready=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health/ready")
-[ "$ready" = "200" ] || { cat "$log"; echo "smoke: readiness answered $ready"; exit 1; }
-reply=$(curl -sf -X POST "http://127.0.0.1:$port/v1/channels/web/messages" -H 'content-type: application/json' \
-  -d '{"tenant_id":"smoke","agent_id":"telecom_contas","session_id":"smoke-1","text":"Qual é o meu plano?"}')
-echo "$reply" | grep -q '"turn":1' || { cat "$log"; echo "smoke: unexpected reply $reply"; exit 1; }
+[ "$ready" = "200" ] || { tail -50 "$log"; curl -s "http://127.0.0.1:$port/health/ready"; echo "smoke: readiness answered $ready"; exit 1; }
+reply=$(curl -s -X POST "http://127.0.0.1:$port/v1/channels/web/messages" -H 'content-type: application/json' \
+  -d '{"tenant_id":"smoke","agent_id":"telecom_contas","session_id":"smoke-1","text":"Qual é o meu plano?"}' || true)
+echo "$reply" | grep -q '"turn":1' || { tail -50 "$log"; echo "smoke: unexpected reply $reply"; exit 1; }
 echo "smoke: ok ($reply)" | cut -c1-300
