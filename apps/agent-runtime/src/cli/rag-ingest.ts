@@ -1,9 +1,17 @@
 import 'reflect-metadata';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { EnvValidationError, parseEnvNamespace } from '@agent/config';
+import { Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { AppConfigModule, EnvValidationError, parseEnvNamespace } from '@agent/config';
 import { createDataSource, EmbeddedPostgres } from '@agent/database';
+import { LlmModule, LlmService } from '@agent/llm';
+import { ObservabilityModule } from '@agent/observability';
 import { loadDirectory, RagIngestError, RagService, RagStore, validateChunking } from '@agent/rag';
+
+/** Just enough of the app to reach the LLM profiles, so ingested chunks get embeddings when an `embedding` profile exists. */
+@Module({ imports: [AppConfigModule, ObservabilityModule, LlmModule] })
+class IngestLlmModule {}
 
 const USAGE = `usage: npm run rag:ingest -- <directory> --namespace <namespace>
          [--chunk-size <n>] [--chunk-overlap <n>] [--language <text search config>] [--prune]
@@ -48,6 +56,7 @@ async function main(argv: string[]): Promise<void> {
   validateChunking({ chunkSize, chunkOverlap });
   loadDirectory(directory);
 
+  const llmContext = await NestFactory.createApplicationContext(IngestLlmModule, { logger: ['error'] });
   const database = parseEnvNamespace('database');
   const embedded = database.DATABASE_URL ? null : await EmbeddedPostgres.start(database.DATA_DIR);
   const dataSource = await createDataSource({
@@ -57,7 +66,7 @@ async function main(argv: string[]): Promise<void> {
   });
   try {
     await dataSource.runMigrations({ transaction: 'each' });
-    const service = new RagService(new RagStore(dataSource), rag, null);
+    const service = new RagService(new RagStore(dataSource), rag, llmContext.get(LlmService));
     const report = await service.ingestDirectory(directory, {
       namespace: values.namespace,
       chunkSize,
@@ -69,6 +78,7 @@ async function main(argv: string[]): Promise<void> {
   } finally {
     await dataSource.destroy();
     await embedded?.stop();
+    await llmContext.close();
   }
 }
 
