@@ -1,5 +1,10 @@
 import { InitialSchema1764460800000 } from './1764460800000-initial-schema';
 import { RagEmbeddings1764547200000 } from './1764547200000-rag-embeddings';
+import { SessionLeaseSingleArbiter1764633600000 } from './1764633600000-session-lease-single-arbiter';
 
 /** Every migration, in order. Listed explicitly so compiled and test builds load the same set. */
-export const ALL_MIGRATIONS = [InitialSchema1764460800000, RagEmbeddings1764547200000];
+export const ALL_MIGRATIONS = [
+  InitialSchema1764460800000,
+  RagEmbeddings1764547200000,
+  SessionLeaseSingleArbiter1764633600000,
+];

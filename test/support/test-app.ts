@@ -61,7 +61,7 @@ export function testDatabaseEnv(): Record<string, string | undefined> {
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
   const database = testDatabaseEnv();
   const env: Record<string, string | undefined> = {
-    LOG_LEVEL: 'silent',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     NODE_ENV: 'test',
     CONFIG_DIR: join(REPO_ROOT, 'config'),
     LLM_PROFILES_PATH: TEST_LLM_PROFILES,
