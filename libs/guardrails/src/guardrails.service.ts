@@ -350,9 +350,7 @@ export class GuardrailsService implements OnModuleInit {
   }
 
   private profileHasEndpoint(profile: string): boolean {
-    const resolved = this.llm.resolveProfile(profile);
-    if (!resolved) return false;
-    return this.llm.describe().profiles.some((p) => p.name === resolved.name && p.endpoint_configured);
+    return this.llm.resolveProfile(profile)?.reachable === true;
   }
 }
 

@@ -62,6 +62,8 @@ export interface ResolvedProfile {
   config: LlmProfileConfig;
   baseUrl: string | undefined;
   apiKey: string | undefined;
+  /** An endpoint exists: a base URL, or the provider `openai` with a key (the SDK's default URL). */
+  reachable: boolean;
 }
 
 /** OpenAI-compatible chat completions for every provider, with per-profile limits and usage accounting. */
@@ -96,9 +98,7 @@ export class LlmService implements OnModuleInit {
     const profiles = Object.entries(this.files.llmProfiles.profiles).map(([name, config]) => ({
       name,
       model: config.model,
-      endpoint_configured:
-        this.endpointFor(config).baseUrl !== undefined ||
-        (config.provider === 'openai' && this.endpointFor(config).apiKey !== undefined),
+      endpoint_configured: this.endpointFor(config).reachable,
     }));
     return {
       configured: profiles.some((p) => p.endpoint_configured),
@@ -124,7 +124,7 @@ export class LlmService implements OnModuleInit {
         `LLM profile "${request.profile}" is not defined and there is no default profile`,
       );
     }
-    if (!profile.baseUrl && !(profile.config.provider === 'openai' && profile.apiKey)) {
+    if (!profile.reachable) {
       this.record(profile.requested, profile.config.model, 0, 0, 0, 'not_configured');
       throw new LlmNotConfiguredError(
         `LLM profile "${profile.name}" has no endpoint (set LLM_BASE_URL or base_url)`,
@@ -216,8 +216,7 @@ export class LlmService implements OnModuleInit {
   embeddingProfile(name: string): ResolvedProfile | null {
     if (!(name in this.files.llmProfiles.profiles)) return null;
     const profile = this.resolveProfile(name);
-    const reachable = profile?.baseUrl || (profile?.config.provider === 'openai' && profile.apiKey);
-    return profile && reachable ? profile : null;
+    return profile?.reachable ? profile : null;
   }
 
   /** Embeddings of `texts` with an embedding profile (see embeddingProfile), accounted as an llm.call. */
@@ -332,9 +331,14 @@ export class LlmService implements OnModuleInit {
     if (completionTokens > 0) this.metrics.llmTokens.inc({ profile, kind: 'completion' }, completionTokens);
   }
 
-  private endpointFor(config: LlmProfileConfig): { baseUrl: string | undefined; apiKey: string | undefined } {
+  private endpointFor(config: LlmProfileConfig): Pick<ResolvedProfile, 'baseUrl' | 'apiKey' | 'reachable'> {
     const apiKey = (config.api_key_env ? process.env[config.api_key_env] : undefined) ?? this.env.LLM_API_KEY;
-    return { baseUrl: config.base_url ?? this.env.LLM_BASE_URL, apiKey };
+    const baseUrl = config.base_url ?? this.env.LLM_BASE_URL;
+    return {
+      baseUrl,
+      apiKey,
+      reachable: baseUrl !== undefined || (config.provider === 'openai' && apiKey !== undefined),
+    };
   }
 
   private clientFor(profile: ResolvedProfile): OpenAI {

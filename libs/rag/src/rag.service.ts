@@ -272,11 +272,7 @@ export class RagService {
     namespace: string,
   ): Promise<{ answer: string; documents: RetrievedChunk[] }> {
     const profile = this.llm?.resolveProfile(this.env.RAG_GENERATION_PROFILE) ?? null;
-    if (
-      !this.llm ||
-      !profile ||
-      (!profile.baseUrl && !(profile.config.provider === 'openai' && profile.apiKey))
-    ) {
+    if (!this.llm || !profile?.reachable) {
       throw new RagError('RagService.generateAnswer needs an LLM: no endpoint is configured for it');
     }
     const { documents } = await this.retrieve(query, namespace);
