@@ -28,7 +28,7 @@ const CANCEL = 'retail_order_cancel';
 const TRACK = 'retail_order_tracking';
 const SUPPORT = 'retail_support_exchange_return';
 
-/** The seed's Portuguese example table, preceded by the turn that makes product_agent active. */
+/** The stickiness specification's Portuguese example table, preceded by the turn that makes product_agent active. */
 export const SEED_TABLE_PT: ScriptedConversation = {
   id: 'seed-pt',
   agentId: 'telecom_contas',

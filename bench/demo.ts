@@ -1,5 +1,5 @@
 /**
- * npm run demo — plays the seed's example conversations (Portuguese table and an English one) against the
+ * npm run demo — plays the example conversations (Portuguese table and an English one) against the
  * service on the embedded default, with a scripted LLM, and prints each turn's decision.
  */
 import { join } from 'node:path';
@@ -36,7 +36,9 @@ async function main(): Promise<void> {
   console.log(
     'NOTE: the LLM is SCRIPTED (test/support/fake-llm): a local fake OpenAI-compatible server answers',
   );
-  console.log('each stage from the example labels of the stickiness seed. No real model is called.\n');
+  console.log(
+    'each stage from the example labels of the stickiness specification. No real model is called.\n',
+  );
   const app = await startTestApp({
     fakeLlm: fake,
     env: {

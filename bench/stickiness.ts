@@ -1,5 +1,5 @@
 /**
- * npm run bench:stickiness — the seed's recommended benchmark: the same scripted conversation set with
+ * npm run bench:stickiness — the same scripted conversation set with
  * stickiness off, on (sequential: classifier then router) and on (speculative: router's LLM stage in parallel).
  * Options (env): BENCH_SCALE (latency multiplier, default 1), BENCH_CONCURRENCY (conversations in flight, default 6),
  * BENCH_LATENCY_<PROFILE>=median:p95 (ms), DATABASE_URL (else embedded Postgres).
@@ -148,7 +148,7 @@ function countBy(values: string[]): Record<string, number> {
   return counts;
 }
 
-/** Savings attributed by the seed's rule: only turns with route_bypassed=true and no llm.router call, paired with "off". */
+/** Savings attributed by the attribution rule (docs/architecture.md): only turns with route_bypassed=true and no llm.router call, paired with "off". */
 function attributedSavings(on: TurnRecord[], off: TurnRecord[]) {
   const offByKey = new Map(off.map((r) => [`${r.conversation_id}#${r.index}`, r]));
   let turns = 0;
@@ -237,7 +237,7 @@ async function main(): Promise<void> {
           .join(', ')} |`,
     ),
     '',
-    "## Savings attributed to stickiness (the seed's rule)",
+    '## Savings attributed to stickiness (only bypassed turns without a router call)',
     '',
     'Only turns with `route_bypassed=true` and no `llm.router` call count; each is compared with the same turn of the same conversation in the "off" run.',
     '',

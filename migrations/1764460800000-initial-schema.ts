@@ -1,6 +1,6 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
 
-/** The tables of DESIGN §8. */
+/** The tables of docs/architecture.md#data-model. */
 export class InitialSchema1764460800000 implements MigrationInterface {
   name = 'InitialSchema1764460800000';
 

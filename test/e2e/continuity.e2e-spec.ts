@@ -87,7 +87,7 @@ function scriptStages(fake: FakeLlmServer, labels: Labels): void {
       return isReply(label) ? label : { json: { ...label, reason: `scripted ${label.decision}` } };
     },
   });
-  // The Enterprise Router's LLM stage, if it is reached: the seed's subjects, whichever stage decides.
+  // The Enterprise Router's LLM stage, if it is reached: the example's subjects, whichever stage decides.
   fake.script({
     model: 'router',
     reply: (request) => {
@@ -179,7 +179,7 @@ describe('semantic route stickiness and session control over HTTP (ENABLE_ROUTE_
 
   beforeEach(() => fake.reset());
 
-  it("plays the seed's example table in Portuguese", async () => {
+  it("plays the specification's example table in Portuguese", async () => {
     scriptStages(fake, {
       'Qual é o meu plano?': { decision: 'ROUTE', confidence: 0.98 },
       'o que está incluso?': { decision: 'CONTINUE', confidence: 0.97 },
@@ -249,7 +249,7 @@ describe('semantic route stickiness and session control over HTTP (ENABLE_ROUTE_
     });
     expect(Object.keys(payload.other_agents as object)).not.toContain('product_agent');
 
-    // The checkpoint carries the routing facts of the bypassed turn (seed: active_agent, route_bypassed,
+    // The checkpoint carries the routing facts of the bypassed turn (active_agent, route_bypassed,
     // continuity_signal in the final state).
     const stored = await app.app.get(CheckpointService).loadLatest(chat.conversationKey);
     expect(stored?.state).toMatchObject({

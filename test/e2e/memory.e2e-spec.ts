@@ -5,7 +5,7 @@ import { startTestApp, TestApp, uniqueId } from '../support/test-app';
 /**
  * Long-term memory over HTTP (ENABLE_LONG_TERM_MEMORY=true), on the embedded default or on Postgres: facts
  * extracted by the memory_extraction profile are shared by every session of one subject (user_id), never across
- * tenants, never keyed by a session; a failing extraction or store never fails the turn (SPEC-002 §12.6).
+ * tenants, never keyed by a session; a failing extraction or store never fails the turn.
  */
 interface TurnBody {
   turn: number;

@@ -2,7 +2,7 @@ import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http
 import type { AddressInfo } from 'node:net';
 
 /**
- * A real HTTP server speaking the OpenAI chat-completions API, scripted per test (DESIGN §5).
+ * A real HTTP server speaking the OpenAI chat-completions API, scripted per test.
  * Tests, the demo and the benchmarks point LLM_BASE_URL at it; production code never knows it exists.
  */
 export interface FakeChatRequest {

@@ -30,7 +30,7 @@ describe('openapi.json', () => {
     }
   }, 60_000);
 
-  it('documents every endpoint of DESIGN §6 with its responses and the bearer scheme', () => {
+  it('documents every endpoint of docs/api.md with its responses and the bearer scheme', () => {
     const document = JSON.parse(readFileSync(COMMITTED, 'utf8')) as {
       paths: Record<string, Record<string, { responses: Record<string, unknown>; security?: unknown[] }>>;
       components: { securitySchemes: Record<string, unknown>; schemas: Record<string, unknown> };

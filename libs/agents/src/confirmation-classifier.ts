@@ -15,7 +15,7 @@ export interface ConfirmationQuestion {
 }
 
 /**
- * The `confirmation` profile (DESIGN §5): {"decision":"CONFIRM"|"REJECT"|"OTHER","confidence"}. Anything
+ * The `confirmation` profile (docs/architecture.md, LLM stages): {"decision":"CONFIRM"|"REJECT"|"OTHER","confidence"}. Anything
  * but a valid CONFIRM at or above the threshold never executes: invalid output, an LLM failure or low
  * confidence become OTHER and the customer is asked again.
  */

@@ -43,7 +43,7 @@ export function idempotencyKey(conversationKey: string, pending: PendingToolCall
 }
 
 /**
- * Transactional tools (SPEC-002 §8): collect the arguments in `requires`, run the side-effect-free
+ * Transactional tools: collect the arguments in `requires`, run the side-effect-free
  * pre-validation, ask for confirmation, and execute once with confirmed: true and an idempotency key.
  * The states are COLLECTING_<state_domain>_PARAMETERS and WAITING_<state_domain>_CONFIRMATION, the
  * state_domain coming from agents.yaml graph_agents.

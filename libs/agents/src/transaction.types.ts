@@ -53,7 +53,7 @@ export type PendingToolCall = z.output<typeof pendingToolCallSchema>;
 export const CONFIRMATION_DECISIONS = ['CONFIRM', 'REJECT', 'OTHER'] as const;
 export type ConfirmationDecision = (typeof CONFIRMATION_DECISIONS)[number];
 
-/** The `confirmation` profile's JSON contract (DESIGN §5). */
+/** The `confirmation` profile's JSON contract. */
 export const confirmationOutputSchema = z.object({
   decision: z.preprocess(
     (value) => (typeof value === 'string' ? value.trim().toUpperCase() : value),

@@ -36,7 +36,7 @@ function normalize(value: unknown, sort: boolean): unknown {
   return out;
 }
 
-/** SHA-256 over the canonical state plus its parent version (DESIGN §8). */
+/** SHA-256 over the canonical state plus its parent version. */
 export function checkpointChecksum(state: unknown, parentVersion: number | null): string {
   return createHash('sha256')
     .update(canonicalJson({ parent_version: parentVersion, state }))

@@ -3,7 +3,7 @@ import { CONTINUITY_DECISIONS, ContinuityDecision } from '@agent/contracts';
 import { parseJsonObject } from '@agent/llm';
 
 /**
- * The classifier's output contract (DESIGN §5). Parsing is tolerant (a code fence or prose around one object);
+ * The classifier's output contract (docs/architecture.md). Parsing is tolerant (a code fence or prose around one object);
  * validation is strict: a label outside the closed set, or a confidence that is not a number in [0, 1], makes
  * the whole answer invalid. Nothing is clamped or defaulted into an acceptable value, so a malformed answer
  * can never be accepted.

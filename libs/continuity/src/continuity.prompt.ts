@@ -38,7 +38,7 @@ export interface IntentCapability {
   description: string;
 }
 
-/** The user message of the classifier call: exactly these keys, in this order (DESIGN §5). */
+/** The user message of the classifier call: exactly these keys, in this order (docs/architecture.md). */
 export interface ContinuityPayload {
   active_agent: string;
   active_agent_capabilities: string[];

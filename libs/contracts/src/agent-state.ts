@@ -1,5 +1,5 @@
 /**
- * The workflow state: SPEC-002 §3 verbatim (snake_case keys, every key optional).
+ * The workflow state: the state keys of the original runtime (snake_case, every key optional).
  * It is the checkpoint payload, so its keys are a persisted format: add keys, never rename them.
  */
 export type JsonRecord = Record<string, unknown>;

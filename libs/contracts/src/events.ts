@@ -1,4 +1,4 @@
-/** The event catalogue of DESIGN §7: names and payloads. */
+/** The event catalogue (docs/api.md#events): names and payloads. */
 
 /** Carried by every stored event. */
 export interface EventEnvelope {

@@ -1,4 +1,4 @@
-/** Default profile names of each LLM-backed stage (DESIGN §5). */
+/** Default profile names of each LLM-backed stage (docs/architecture.md#llm-stages-and-their-contracts). */
 export const DEFAULT_PROFILES = {
   continuity: 'route_continuity',
   router: 'router',

@@ -1,4 +1,4 @@
-/** Route decision shapes written by routing (DESIGN §4). */
+/** Route decision shapes written by routing. */
 export const ROUTE_METHODS = [
   'continuity',
   'llm',

@@ -79,7 +79,7 @@ export const guardrailsFileSchema = z
     fail_fast: z.boolean().default(true),
     /** Per-rail time budget unless the rail sets its own. */
     timeout_ms: z.number().int().positive().max(120_000).default(3000),
-    /** LLM profile of the model-backed rails (DESIGN §5). */
+    /** LLM profile of the model-backed rails. */
     llm_profile: z.string().trim().min(1).default('guardrail'),
     /** Language of the default user-facing texts. */
     language: z.enum(GUARDRAIL_LANGUAGES).default('pt'),

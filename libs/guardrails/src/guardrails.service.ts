@@ -55,7 +55,7 @@ const GRL_SUMMARY: GrlEvent = 'GRL.009';
 /** Routes whose answer is a session-control message: never rewritten by output rails. */
 const SESSION_CONTROL_ROUTES = new Set(['human_handoff', 'end_session']);
 
-/** Facade of GuardrailsModule: input rails, output supervisor and output rails (SPEC-002 §10, §12.2, §12.8). */
+/** Facade of GuardrailsModule: input rails, output supervisor and output rails. */
 @Injectable()
 export class GuardrailsService implements OnModuleInit {
   private readonly logger = new Logger(GuardrailsService.name);

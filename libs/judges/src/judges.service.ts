@@ -41,8 +41,7 @@ export interface ReviewOutcome {
 const SESSION_CONTROL_ROUTES = new Set(['human_handoff', 'end_session']);
 
 /**
- * Facade of JudgesModule: judges (observational unless `enforce: true`) and the supervisor review
- * (SPEC-002 §12.9).
+ * Facade of JudgesModule: judges (observational unless `enforce: true`) and the supervisor review.
  */
 @Injectable()
 export class JudgesService {

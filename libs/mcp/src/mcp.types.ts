@@ -1,6 +1,6 @@
 import type { JsonRecord } from '@agent/contracts';
 
-/** What the agents see of a call (DESIGN §9): never an exception. */
+/** What the agents see of a call: never an exception. */
 export interface McpToolResult {
   ok: boolean;
   /** The tool's structured answer; on a business error it carries the error payload too. */

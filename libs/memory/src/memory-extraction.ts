@@ -13,7 +13,7 @@ export interface ExtractionInput {
 }
 
 /**
- * The `memory_extraction` prompt (DESIGN §5). The model decides what is a durable fact in any language; no
+ * The `memory_extraction` prompt. The model decides what is a durable fact in any language; no
  * pattern in this code does.
  */
 export function extractionMessages(input: ExtractionInput): { role: 'system' | 'user'; content: string }[] {
@@ -128,7 +128,7 @@ function truncate(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 
-/** `- key: value` lines, in the given order (DESIGN: `long_term_memory_context`). */
+/** `- key: value` lines, in the given order (`long_term_memory_context`). */
 export function renderMemoryContext(facts: { key: string; value: string }[]): string {
   return facts.map((fact) => `- ${fact.key}: ${oneLine(fact.value)}`).join('\n');
 }

@@ -16,7 +16,7 @@ const NOTHING_LOADED: LoadedMemory = { items: [], context: '' };
 
 /**
  * Facade of MemoryModule: long-term memory of one subject (a user or business customer key, never a session)
- * inside one tenant and agent. Failures are thrown: the workflow isolates them as SPEC-002 §12.6 says.
+ * inside one tenant and agent. Failures are thrown: the workflow isolates them (docs/architecture.md#long-term-memory).
  */
 @Injectable()
 export class MemoryService {

@@ -3,7 +3,7 @@ import { MetricsService } from './metrics.service';
 import { TracingService } from './tracing.service';
 import { TurnContextStore } from './turn-context';
 
-/** The `_node` wrapper of the seed: span, duration and outcome around every workflow node. */
+/** The telemetry wrapper of every workflow node: span, duration and outcome around every workflow node. */
 @Injectable()
 export class NodeTelemetryService {
   constructor(

@@ -219,7 +219,7 @@ export class RagService {
 
   /**
    * What an agent puts in its context: the retrieval, or on any failure the technical error object
-   * (DESIGN §9), so the turn goes on and the agent can tell a failure from an empty search.
+   * (docs/architecture.md#reliability), so the turn goes on and the agent can tell a failure from an empty search.
    */
   async retrieveContext(query: string, namespace: string, topK = this.env.RAG_TOP_K): Promise<RagContext> {
     if (!this.env.RAG_ENABLED) {

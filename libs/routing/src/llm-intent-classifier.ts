@@ -4,7 +4,7 @@ import type { LlmService } from '@agent/llm';
 import { IntentCatalogue } from './intent-catalogue';
 import { callLlmJson, confidenceSchema, LlmRejection } from './llm-json';
 
-/** The router LLM stage output (DESIGN §5). Extra keys (an `agent`, say) are ignored. */
+/** The router LLM stage output. Extra keys (an `agent`, say) are ignored. */
 export const routerOutputSchema = z.object({
   intent: z.string().trim().min(1),
   confidence: confidenceSchema,

@@ -33,7 +33,7 @@ function rejectionMetadata(rejection: IntentRejection): JsonRecord {
 }
 
 /**
- * Facade of RoutingModule: the Enterprise Router (DESIGN §3). Decision order: state policy → keyword stage →
+ * Facade of RoutingModule: the Enterprise Router (docs/architecture.md). Decision order: state policy → keyword stage →
  * LLM stage → fallback agent (`router.strategy: llm_first` swaps the two middle stages). Every decision is
  * complete, names a graph node, and is published as `router.decision`.
  */

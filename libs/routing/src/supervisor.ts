@@ -10,7 +10,7 @@ import { callLlmJson, confidenceSchema } from './llm-json';
 /** Runs one domain agent on the given (isolated) state; supplied by the workflow. */
 export type AgentRunner = (node: DomainAgentNode, state: AgentState) => Promise<Partial<AgentState>>;
 
-/** The supervisor plan output (DESIGN §5). */
+/** The supervisor plan output. */
 export const planOutputSchema = z.object({
   intents: z.array(z.object({ intent: z.string().trim().min(1), confidence: confidenceSchema })),
 });
@@ -319,7 +319,7 @@ export class TurnSupervisor {
     return { entries };
   }
 
-  /** The transaction keeps the turn unless a valid LLM plan names only other topics (DESIGN §3, state policy). */
+  /** The transaction keeps the turn unless a valid LLM plan names only other topics (the state policy rule). */
   private holds(plan: Plan, policy: StatePolicyConfig, transactionIntent: IntentConfig | undefined): boolean {
     if (plan.source !== 'llm') return true;
     return plan.entries.some((entry) =>

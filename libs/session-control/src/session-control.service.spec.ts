@@ -187,7 +187,7 @@ describe('SessionControlService', () => {
       expect(result).toMatchObject({ missing_parameters: [], transaction_interruption: 'end_session' });
     });
 
-    it('uses the default messages of the seed', () => {
+    it('uses the default messages', () => {
       expect(build().service.messages).toEqual({
         handoff: 'Vou encaminhar seu atendimento para uma pessoa.',
         end: 'Atendimento encerrado. Obrigado pelo contato.',

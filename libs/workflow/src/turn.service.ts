@@ -17,7 +17,7 @@ export interface TurnInput {
   metadata?: JsonRecord;
 }
 
-/** The HTTP response of a turn (DESIGN §6). */
+/** The HTTP response of a turn (docs/api.md). */
 export interface TurnResponse {
   session_id: string;
   conversation_key: string;

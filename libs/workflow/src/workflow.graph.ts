@@ -1,6 +1,6 @@
 import { AgentState, DOMAIN_AGENT_NODES, isRoutableNode } from '@agent/contracts';
 
-/** Every node of SPEC-002 §4. */
+/** Every node of the turn graph (docs/architecture.md#the-turn). */
 export const WORKFLOW_NODES = [
   'input_guardrails',
   'load_long_term_memory',
@@ -22,7 +22,7 @@ export const END = '__end__';
 export type NextNode = WorkflowNode | typeof END;
 
 /**
- * The edges of SPEC-002 §4 with their real conditions. `fallbackAgent` is where an unknown route goes,
+ * The edges of the turn graph with their real conditions. `fallbackAgent` is where an unknown route goes,
  * so no decision can put an unknown node name on the edge.
  */
 export function nextNode(current: WorkflowNode, state: AgentState, fallbackAgent: WorkflowNode): NextNode {

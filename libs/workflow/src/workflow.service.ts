@@ -23,7 +23,7 @@ import { END, nextNode, WorkflowNode } from './workflow.graph';
 
 type NodePatch = Partial<AgentState>;
 
-/** The turn graph of SPEC-002 §4; `runTurn` is the seed's `ainvoke`. */
+/** The turn graph (docs/architecture.md#the-turn); `runTurn` is its public entry point. */
 @Injectable()
 export class WorkflowService {
   private readonly nodes: Record<WorkflowNode, (state: AgentState) => Promise<NodePatch>>;
@@ -190,7 +190,7 @@ export class WorkflowService {
   }
 
   /**
-   * Continuity first, then the Enterprise Router only when continuity did not decide (sequential, the seed's flow).
+   * Continuity first, then the Enterprise Router only when continuity did not decide (sequential).
    * With ROUTE_STICKINESS_STRATEGY=speculative the router starts together with the classifier: a ROUTE turn waits
    * for max(classifier, router) instead of their sum; when continuity decides, the router's result is discarded
    * and only the cost of its LLM calls stays on record.

@@ -48,7 +48,7 @@ import {
 } from './session-view';
 
 /**
- * The admin API of DESIGN §6. A global admin key names the tenant with `?tenant_id=`; a tenant-scoped key
+ * The admin API (docs/api.md). A global admin key names the tenant with `?tenant_id=`; a tenant-scoped key
  * is confined to its tenant, and another tenant's session is a 404 for it, exactly like a missing one.
  */
 @ApiTags('admin')

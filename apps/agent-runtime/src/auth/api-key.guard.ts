@@ -12,7 +12,7 @@ import { ApiKeyRegistry } from './api-keys';
 import { ANONYMOUS, requestKeyMatch } from './request-principal';
 
 /**
- * `Authorization: Bearer <key>` (DESIGN §6): 401 without a key or with an unknown one; 403 for a valid key of
+ * `Authorization: Bearer <key>` (docs/security.md): 401 without a key or with an unknown one; 403 for a valid key of
  * the wrong kind. Tenant checks need the parsed request, so controllers make them (403 for a channel key
  * posting for another tenant, 404 for a tenant-scoped admin key asking for another tenant's session).
  */

@@ -52,7 +52,7 @@ export class ApiKeyRegistry {
     ];
   }
 
-  /** With no key configured at all, authentication is off (DESIGN §6). */
+  /** With no key configured at all, authentication is off (docs/security.md). */
   get enabled(): boolean {
     return this.keys.length > 0;
   }

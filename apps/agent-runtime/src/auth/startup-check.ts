@@ -10,7 +10,7 @@ export class AuthNotConfiguredError extends Error {
   }
 }
 
-/** DESIGN §6: without keys auth is off, which production must never be. */
+/** Without keys auth is off, which production must never be. */
 export function assertAuthConfigured(app: Pick<AppEnv, 'NODE_ENV'>, auth: AuthEnv): void {
   const keys = auth.CHANNEL_API_KEYS.length + auth.ADMIN_API_KEYS.length;
   if (app.NODE_ENV === 'production' && keys === 0) throw new AuthNotConfiguredError();

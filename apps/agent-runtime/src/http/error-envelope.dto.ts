@@ -15,7 +15,7 @@ export class ErrorDetailDto {
   details?: unknown;
 }
 
-/** Every error response: `{error: {code, message, details?}, request_id}` (DESIGN §6). */
+/** Every error response: `{error: {code, message, details?}, request_id}` (docs/api.md). */
 export class ErrorEnvelopeDto {
   @ApiProperty({ type: ErrorDetailDto })
   error!: ErrorDetailDto;

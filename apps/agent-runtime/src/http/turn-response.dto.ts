@@ -1,6 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
 
-/** 200 of POST /v1/channels/:channel/messages (DESIGN §6). */
+/** 200 of POST /v1/channels/:channel/messages (docs/api.md). */
 export class TurnResponseDto {
   @ApiProperty({ example: 'web-7f3a' })
   session_id!: string;

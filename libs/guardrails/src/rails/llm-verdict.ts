@@ -3,7 +3,7 @@ import type { AgentState } from '@agent/contracts';
 import { LlmService, parseJsonObject } from '@agent/llm';
 import { abortable, RailAction, RailError, RailEvaluation } from '../rail.types';
 
-/** The LLM guardrail contract of DESIGN §5. */
+/** The LLM guardrail contract. */
 export const llmVerdictSchema = z.object({
   verdict: z
     .string()

@@ -1,6 +1,6 @@
 import type { AgentState, JsonRecord } from '@agent/contracts';
 
-/** What the judges see: the answer, the user's message and the turn's evidence (SPEC-002 §12.9). */
+/** What the judges see: the answer, the user's message and the turn's evidence. */
 export interface JudgeContext {
   answer: string;
   userText: string;

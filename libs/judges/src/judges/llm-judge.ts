@@ -3,7 +3,7 @@ import { LlmService, parseJsonObject } from '@agent/llm';
 import type { JudgeName } from '../judges.config';
 import { JudgeContext, evidenceText } from './evidence';
 
-/** The judge contract of DESIGN §5; the score is clamped into 0..1 as the reference does. */
+/** The judge contract; the score is clamped into 0..1 as the reference does. */
 export const judgeVerdictSchema = z.object({
   score: z
     .number()
