@@ -3,6 +3,8 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import importX from 'eslint-plugin-import-x';
 import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript';
+import reactHooks from 'eslint-plugin-react-hooks';
+import jsxA11y from 'eslint-plugin-jsx-a11y';
 
 export default tseslint.config(
   {
@@ -12,6 +14,8 @@ export default tseslint.config(
       'coverage/**',
       '.data/**',
       'bench/reports/**',
+      'artifacts/**',
+      'apps/console/src/api/openapi.d.ts',
       '**/*.cjs',
       '**/*.js',
       '!eslint.config.mjs',
@@ -63,5 +67,11 @@ export default tseslint.config(
       'no-restricted-imports': 'off',
     },
   },
+  {
+    // The operator console (browser, React): hooks rules and accessibility checks.
+    files: ['apps/console/**/*.{ts,tsx}'],
+    ...reactHooks.configs.flat.recommended,
+  },
+  { files: ['apps/console/**/*.tsx'], ...jsxA11y.flatConfigs.strict },
   { files: ['eslint.config.mjs'], ...tseslint.configs.disableTypeChecked },
 );

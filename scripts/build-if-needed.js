@@ -12,7 +12,8 @@ function newestMtime(dir) {
     if (entry.name === 'node_modules' || entry.name === 'dist' || entry.name.startsWith('.')) continue;
     const full = path.join(dir, entry.name);
     if (entry.isDirectory()) newest = Math.max(newest, newestMtime(full));
-    else if (entry.name.endsWith('.ts')) newest = Math.max(newest, fs.statSync(full).mtimeMs);
+    else if (/\.(ts|mts|tsx|css|html)$/.test(entry.name))
+      newest = Math.max(newest, fs.statSync(full).mtimeMs);
   }
   return newest;
 }

@@ -21,4 +21,5 @@ ready=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health/re
 reply=$(curl -s -X POST "http://127.0.0.1:$port/v1/channels/web/messages" -H 'content-type: application/json' \
   -d '{"tenant_id":"smoke","agent_id":"telecom_contas","session_id":"smoke-1","text":"Qual é o meu plano?"}' || true)
 echo "$reply" | grep -q '"turn":1' || { tail -50 "$log"; echo "smoke: unexpected reply $reply"; exit 1; }
+curl -sf "http://127.0.0.1:$port/console/" | grep -q '<div id="root">' || { echo "smoke: /console/ is not served"; exit 1; }
 echo "smoke: ok ($reply)" | cut -c1-300

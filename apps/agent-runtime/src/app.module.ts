@@ -7,6 +7,7 @@ import { LlmModule } from '@agent/llm';
 import { ObservabilityModule } from '@agent/observability';
 import { WorkflowModule } from '@agent/workflow';
 import { ConfigType } from '@nestjs/config';
+import { AdminKeyController } from './admin/admin-key.controller';
 import { AdminSessionsController } from './admin/admin-sessions.controller';
 import { AuthModule } from './auth/auth.module';
 import { HealthController } from './health/health.controller';
@@ -36,7 +37,13 @@ import { MetricsController } from './http/metrics.controller';
     AuthModule,
     TerminusModule.forRoot({ logger: false }),
   ],
-  controllers: [ChannelMessagesController, AdminSessionsController, HealthController, MetricsController],
+  controllers: [
+    ChannelMessagesController,
+    AdminKeyController,
+    AdminSessionsController,
+    HealthController,
+    MetricsController,
+  ],
   providers: [ShutdownState],
 })
 export class AppModule {}

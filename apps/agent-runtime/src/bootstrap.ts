@@ -10,6 +10,7 @@ import { parseEnvNamespace, validateEnv } from '@agent/config';
 import { EventBusService, MetricsService } from '@agent/observability';
 import { AppModule } from './app.module';
 import { assertAuthConfigured } from './auth/startup-check';
+import { registerConsole } from './console/console-assets';
 import { flattenValidationErrors, HttpErrorFilter, RequestValidationError } from './http/errors';
 import { openApiDocument } from './openapi';
 
@@ -66,6 +67,7 @@ export async function createApp(options: CreateAppOptions = {}): Promise<NestFas
   SwaggerModule.setup('docs', nest, openApiDocument(nest), {
     jsonDocumentUrl: 'docs/json',
   });
+  await registerConsole(nest);
   return nest;
 }
 

@@ -90,6 +90,10 @@ export interface SessionListFilter {
   tenant_id?: string;
   agent_id?: string;
   status?: SessionStatus;
+  /** Last activity (updated_at) at or after this ISO instant. */
+  updated_after?: string;
+  /** Last activity (updated_at) before this ISO instant. */
+  updated_before?: string;
   limit: number;
   /** Opaque cursor from a previous page. */
   cursor?: string;

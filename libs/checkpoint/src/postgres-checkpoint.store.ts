@@ -227,6 +227,8 @@ export class PostgresCheckpointStore extends CheckpointStore {
     if (filter.tenant_id) add('tenant_id = ?', filter.tenant_id);
     if (filter.agent_id) add('agent_id = ?', filter.agent_id);
     if (filter.status) add('status = ?', filter.status);
+    if (filter.updated_after) add('updated_at >= ?::timestamptz', filter.updated_after);
+    if (filter.updated_before) add('updated_at < ?::timestamptz', filter.updated_before);
     if (filter.cursor) {
       const decoded = decodeCursor(filter.cursor);
       params.push(decoded.updated_at, decoded.conversation_key);

@@ -79,6 +79,8 @@ export class AdminSessionsController {
       tenant_id: tenantId,
       agent_id: query.agent_id,
       status: query.status,
+      updated_after: query.updated_after,
+      updated_before: query.updated_before,
       limit: query.limit ?? 50,
       cursor: query.cursor,
     });

@@ -1,6 +1,17 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform, Type } from 'class-transformer';
-import { IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
+import {
+  IsBoolean,
+  IsIn,
+  IsInt,
+  IsISO8601,
+  IsOptional,
+  IsString,
+  Matches,
+  Max,
+  MaxLength,
+  Min,
+} from 'class-validator';
 
 const IDENTIFIER = /^[A-Za-z0-9_.-]+$/;
 const SESSION = /^[A-Za-z0-9_.:@-]+$/;
@@ -49,6 +60,22 @@ export class ListSessionsQueryDto extends TenantQueryDto {
   @Max(200)
   limit?: number;
 
+  @ApiPropertyOptional({
+    format: 'date-time',
+    description: 'Only sessions whose last activity (updated_at) is at or after this instant',
+  })
+  @IsOptional()
+  @IsISO8601({ strict: true }, { message: 'updated_after must be an ISO-8601 date-time' })
+  updated_after?: string;
+
+  @ApiPropertyOptional({
+    format: 'date-time',
+    description: 'Only sessions whose last activity (updated_at) is before this instant',
+  })
+  @IsOptional()
+  @IsISO8601({ strict: true }, { message: 'updated_before must be an ISO-8601 date-time' })
+  updated_before?: string;
+
   @ApiPropertyOptional({ description: 'next_cursor of the previous page' })
   @IsOptional()
   @IsString()
@@ -77,6 +104,27 @@ export class AdminActionBodyDto {
 }
 
 // ---- responses ----
+
+export class AdminKeyDto {
+  @ApiProperty({ description: 'False when the server runs without API keys (every caller is let in)' })
+  authentication!: boolean;
+
+  @ApiProperty({
+    type: [String],
+    nullable: true,
+    example: ['acme'],
+    description: 'Tenants this key serves; null for a global key (every tenant)',
+  })
+  tenants!: string[] | null;
+
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    example: '3f9a0c2b71de',
+    description: 'Digest prefix identifying the key in logs and rate limits (not the key)',
+  })
+  key_id!: string | null;
+}
 
 export class SessionSummaryDto {
   @ApiProperty({ example: 'acme:web-7f3a' })

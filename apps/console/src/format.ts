@@ -1,0 +1,38 @@
+/** Display helpers shared by the views: pure, so they are unit-tested outside the browser. */
+
+/** "42 s", "5 min", "3 h 20 min", "2 d 4 h": coarse enough to read at a glance. */
+export function formatDuration(ms: number): string {
+  const seconds = Math.max(0, Math.round(ms / 1000));
+  if (seconds < 60) return `${seconds} s`;
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 60) return `${minutes} min`;
+  const hours = Math.floor(minutes / 60);
+  if (hours < 24) return minutes % 60 ? `${hours} h ${minutes % 60} min` : `${hours} h`;
+  const days = Math.floor(hours / 24);
+  return hours % 24 ? `${days} d ${hours % 24} h` : `${days} d`;
+}
+
+/** How long ago an ISO instant was, relative to `now`. */
+export function formatAgo(iso: string, now: number): string {
+  const at = Date.parse(iso);
+  return Number.isNaN(at) ? '—' : `${formatDuration(now - at)} ago`;
+}
+
+/** A local date and time without seconds, e.g. for table cells; the ISO value goes in the title. */
+export function formatDateTime(iso: string | null | undefined): string {
+  if (!iso) return '—';
+  const at = new Date(iso);
+  if (Number.isNaN(at.getTime())) return iso;
+  return at.toLocaleString(undefined, { dateStyle: 'short', timeStyle: 'medium' });
+}
+
+/** 0.834 → "83.4 %"; null (nothing to divide) → "—". */
+export function formatPercent(ratio: number | null | undefined): string {
+  if (ratio === null || ratio === undefined || !Number.isFinite(ratio)) return '—';
+  return `${(ratio * 100).toFixed(1)} %`;
+}
+
+/** 1234567 → "1,234,567" (thousands grouped for the reader's locale). */
+export function formatCount(value: number): string {
+  return value.toLocaleString();
+}

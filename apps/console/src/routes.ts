@@ -1,0 +1,53 @@
+/**
+ * The console's places, kept in the URL fragment so the server only ever serves index.html and every view
+ * (with its filters) can be bookmarked, shared and reached with the browser's back button.
+ */
+export const SESSION_STATUSES = ['active', 'handoff', 'ended'] as const;
+export type SessionStatusFilter = (typeof SESSION_STATUSES)[number];
+
+/** Last-activity windows offered by the sessions filter, in milliseconds. */
+export const ACTIVITY_WINDOWS = { '15m': 15 * 60_000, '1h': 3_600_000, '24h': 86_400_000, '7d': 604_800_000 };
+export type ActivityWindow = keyof typeof ACTIVITY_WINDOWS;
+
+export interface SessionFilters {
+  tenant?: string;
+  status?: SessionStatusFilter;
+  agent?: string;
+  activity?: ActivityWindow;
+}
+
+export type Route = { view: 'sessions'; filters: SessionFilters };
+
+function oneOf<T extends string>(value: string | null, allowed: readonly T[]): T | undefined {
+  return allowed.find((candidate) => candidate === value);
+}
+
+function text(value: string | null): string | undefined {
+  const trimmed = value?.trim();
+  return trimmed ? trimmed : undefined;
+}
+
+export function parseRoute(hash: string): Route {
+  const [, query = ''] = hash.replace(/^#/, '').split('?', 2);
+  const params = new URLSearchParams(query);
+  return {
+    view: 'sessions',
+    filters: {
+      tenant: text(params.get('tenant')),
+      status: oneOf(params.get('status'), SESSION_STATUSES),
+      agent: text(params.get('agent')),
+      activity: oneOf(params.get('activity'), Object.keys(ACTIVITY_WINDOWS) as ActivityWindow[]),
+    },
+  };
+}
+
+function withQuery(path: string, query: Record<string, string | undefined>): string {
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(query)) if (value) params.set(name, value);
+  const encoded = params.toString();
+  return encoded ? `#${path}?${encoded}` : `#${path}`;
+}
+
+export function routeHref(route: Route): string {
+  return withQuery('/sessions', { ...route.filters });
+}

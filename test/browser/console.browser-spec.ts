@@ -1,0 +1,150 @@
+import type { Browser, Page } from 'playwright-core';
+import { launchChromium, screenshot } from '../support/browser';
+import { FakeLlmServer } from '../support/fake-llm';
+import { startTestApp, TestApp, uniqueId } from '../support/test-app';
+
+// Tenants of their own, so listings are exact even when other suites share the database.
+const TENANT = `con${Date.now().toString(36)}`;
+const OTHER = `${TENANT}-other`;
+const ADMIN_KEY = 'console-admin-global';
+const TENANT_ADMIN_KEY = 'console-admin-tenant';
+const CHANNEL = { authorization: 'Bearer console-channel' };
+const CHANNEL_OTHER = { authorization: 'Bearer console-channel-other' };
+
+/** Booting the app with a fresh embedded PGlite can take minutes on a busy machine. */
+const APP_START_TIMEOUT_MS = 240_000;
+
+describe('operator console in Chromium', () => {
+  let fake: FakeLlmServer;
+  let app: TestApp;
+  let browser: Browser;
+  let page: Page;
+
+  beforeAll(async () => {
+    fake = await FakeLlmServer.start();
+    app = await startTestApp({
+      fakeLlm: fake,
+      env: {
+        CHANNEL_API_KEYS: `${TENANT}:console-channel,${OTHER}:console-channel-other`,
+        ADMIN_API_KEYS: `${ADMIN_KEY},${TENANT}:${TENANT_ADMIN_KEY}`,
+        HUMAN_HANDOFF_MODE: 'hold',
+      },
+    });
+    browser = await launchChromium();
+  }, APP_START_TIMEOUT_MS);
+
+  afterAll(async () => {
+    await browser?.close();
+    await app?.close();
+    await fake?.stop();
+  });
+
+  beforeEach(async () => {
+    fake.reset();
+    fake.script({ model: 'agent', reply: { content: 'Resposta do agente.' } });
+    fake.setFallback({ json: { intent: 'unknown', confidence: 0, reason: 'test' } });
+    page = await browser.newPage({ viewport: { width: 1366, height: 800 } });
+  });
+
+  afterEach(async () => {
+    await page?.close();
+  });
+
+  const say = async (sessionId: string, text: string, tenant = TENANT) => {
+    const res = await app.post(
+      '/v1/channels/web/messages',
+      { tenant_id: tenant, agent_id: 'telecom_contas', session_id: sessionId, text, user_id: 'user-1' },
+      tenant === OTHER ? CHANNEL_OTHER : CHANNEL,
+    );
+    expect(res.status).toBe(200);
+    return res.body;
+  };
+
+  const signIn = async (key: string) => {
+    await page.goto(`${app.baseUrl}/console/`);
+    await page.getByLabel('Admin API key').fill(key);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+  };
+
+  const sessionRows = (sessionId: string) => page.getByRole('rowheader', { name: sessionId });
+
+  it('is served at /console/ as static files under a strict content security policy', async () => {
+    const bare = await fetch(`${app.baseUrl}/console`, { redirect: 'manual' });
+    expect([301, 302]).toContain(bare.status);
+    expect(bare.headers.get('location')).toBe('/console/');
+    const index = await fetch(`${app.baseUrl}/console/`);
+    expect(index.status).toBe(200);
+    expect(index.headers.get('content-type')).toContain('text/html');
+    expect(index.headers.get('cache-control')).toBe('no-cache');
+    expect(index.headers.get('content-security-policy')).toContain("script-src 'self'");
+    const html = await index.text();
+    const script = /src="(\/console\/assets\/[^"]+\.js)"/.exec(html)?.[1];
+    expect(script).toBeDefined();
+    const asset = await fetch(`${app.baseUrl}${script}`);
+    expect(asset.status).toBe(200);
+    expect(asset.headers.get('cache-control')).toContain('immutable');
+    // The data is not there: only the admin API, with a key, serves it.
+    expect(html).not.toContain(TENANT);
+  });
+
+  it('refuses a wrong key and keeps nothing', async () => {
+    await signIn('not-a-key');
+    await expectVisible(page.getByRole('alert').filter({ hasText: 'This key was refused' }));
+    await screenshot(page, 'sign-in-refused');
+    expect(await page.evaluate<number>('sessionStorage.length')).toBe(0);
+    await expectVisible(page.getByLabel('Admin API key'));
+  });
+
+  it('lists the sessions of a tenant for a global key, filtered by status', async () => {
+    const first = uniqueId('web');
+    const second = uniqueId('web');
+    await say(first, 'Minha fatura veio alta');
+    await say(second, 'Qual é o meu plano?');
+    await say(uniqueId('web'), 'Minha fatura', OTHER);
+
+    await signIn(ADMIN_KEY);
+    await expectVisible(page.getByText('Signed in: all tenants'));
+    await page.getByLabel('Tenant').fill(TENANT);
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await expectVisible(sessionRows(first));
+    await expectVisible(sessionRows(second));
+    expect(await page.locator('tbody tr').count()).toBe(2);
+    expect(page.url()).toContain(`tenant=${TENANT}`);
+    await screenshot(page, 'sessions');
+
+    await page.getByLabel('Status').selectOption('ended');
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await expectVisible(page.getByText('No session matches these filters.'));
+
+    // A reload keeps the key (sessionStorage) and the filters (URL).
+    await page.reload();
+    await expectVisible(page.getByText('No session matches these filters.'));
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await expectVisible(page.getByLabel('Admin API key'));
+    expect(await page.evaluate<number>('sessionStorage.length')).toBe(0);
+  });
+
+  it("shows a tenant key only its tenant's sessions", async () => {
+    const own = uniqueId('web');
+    const foreign = uniqueId('web');
+    await say(own, 'Minha fatura veio alta');
+    await say(foreign, 'Minha fatura veio alta', OTHER);
+
+    await signIn(TENANT_ADMIN_KEY);
+    await expectVisible(page.getByText(`Signed in: tenant ${TENANT}`));
+    await expectVisible(sessionRows(own));
+    await expect(sessionRows(foreign).count()).resolves.toBe(0);
+    const tenants = await page.locator('tbody tr td:nth-child(2)').allTextContents();
+    expect(new Set(tenants)).toEqual(new Set([TENANT]));
+
+    // Asking for the other tenant through the URL is refused by the API, and the console says so.
+    await page.goto(`${app.baseUrl}/console/#/sessions?tenant=${OTHER}`);
+    await expectVisible(page.getByRole('alert').filter({ hasText: '403' }));
+    await expect(sessionRows(foreign).count()).resolves.toBe(0);
+    await screenshot(page, 'tenant-key-refused-other-tenant');
+  });
+});
+
+async function expectVisible(locator: ReturnType<Page['getByText']>): Promise<void> {
+  await locator.first().waitFor({ state: 'visible', timeout: 15_000 });
+}

@@ -1,0 +1,37 @@
+import { formatAgo, formatDuration, formatPercent } from '../../apps/console/src/format';
+import { parseRoute, routeHref } from '../../apps/console/src/routes';
+
+describe('console display helpers', () => {
+  it('says durations coarsely', () => {
+    expect(formatDuration(-5)).toBe('0 s');
+    expect(formatDuration(42_400)).toBe('42 s');
+    expect(formatDuration(5 * 60_000 + 10_000)).toBe('5 min');
+    expect(formatDuration(3 * 3_600_000)).toBe('3 h');
+    expect(formatDuration(3 * 3_600_000 + 20 * 60_000)).toBe('3 h 20 min');
+    expect(formatDuration(52 * 3_600_000)).toBe('2 d 4 h');
+    expect(formatAgo('2025-01-01T00:00:00Z', Date.parse('2025-01-01T00:01:30Z'))).toBe('1 min ago');
+    expect(formatAgo('not a date', 0)).toBe('—');
+  });
+
+  it('shows ratios as percentages and nothing to divide as a dash', () => {
+    expect(formatPercent(0.8345)).toBe('83.5 %');
+    expect(formatPercent(null)).toBe('—');
+    expect(formatPercent(Number.NaN)).toBe('—');
+  });
+});
+
+describe('console routes', () => {
+  it('round-trips the session filters through the URL fragment, dropping unknown values', () => {
+    const route = parseRoute('#/sessions?tenant=acme&status=handoff&agent=telecom_contas&activity=1h');
+    expect(route).toEqual({
+      view: 'sessions',
+      filters: { tenant: 'acme', status: 'handoff', agent: 'telecom_contas', activity: '1h' },
+    });
+    expect(parseRoute(routeHref(route))).toEqual(route);
+    expect(parseRoute('#/sessions?status=lost&activity=3y&tenant=%20')).toEqual({
+      view: 'sessions',
+      filters: { tenant: undefined, status: undefined, agent: undefined, activity: undefined },
+    });
+    expect(parseRoute('')).toEqual(parseRoute('#/sessions'));
+  });
+});
