@@ -1,9 +1,9 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { REPO_ROOT } from '../test/support/test-app';
+import { REPO_ROOT } from '../test/support/repo-root';
 import { dirname, join } from 'node:path';
 import type { DataSource } from 'typeorm';
 
-export { REPO_ROOT } from '../test/support/test-app';
+export { REPO_ROOT } from '../test/support/repo-root';
 
 export function percentile(values: number[], p: number): number {
   if (values.length === 0) return 0;
@@ -64,13 +64,56 @@ export async function pool<T, R>(items: T[], limit: number, work: (item: T) => P
   return results;
 }
 
+/** Asks a benchmark or evaluation run to rewrite its committed reports. */
+export const UPDATE_REPORT_FLAG = '--update-report';
+
+/**
+ * Where a run of `area` (`bench`, `eval`) writes: the committed `<area>/reports/` only when asked with
+ * `--update-report`, else the untracked `<area>/results/`, so a trial run never dirties the repository.
+ */
+export function reportDirectory(
+  area: string,
+  updateReport = process.argv.includes(UPDATE_REPORT_FLAG),
+  root = REPO_ROOT,
+): string {
+  return join(root, area, updateReport ? 'reports' : 'results');
+}
+
+/** Writes one file of a benchmark report (see reportDirectory) and returns its path. */
 export function writeReport(fileName: string, content: string): string {
-  const dir = join(REPO_ROOT, 'bench', 'reports');
-  mkdirSync(dir, { recursive: true });
-  const path = join(dir, fileName);
+  const path = join(reportDirectory('bench'), fileName);
   mkdirSync(dirname(path), { recursive: true });
   writeFileSync(path, content);
   return path;
+}
+
+/**
+ * The first markdown table of `report` after the line `heading` (or the first table at all), with its
+ * columns padded so it reads as a table on a console too.
+ */
+export function consoleTable(report: string[], heading?: string): string {
+  const start = heading === undefined ? 0 : report.indexOf(heading);
+  if (start < 0) throw new Error(`report has no heading "${heading}"`);
+  const first = report.findIndex((line, index) => index > start && line.startsWith('|'));
+  if (first < 0) throw new Error(`report has no table after "${heading ?? 'its start'}"`);
+  const end = report.findIndex((line, index) => index > first && !line.startsWith('|'));
+  const rows = report.slice(first, end < 0 ? undefined : end).map((line) =>
+    line
+      .slice(1, -1)
+      .split('|')
+      .map((cell) => cell.trim()),
+  );
+  const widths = rows[0].map((_, column) => Math.max(...rows.map((row) => (row[column] ?? '').length)));
+  return rows
+    .map((row, index) =>
+      index === 1
+        ? widths.map((width) => '-'.repeat(width)).join('-|-')
+        : row
+            .map((cell, column) => cell.padEnd(widths[column]))
+            .join(' | ')
+            .trimEnd(),
+    )
+    .join('\n');
 }
 
 export interface BarSeries {

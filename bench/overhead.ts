@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { CheckpointService } from '@agent/checkpoint';
 import { FakeLlmServer } from '../test/support/fake-llm';
 import { startTestApp } from '../test/support/test-app';
-import { mean, percentile, pool, REPO_ROOT, round, writeReport } from './lib';
+import { consoleTable, mean, percentile, pool, REPO_ROOT, round, writeReport } from './lib';
 
 async function main(): Promise<void> {
   const turns = Number(process.env.BENCH_TURNS ?? '400');
@@ -156,7 +156,7 @@ async function main(): Promise<void> {
       '',
     ];
     const path = writeReport('overhead.md', lines.join('\n'));
-    console.log(lines.slice(6, 14).join('\n'));
+    console.log(consoleTable(lines));
     console.log(`report: ${path}`);
   } finally {
     await app.close();

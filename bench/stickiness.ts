@@ -8,7 +8,17 @@ import { join } from 'node:path';
 import { FakeLlmServer } from '../test/support/fake-llm';
 import { startTestApp } from '../test/support/test-app';
 import { BENCH_CONVERSATIONS, ContinuityLabel, scriptIndex, ScriptedConversation } from './conversations';
-import { barChartSvg, llmCalls, mean, percentile, pool, REPO_ROOT, round, writeReport } from './lib';
+import {
+  barChartSvg,
+  consoleTable,
+  llmCalls,
+  mean,
+  percentile,
+  pool,
+  REPO_ROOT,
+  round,
+  writeReport,
+} from './lib';
 import { latencyProfiles, scriptFakeLlm } from './scripted-llm';
 
 interface Mode {
@@ -252,7 +262,7 @@ async function main(): Promise<void> {
     '',
     '![latency per mode](stickiness.svg)',
     '',
-    'Reproduce: `npm run bench:stickiness` (set `DATABASE_URL` for real Postgres; `BENCH_SCALE=0.2` for a quick run). Raw per-turn records: `bench/reports/raw/stickiness-turns.json` (not committed).',
+    'Reproduce: `npm run bench:stickiness` (set `DATABASE_URL` for real Postgres; `BENCH_SCALE=0.2` for a quick run). Raw per-turn records: `raw/stickiness-turns.json` next to the report (not committed).',
     '',
   ];
   const reportPath = writeReport('stickiness.md', lines.join('\n'));
@@ -277,7 +287,7 @@ async function main(): Promise<void> {
       1,
     ),
   );
-  console.log(lines.slice(12, 20).join('\n'));
+  console.log(consoleTable(lines, '## Summary per mode'));
   console.log(`report: ${reportPath}`);
 }
 

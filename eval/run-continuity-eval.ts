@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigFileError, loadYamlFile, routingFileSchema } from '@agent/config';
 import {
@@ -12,6 +12,8 @@ import {
   DatasetValidationError,
   loadDataset,
 } from './continuity-dataset';
+import { reportDirectory } from '../bench/lib';
+import { REPO_ROOT } from '../test/support/repo-root';
 import { formatRate, EvalReport, writeReport } from './continuity-report';
 import { summarize } from './continuity-metrics';
 import { EVAL_PROFILE, runContinuityEval, SERVICE_THRESHOLD } from './continuity-runner';
@@ -26,7 +28,8 @@ OpenAI-compatible endpoint and writes a markdown and a JSON report.
   --api-key KEY          API key (default: LLM_API_KEY; local endpoints often need none)
   --threshold N          confidence threshold the report is computed at, 0..1 (default 0.90)
   --history-turns N      previous turns sent to the classifier (default 2)
-  --out DIR              report directory (default eval/reports/)
+  --out DIR              report directory (default eval/results/, untracked)
+  --update-report        write to the committed eval/reports/ instead
   --dataset FILE         dataset (default eval/dataset/continuity.yaml)
   --concurrency N        turns classified at once (default 4)
   --timeout-seconds N    per-call timeout (default 10)
@@ -59,17 +62,6 @@ export interface CliOptions {
 export class UsageError extends Error {}
 
 /** The repository root: the nearest ancestor holding package.json and config/routing.yaml (source or dist). */
-export function findRoot(start: string = __dirname): string {
-  let dir = resolve(start);
-  for (;;) {
-    if (existsSync(join(dir, 'package.json')) && existsSync(join(dir, 'config', 'routing.yaml'))) return dir;
-    const parent = dirname(dir);
-    if (parent === dir) {
-      throw new Error(`no repository root (package.json + config/routing.yaml) above ${start}`);
-    }
-    dir = parent;
-  }
-}
 
 function numberOption(
   name: string,
@@ -111,6 +103,7 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv, root: 
         'timeout-seconds': { type: 'string' },
         'max-tokens': { type: 'string' },
         'no-json-mode': { type: 'boolean' },
+        'update-report': { type: 'boolean' },
         help: { type: 'boolean' },
       },
     }));
@@ -139,7 +132,7 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv, root: 
     apiKey: text('api-key') ?? (env.LLM_API_KEY?.trim() || undefined),
     threshold: numberOption('threshold', text('threshold'), 0.9, { min: 0, max: 1 }),
     historyTurns: numberOption('history-turns', text('history-turns'), 2, { min: 0, max: 50, int: true }),
-    out: resolve(text('out') ?? join(root, 'eval', 'reports')),
+    out: resolve(text('out') ?? reportDirectory('eval', values['update-report'] === true, root)),
     dataset: resolve(text('dataset') ?? join(root, 'eval', 'dataset', 'continuity.yaml')),
     concurrency: numberOption('concurrency', text('concurrency'), 4, { min: 1, max: 64, int: true }),
     timeoutSeconds: numberOption('timeout-seconds', text('timeout-seconds'), 10, { min: 0.1, max: 600 }),
@@ -187,7 +180,7 @@ export async function main(
   argv: readonly string[],
   env: NodeJS.ProcessEnv = process.env,
   io: CliIo = { out: (line) => console.log(line), err: (line) => console.error(line) },
-  root: string = findRoot(),
+  root: string = REPO_ROOT,
 ): Promise<number> {
   let options: CliOptions;
   try {

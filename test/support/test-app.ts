@@ -1,22 +1,13 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DataSource } from 'typeorm';
 import { createApp } from '../../apps/agent-runtime/src/bootstrap';
 import { FakeLlmServer } from './fake-llm';
+import { REPO_ROOT } from './repo-root';
 
-/** The repository root, from test/support (ts) or dist/test/support (compiled, used by bench and demo) alike. */
-function findRepoRoot(start: string): string {
-  let dir = start;
-  for (let i = 0; i < 6; i++) {
-    if (existsSync(join(dir, 'package.json')) && existsSync(join(dir, 'config', 'routing.yaml'))) return dir;
-    dir = dirname(dir);
-  }
-  throw new Error(`repository root not found above ${start}`);
-}
-
-export const REPO_ROOT = findRepoRoot(__dirname);
+export { REPO_ROOT } from './repo-root';
 export const TEST_LLM_PROFILES = join(REPO_ROOT, 'test', 'support', 'config', 'llm_profiles.yaml');
 
 export interface HttpResult<T = Record<string, unknown>> {
