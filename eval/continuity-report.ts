@@ -1,5 +1,6 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import type { StructuredOutputMode } from '@agent/config';
 import { CONTINUITY_DECISIONS } from '@agent/contracts';
 import type { DatasetStats } from './continuity-dataset';
 import {
@@ -27,7 +28,7 @@ export interface EvalMeta {
   history_turns: number;
   max_tokens: number;
   timeout_seconds: number;
-  json_mode: boolean;
+  structured_output: StructuredOutputMode;
   concurrency: number;
   duration_ms: number;
   dataset: { path: string; sha256: string; conversations: number; turns: number };
@@ -122,7 +123,7 @@ export function renderMarkdown(report: EvalReport): string {
   lines.push(
     `Model \`${meta.model}\` at \`${meta.base_url}\`, profile \`${meta.profile_name}\`, run ${meta.generated_at} ` +
       `in ${(meta.duration_ms / 1000).toFixed(1)} s. Threshold ${meta.threshold}, ${meta.history_turns} history turns, ` +
-      `max ${meta.max_tokens} output tokens, timeout ${meta.timeout_seconds} s, JSON mode ${meta.json_mode ? 'on' : 'off'}.`,
+      `max ${meta.max_tokens} output tokens, timeout ${meta.timeout_seconds} s, structured output ${meta.structured_output}.`,
     '',
     `Dataset \`${meta.dataset.path}\` (sha256 \`${meta.dataset.sha256.slice(0, 12)}\`): ${stats.conversations} conversations, ` +
       `${stats.turns} labelled turns (${languages}), max depth ${stats.max_depth}. Every turn went through the real ` +

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { AppConfigModule } from '@agent/config';
+import { AppConfigModule, StructuredOutputMode } from '@agent/config';
 import type { AgentState, HistoryMessage } from '@agent/contracts';
 import { ContinuityModule, ContinuityService } from '@agent/continuity';
 import { LlmModule } from '@agent/llm';
@@ -28,7 +28,7 @@ export interface RunnerOptions {
   historyTurns: number;
   maxTokens: number;
   timeoutSeconds: number;
-  jsonMode: boolean;
+  structuredOutput: StructuredOutputMode;
   concurrency: number;
   /** Directory holding routing.yaml, agents.yaml and tools.yaml (the catalogue the dataset is labelled against). */
   configDir: string;
@@ -125,7 +125,7 @@ function profilesYaml(options: RunnerOptions): string {
         temperature: 0,
         max_tokens: options.maxTokens,
         timeout_seconds: options.timeoutSeconds,
-        json_mode: options.jsonMode,
+        structured_output: options.structuredOutput,
       },
     },
   });

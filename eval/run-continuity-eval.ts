@@ -3,7 +3,13 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { ConfigFileError, loadYamlFile, routingFileSchema } from '@agent/config';
+import {
+  ConfigFileError,
+  loadYamlFile,
+  routingFileSchema,
+  STRUCTURED_OUTPUT_MODES,
+  StructuredOutputMode,
+} from '@agent/config';
 import {
   ContinuityDataset,
   DatasetCatalogue,
@@ -34,7 +40,7 @@ OpenAI-compatible endpoint and writes a markdown and a JSON report.
   --concurrency N        turns classified at once (default 4)
   --timeout-seconds N    per-call timeout (default 10)
   --max-tokens N         classifier output cap (default 80)
-  --no-json-mode         do not send response_format json_object (for endpoints that reject it)
+  --structured-output M  json_schema, json_object (default) or none (for endpoints that reject response_format)
   --help                 this text
 
 Without --base-url and LLM_BASE_URL it only validates the dataset and prints its statistics.`;
@@ -55,13 +61,24 @@ export interface CliOptions {
   concurrency: number;
   timeoutSeconds: number;
   maxTokens: number;
-  jsonMode: boolean;
+  structuredOutput: StructuredOutputMode;
   help: boolean;
 }
 
 export class UsageError extends Error {}
 
 /** The repository root: the nearest ancestor holding package.json and config/routing.yaml (source or dist). */
+
+function structuredOutputOption(value: string | undefined): StructuredOutputMode {
+  if (value === undefined) return 'json_object';
+  const mode = STRUCTURED_OUTPUT_MODES.find((m) => m === value);
+  if (!mode) {
+    throw new UsageError(
+      `--structured-output must be one of ${STRUCTURED_OUTPUT_MODES.join(', ')}, got "${value}"`,
+    );
+  }
+  return mode;
+}
 
 function numberOption(
   name: string,
@@ -102,7 +119,7 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv, root: 
         concurrency: { type: 'string' },
         'timeout-seconds': { type: 'string' },
         'max-tokens': { type: 'string' },
-        'no-json-mode': { type: 'boolean' },
+        'structured-output': { type: 'string' },
         'update-report': { type: 'boolean' },
         help: { type: 'boolean' },
       },
@@ -137,7 +154,7 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv, root: 
     concurrency: numberOption('concurrency', text('concurrency'), 4, { min: 1, max: 64, int: true }),
     timeoutSeconds: numberOption('timeout-seconds', text('timeout-seconds'), 10, { min: 0.1, max: 600 }),
     maxTokens: numberOption('max-tokens', text('max-tokens'), 80, { min: 1, max: 4096, int: true }),
-    jsonMode: values['no-json-mode'] !== true,
+    structuredOutput: structuredOutputOption(text('structured-output')),
     help: values.help === true,
   };
 }
@@ -243,7 +260,7 @@ export async function main(
     historyTurns: options.historyTurns,
     maxTokens: options.maxTokens,
     timeoutSeconds: options.timeoutSeconds,
-    jsonMode: options.jsonMode,
+    structuredOutput: options.structuredOutput,
     concurrency: options.concurrency,
     configDir,
     onProgress: (done, total) => {
@@ -262,7 +279,7 @@ export async function main(
       history_turns: options.historyTurns,
       max_tokens: options.maxTokens,
       timeout_seconds: options.timeoutSeconds,
-      json_mode: options.jsonMode,
+      structured_output: options.structuredOutput,
       concurrency: options.concurrency,
       duration_ms: run.durationMs,
       dataset: {

@@ -4,13 +4,15 @@ import { join } from 'node:path';
 import { parseEnvNamespace } from '@agent/config';
 import type { AgentState } from '@agent/contracts';
 import { createDataSource, DatabaseService, EmbeddedPostgres } from '@agent/database';
-import { ChatRequest, ChatResult, LlmHttpError, LlmNotConfiguredError, LlmService } from '@agent/llm';
+import type { LlmService } from '@agent/llm';
 import {
-  InvalidExtractionError,
+  MemoryExtractionError,
   MemoryService,
   MemorySubject,
   PostgresLongTermMemoryStore,
 } from '@agent/memory';
+import { FakeLlmServer, FakeReply } from '../support/fake-llm';
+import { createTestLlm } from '../support/test-llm';
 
 /**
  * The long-term memory store and MemoryService on a real database: embedded PGlite always, Postgres when
@@ -75,25 +77,17 @@ function subject(overrides: Partial<MemorySubject> = {}): MemorySubject {
 
 const source = { session_id: 's-1', message_id: 'm-1', metadata: { extractor: 'test' } };
 
-/** An LlmService stand-in that records requests and answers with a scripted function. */
-function stubLlm(answer: (request: ChatRequest) => Promise<string | null>) {
-  const requests: ChatRequest[] = [];
-  const llm = {
-    chat: async (request: ChatRequest): Promise<ChatResult> => {
-      requests.push(request);
-      return {
-        content: await answer(request),
-        toolCalls: [],
-        profile: request.profile,
-        model: request.profile,
-        latencyMs: 1,
-        promptTokens: 1,
-        completionTokens: 1,
-        finishReason: 'stop',
-      };
-    },
-  } as unknown as LlmService;
-  return { llm, requests };
+let fake: FakeLlmServer;
+beforeAll(async () => {
+  fake = await FakeLlmServer.start();
+});
+afterAll(() => fake.stop());
+beforeEach(() => fake.reset());
+
+/** A real LlmService whose memory_extraction model answers `reply`; `null` leaves the endpoint unconfigured. */
+function scriptedLlm(reply: FakeReply | null) {
+  if (reply) fake.script({ model: 'memory_extraction', reply });
+  return { llm: createTestLlm(reply ? fake : null).llm, requests: fake.requests };
 }
 
 function stateFor(who: MemorySubject, extra: AgentState = {}): AgentState {
@@ -222,20 +216,21 @@ describe.each(backends)('long-term memory on $name', (backend) => {
   describe('MemoryService', () => {
     it('extracts with the memory_extraction profile, saves, and renders what it loads', async () => {
       const who = subject();
-      const { llm, requests } = stubLlm(() =>
-        Promise.resolve(
-          JSON.stringify({
-            facts: [
-              { category: 'Profile', key: 'preferred_name', value: 'Ana', confidence: 0.95 },
-              { category: 'preference', key: 'contact_channel', value: 'email', confidence: 0.9 },
-              { category: 'other', key: 'mood', value: 'annoyed', confidence: 0.3 },
-            ],
-          }),
-        ),
-      );
+      const { llm, requests } = scriptedLlm({
+        json: {
+          facts: [
+            { category: 'Profile', key: 'preferred_name', value: 'Ana', confidence: 0.95 },
+            { category: 'preference', key: 'contact_channel', value: 'email', confidence: 0.9 },
+            { category: 'other', key: 'mood', value: 'annoyed', confidence: 0.3 },
+          ],
+        },
+      });
       const memory = service({}, llm);
       expect(await memory.persistTurn(stateFor(who))).toEqual({ saved: 2, discarded: 1 });
-      expect(requests[0]).toMatchObject({ profile: 'memory_extraction', json: true });
+      expect(requests[0].body).toMatchObject({
+        model: 'memory_extraction',
+        response_format: { type: 'json_object' },
+      });
       expect(requests[0].messages[1].content).toContain('pode me chamar de Ana');
 
       const loaded = await memory.load(stateFor(who, { session_id: 'another-session' }));
@@ -267,7 +262,7 @@ describe.each(backends)('long-term memory on $name', (backend) => {
         ],
         source,
       );
-      const { llm } = stubLlm(() => Promise.resolve('{"facts": []}'));
+      const { llm } = scriptedLlm({ json: { facts: [] } });
       const loaded = await service(
         { LONG_TERM_MEMORY_MAX_CONTEXT_ITEMS: '2', LONG_TERM_MEMORY_MIN_CONFIDENCE: '0.7' },
         llm,
@@ -278,7 +273,7 @@ describe.each(backends)('long-term memory on $name', (backend) => {
     });
 
     it('does nothing without a subject, or when disabled, and never asks the LLM', async () => {
-      const { llm, requests } = stubLlm(() => Promise.resolve('{"facts": []}'));
+      const { llm, requests } = scriptedLlm({ json: { facts: [] } });
       const noSubject = stateFor(subject(), { long_term_memory_subject_key: undefined });
       expect(await service({}, llm).load(noSubject)).toEqual({ items: [], context: '' });
       expect(await service({}, llm).persistTurn(noSubject)).toEqual({ saved: 0, skipped: 'no_subject' });
@@ -293,17 +288,23 @@ describe.each(backends)('long-term memory on $name', (backend) => {
 
     it('throws on an invalid extraction or a failed LLM call, so the workflow isolates it', async () => {
       const who = subject();
-      const invalid = stubLlm(() => Promise.resolve('the customer is called Ana'));
-      await expect(service({}, invalid.llm).persistTurn(stateFor(who))).rejects.toBeInstanceOf(
-        InvalidExtractionError,
-      );
-      const failing = stubLlm(() => Promise.reject(new LlmHttpError('memory_extraction', 500)));
-      await expect(service({}, failing.llm).persistTurn(stateFor(who))).rejects.toBeInstanceOf(LlmHttpError);
+      const invalid = scriptedLlm({ content: 'the customer is called Ana' });
+      await expect(service({}, invalid.llm).persistTurn(stateFor(who))).rejects.toMatchObject({
+        name: MemoryExtractionError.name,
+        reason: 'invalid_output',
+      });
+      fake.reset();
+      const failing = scriptedLlm({ status: 500 });
+      await expect(service({}, failing.llm).persistTurn(stateFor(who))).rejects.toMatchObject({
+        name: MemoryExtractionError.name,
+        reason: 'http_error',
+        message: expect.stringContaining('HTTP 500'),
+      });
       expect(await store.search(who, { limit: 10, minConfidence: 0 })).toEqual([]);
     });
 
     it('skips extraction when no LLM endpoint is configured', async () => {
-      const { llm } = stubLlm(() => Promise.reject(new LlmNotConfiguredError('no endpoint')));
+      const { llm } = scriptedLlm(null);
       expect(await service({}, llm).persistTurn(stateFor(subject()))).toEqual({
         saved: 0,
         skipped: 'llm_not_configured',

@@ -30,6 +30,8 @@ export interface FakeReply {
   status?: number;
   /** Send this raw body instead of a valid completion (malformed responses). */
   rawBody?: string;
+  /** Close the connection without answering (a crashed or killed model server). */
+  hangUp?: boolean;
   usage?: { prompt_tokens: number; completion_tokens: number };
 }
 
@@ -194,6 +196,10 @@ export class FakeLlmServer {
       await new Promise((resolve) => setTimeout(resolve, reply.delayMs).unref());
       // req.destroyed is true as soon as the body was read; res.destroyed means the client went away.
       if (res.destroyed) return;
+    }
+    if (reply.hangUp) {
+      res.socket?.destroy();
+      return;
     }
     if (reply.status && reply.status >= 400) {
       return send(res, reply.status, {

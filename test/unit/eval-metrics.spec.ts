@@ -250,7 +250,7 @@ describe('continuity eval metrics', () => {
         history_turns: 2,
         max_tokens: 80,
         timeout_seconds: 10,
-        json_mode: true,
+        structured_output: 'json_object',
         concurrency: 1,
         duration_ms: 1000,
         dataset: { path: 'd.yaml', sha256: 'abc', conversations: 1, turns: 4 },

@@ -111,7 +111,7 @@ describe('eval:continuity runner', () => {
     );
     expect({ code, err: err.filter((l) => !/^\s+\d+\/\d+ turns$/.test(l)) }).toEqual({
       code: 0,
-      err: [expect.stringContaining('service warning: continuity classifier output rejected')],
+      err: [expect.stringContaining('answered an invalid continuity_decision: no JSON object')],
     });
 
     expect(fake.requests).toHaveLength(total);

@@ -1,8 +1,22 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { z } from 'zod';
 import type { HistoryMessage } from '@agent/contracts';
 import { DEFAULT_PROFILES } from '@agent/contracts';
-import { LlmError, LlmService, parseJsonObject } from '@agent/llm';
-import { ConfirmationResult, confirmationOutputSchema } from './transaction.types';
+import { confidenceSchema, LlmService, structuredOutput } from '@agent/llm';
+import { CONFIRMATION_DECISIONS, ConfirmationResult } from './transaction.types';
+
+/** The `confirmation` profile's JSON contract: {decision: CONFIRM|REJECT|OTHER, confidence}. */
+const confirmationOutput = structuredOutput(
+  'confirmation_decision',
+  z.object({
+    decision: z.preprocess(
+      (value) => (typeof value === 'string' ? value.trim().toUpperCase() : value),
+      z.enum(CONFIRMATION_DECISIONS),
+    ),
+    confidence: confidenceSchema,
+    reason: z.string().nullish(),
+  }),
+);
 
 export interface ConfirmationQuestion {
   /** What will run on CONFIRM, in words ("o cancelamento do pedido (pedido 100231)"). */
@@ -30,40 +44,25 @@ export class ConfirmationClassifier {
       .slice(-4)
       .map((m) => `${m.role === 'user' ? 'Cliente' : 'Atendente'}: ${m.content}`)
       .join('\n');
-    let content: string | null;
-    try {
-      const result = await this.llm.chat({
-        profile: DEFAULT_PROFILES.confirmation,
-        json: true,
-        maxTokens: 60,
-        messages: [
-          {
-            role: 'system',
-            content:
-              'You decide whether the customer confirms a pending operation. ' +
-              `Pending operation: ${input.operation}.\nQuestion asked: ${input.question}\n` +
-              (recent ? `Recent conversation:\n${recent}\n` : '') +
-              'CONFIRM only for an explicit yes to this operation; REJECT for an explicit no or giving up; ' +
-              'OTHER for anything else (questions, another topic, doubt). Answer only JSON: ' +
-              '{"decision": "CONFIRM"|"REJECT"|"OTHER", "confidence": 0..1}.',
-          },
-          { role: 'user', content: input.message },
-        ],
-      });
-      content = result.content;
-    } catch (error) {
-      if (!(error instanceof LlmError)) throw error;
-      this.logger.warn(`confirmation classifier failed: ${error.message}`);
-      return {
-        decision: 'OTHER',
-        confidence: 0,
-        accepted: false,
-        reason: error.message,
-        fallback_reason: 'llm_error',
-      };
-    }
-    const parsed = confirmationOutputSchema.safeParse(parseJsonObject(content));
-    if (!parsed.success) {
+    const result = await this.llm.structured({
+      profile: DEFAULT_PROFILES.confirmation,
+      output: confirmationOutput,
+      maxTokens: 60,
+      messages: [
+        {
+          role: 'system',
+          content:
+            'You decide whether the customer confirms a pending operation. ' +
+            `Pending operation: ${input.operation}.\nQuestion asked: ${input.question}\n` +
+            (recent ? `Recent conversation:\n${recent}\n` : '') +
+            'CONFIRM only for an explicit yes to this operation; REJECT for an explicit no or giving up; ' +
+            'OTHER for anything else (questions, another topic, doubt). Answer only JSON: ' +
+            '{"decision": "CONFIRM"|"REJECT"|"OTHER", "confidence": 0..1}.',
+        },
+        { role: 'user', content: input.message },
+      ],
+    });
+    if (!result.ok && result.reason === 'invalid_output') {
       return {
         decision: 'OTHER',
         confidence: 0,
@@ -72,7 +71,17 @@ export class ConfirmationClassifier {
         fallback_reason: 'invalid_output',
       };
     }
-    const { decision, confidence, reason } = parsed.data;
+    if (!result.ok) {
+      this.logger.warn(`confirmation classifier failed: ${result.detail}`);
+      return {
+        decision: 'OTHER',
+        confidence: 0,
+        accepted: false,
+        reason: result.detail,
+        fallback_reason: 'llm_error',
+      };
+    }
+    const { decision, confidence, reason } = result.value;
     if (decision !== 'OTHER' && confidence < input.minConfidence) {
       return {
         decision: 'OTHER',

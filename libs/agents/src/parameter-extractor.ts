@@ -2,12 +2,11 @@ import { Injectable, Logger } from '@nestjs/common';
 import { z } from 'zod';
 import { ToolConfig } from '@agent/config';
 import type { JsonRecord } from '@agent/contracts';
-import { LlmError, LlmService, parseJsonObject } from '@agent/llm';
+import { LlmService, StructuredOutput, structuredOutput } from '@agent/llm';
 import { EventBusService } from '@agent/observability';
 
-const extractionOutputSchema = z.object({
-  values: z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.null()])),
-});
+const extractedValue = z.union([z.string(), z.number(), z.boolean()]).nullish();
+type ExtractedValues = { values: Record<string, z.output<typeof extractedValue>> };
 
 /**
  * Fills missing tool arguments from the customer's message: first each field's `extract_pattern` (a bad
@@ -17,6 +16,8 @@ const extractionOutputSchema = z.object({
 @Injectable()
 export class ParameterExtractor {
   private readonly logger = new Logger(ParameterExtractor.name);
+  /** One output per tool and field set: the tools are static, so each JSON schema is derived once. */
+  private readonly outputs = new Map<string, StructuredOutput<ExtractedValues>>();
 
   constructor(
     private readonly llm: LlmService,
@@ -74,36 +75,26 @@ export class ParameterExtractor {
         return `- ${field} (${property?.type ?? 'string'}): ${property?.description ?? ''}`;
       })
       .join('\n');
-    try {
-      const result = await this.llm.chat({
-        profile,
-        json: true,
-        maxTokens: 200,
-        messages: [
-          {
-            role: 'system',
-            content:
-              `Extract the arguments of the operation "${toolName}" (${config.description}) from the customer's ` +
-              `message. Fields:\n${described}\n` +
-              'Use only values written in the message; never guess. Answer only JSON: ' +
-              '{"values": {"<field>": <value or null>}}.',
-          },
-          { role: 'user', content: text },
-        ],
-      });
-      const parsed = extractionOutputSchema.safeParse(parseJsonObject(result.content));
-      if (!parsed.success) {
-        throw new Error(`invalid extraction output: ${parsed.error.issues[0]?.message ?? ''}`);
-      }
-      const values: JsonRecord = {};
-      for (const field of fields) {
-        const value = parsed.data.values[field];
-        if (value !== null && value !== undefined && String(value).trim() !== '') values[field] = value;
-      }
-      return values;
-    } catch (error) {
+    const result = await this.llm.structured({
+      profile,
+      output: this.outputFor(toolName, fields),
+      maxTokens: 200,
+      messages: [
+        {
+          role: 'system',
+          content:
+            `Extract the arguments of the operation "${toolName}" (${config.description}) from the customer's ` +
+            `message. Fields:\n${described}\n` +
+            'Use only values written in the message; never guess. Answer only JSON: ' +
+            '{"values": {"<field>": <value or null>}}.',
+        },
+        { role: 'user', content: text },
+      ],
+    });
+    if (!result.ok) {
       // Not configured, timeout, HTTP error or invalid output: the agent asks the customer again.
-      const message = error instanceof LlmError || error instanceof Error ? error.message : String(error);
+      const message =
+        result.reason === 'invalid_output' ? `invalid extraction output: ${result.detail}` : result.detail;
       this.logger.warn(`LLM extraction for ${toolName} failed: ${message}`);
       this.events.emit('mcp.parameter.llm_extract_failed', {
         tool_name: toolName,
@@ -112,5 +103,23 @@ export class ParameterExtractor {
       });
       return {};
     }
+    const values: JsonRecord = {};
+    for (const field of fields) {
+      const value = result.value.values[field];
+      if (value !== null && value !== undefined && String(value).trim() !== '') values[field] = value;
+    }
+    return values;
+  }
+
+  /** {"values": {"<field>": value or null}} with exactly the fields asked for. */
+  private outputFor(toolName: string, fields: readonly string[]): StructuredOutput<ExtractedValues> {
+    const key = `${toolName}\u0000${fields.join('\u0000')}`;
+    let output = this.outputs.get(key);
+    if (!output) {
+      const shape = Object.fromEntries(fields.map((field) => [field, extractedValue]));
+      output = structuredOutput('parameter_values', z.object({ values: z.object(shape) }));
+      this.outputs.set(key, output);
+    }
+    return output;
   }
 }

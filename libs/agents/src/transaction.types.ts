@@ -53,16 +53,6 @@ export type PendingToolCall = z.output<typeof pendingToolCallSchema>;
 export const CONFIRMATION_DECISIONS = ['CONFIRM', 'REJECT', 'OTHER'] as const;
 export type ConfirmationDecision = (typeof CONFIRMATION_DECISIONS)[number];
 
-/** The `confirmation` profile's JSON contract. */
-export const confirmationOutputSchema = z.object({
-  decision: z.preprocess(
-    (value) => (typeof value === 'string' ? value.trim().toUpperCase() : value),
-    z.enum(CONFIRMATION_DECISIONS),
-  ),
-  confidence: z.coerce.number().min(0).max(1),
-  reason: z.string().optional(),
-});
-
 export interface ConfirmationResult {
   decision: ConfirmationDecision;
   confidence: number;

@@ -8,6 +8,9 @@ const identifier = z
   .regex(/^[A-Za-z][A-Za-z0-9_.-]*$/, 'must be an identifier (letters, digits, _ . -)');
 
 // ---- llm_profiles.yaml ----
+export const STRUCTURED_OUTPUT_MODES = ['json_schema', 'json_object', 'none'] as const;
+export type StructuredOutputMode = (typeof STRUCTURED_OUTPUT_MODES)[number];
+
 export const llmProfileSchema = z
   .object({
     provider: z.enum(['openai', 'oci_openai', 'openai_compatible']),
@@ -20,8 +23,12 @@ export const llmProfileSchema = z
       .string()
       .regex(/^[A-Z_][A-Z0-9_]*$/, 'must be an env variable name')
       .optional(),
-    /** Send response_format json_object when a stage asks for JSON (some endpoints reject it). */
-    json_mode: z.boolean().default(true),
+    /**
+     * How JSON-answering stages ask for JSON: `json_schema` (the stage's schema constrains generation),
+     * `json_object` (any JSON object), or `none` for endpoints that reject response_format. The answer is
+     * validated the same way in every mode.
+     */
+    structured_output: z.enum(STRUCTURED_OUTPUT_MODES).default('json_object'),
     /** Embedding profiles: the vector size to request (models with shortenable embeddings accept it). */
     dimensions: z.number().int().positive().max(16000).optional(),
   })

@@ -1,17 +1,15 @@
-import { EventEmitter2 } from '@nestjs/event-emitter';
 import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { ConfigFilesService, parseEnvNamespace } from '@agent/config';
+import { parseEnvNamespace } from '@agent/config';
 import type { AgentState, RouteDecision, StoredEvent } from '@agent/contracts';
-import { LlmService } from '@agent/llm';
-import { EventBusService, MetricsService, TracingService, TurnContextStore } from '@agent/observability';
-import { FakeChatRequest, FakeLlmServer, FakeReply } from '../../../test/support/fake-llm';
+import { MetricsService, TurnContextStore } from '@agent/observability';
+import { FakeChatRequest, FakeLlmServer, FakeReply } from '@agent/testing/fake-llm';
+import { createTestLlm } from '@agent/testing/test-llm';
 import { CONTINUITY_SYSTEM_PROMPT, HISTORY_MESSAGE_MAX_CHARS } from './continuity.prompt';
 import { ContinuityOutcome, ContinuityService } from './continuity.service';
 
 const REPO = resolve(__dirname, '..', '..', '..');
-const TEST_PROFILES = join(REPO, 'test', 'support', 'config', 'llm_profiles.yaml');
 
 /** The reference suite's catalogue, plus a disabled intent whose agent owns nothing else. */
 const ROUTING_YAML = `
@@ -92,25 +90,11 @@ describe('ContinuityService', () => {
   beforeEach(() => fake.reset());
 
   /** `llmBaseUrl: null` leaves the LLM endpoint unconfigured. */
-  function harness(env: Record<string, string> = {}, llmBaseUrl: string | null = fake.baseUrl): Harness {
-    const raw = {
-      CONFIG_DIR: configDir,
-      LLM_PROFILES_PATH: TEST_PROFILES,
-      LLM_BASE_URL: llmBaseUrl ?? undefined,
-      LLM_API_KEY: 'test-key',
-      ENABLE_ROUTE_STICKINESS: 'true',
-      ...env,
-    };
-    const llmEnv = parseEnvNamespace('llm', raw);
-    const files = new ConfigFilesService(
-      parseEnvNamespace('app', raw),
-      llmEnv,
-      parseEnvNamespace('routing', raw),
-    );
-    const events = new EventBusService(new EventEmitter2());
-    const metrics = new MetricsService();
-    const llm = new LlmService(llmEnv, files, events, metrics, new TracingService());
-    const service = new ContinuityService(parseEnvNamespace('continuity', raw), files, llm, events, metrics);
+  /** `endpoint: null` leaves the LLM endpoint unconfigured. */
+  function harness(env: Record<string, string> = {}, endpoint: FakeLlmServer | null = fake): Harness {
+    const { llm, files, events, metrics } = createTestLlm(endpoint, { CONFIG_DIR: configDir });
+    const continuityEnv = parseEnvNamespace('continuity', { ENABLE_ROUTE_STICKINESS: 'true', ...env });
+    const service = new ContinuityService(continuityEnv, files, llm, events, metrics);
     return { service, metrics };
   }
 

@@ -11,9 +11,9 @@ import {
   SESSION_ENDED_STATE,
   SessionControl,
 } from '@agent/contracts';
-import { LlmError, LlmErrorKind, LlmService } from '@agent/llm';
+import { LlmService, StructuredFailureReason } from '@agent/llm';
 import { EventBusService, MetricsService } from '@agent/observability';
-import { parseContinuityOutput } from './continuity.output';
+import { continuityOutput } from './continuity.output';
 import {
   buildPayload,
   capabilitiesByAgent,
@@ -182,36 +182,28 @@ export class ContinuityService {
   }
 
   private async classify(payload: string): Promise<Classification> {
-    try {
-      const result = await this.llm.chat({
-        profile: this.profileName,
-        messages: [
-          { role: 'system', content: CONTINUITY_SYSTEM_PROMPT },
-          { role: 'user', content: payload },
-        ],
-        json: true,
-        maxTokens: this.config.ROUTE_STICKINESS_MAX_TOKENS,
-      });
-      const parsed = parseContinuityOutput(result.content);
-      if (!parsed.ok) {
-        this.logger.warn(`continuity classifier output rejected: ${parsed.problem}`);
-        return failure('invalid_output', 'invalid_output');
+    const result = await this.llm.structured({
+      profile: this.profileName,
+      messages: [
+        { role: 'system', content: CONTINUITY_SYSTEM_PROMPT },
+        { role: 'user', content: payload },
+      ],
+      output: continuityOutput,
+      maxTokens: this.config.ROUTE_STICKINESS_MAX_TOKENS,
+    });
+    // Fail-safe by contract: whatever goes wrong here, the turn goes to the Enterprise Router.
+    if (!result.ok) {
+      if (result.reason !== 'invalid_output') {
+        this.logger.warn(`continuity classifier failed, the Enterprise Router decides: ${result.detail}`);
       }
-      return {
-        decision: parsed.output.decision,
-        confidence: parsed.output.confidence,
-        reason: truncate(parsed.output.reason, REASON_MAX_CHARS),
-        failure: null,
-      };
-    } catch (error) {
-      // Fail-safe by contract: whatever goes wrong here, the turn goes to the Enterprise Router.
-      if (error instanceof LlmError) {
-        this.logger.warn(`continuity classifier failed, the Enterprise Router decides: ${error.message}`);
-        return failure(fallbackOf(error.kind), error.kind);
-      }
-      this.logger.error(`continuity classifier crashed, the Enterprise Router decides: ${String(error)}`);
-      return failure('error', 'error');
+      return failure(fallbackOf(result.reason), result.reason);
     }
+    return {
+      decision: result.value.decision,
+      confidence: result.value.confidence,
+      reason: truncate((result.value.reason ?? '').trim(), REASON_MAX_CHARS),
+      failure: null,
+    };
   }
 
   private decisionFor(
@@ -314,11 +306,11 @@ function failure(reason: ContinuityFallbackReason, kind: string): Classification
   return { decision: 'ROUTE', confidence: 0, reason: `continuity_error:${kind}`, failure: reason };
 }
 
-function fallbackOf(kind: LlmErrorKind): ContinuityFallbackReason {
-  switch (kind) {
+function fallbackOf(reason: StructuredFailureReason): ContinuityFallbackReason {
+  switch (reason) {
     case 'timeout':
       return 'timeout';
-    case 'invalid_response':
+    case 'invalid_output':
       return 'invalid_output';
     case 'not_configured':
     case 'http_error':

@@ -2,5 +2,4 @@ export * from './continuity.module';
 export * from './continuity.service';
 export { CONTINUITY_SYSTEM_PROMPT, HISTORY_MESSAGE_MAX_CHARS } from './continuity.prompt';
 export type { ContinuityPayload } from './continuity.prompt';
-export { parseContinuityOutput } from './continuity.output';
-export type { ContinuityOutput, ContinuityOutputResult } from './continuity.output';
+export { continuityOutput } from './continuity.output';

@@ -3,8 +3,9 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { ConfigFileError, ConfigFilesService, loadYamlFile } from '@agent/config';
 import type { AgentState } from '@agent/contracts';
-import { LlmService } from '@agent/llm';
 import { EventBusService } from '@agent/observability';
+import { FakeLlmServer, FakeReply } from '@agent/testing/fake-llm';
+import { createTestLlm } from '@agent/testing/test-llm';
 import { judgesFileSchema } from './judges.config';
 import { JudgesService } from './judges.service';
 import { factualTokens, groundedness, responseQuality, sentiment, tone } from './judges/deterministic';
@@ -12,24 +13,25 @@ import { buildJudgeContext, isTransactionalTurn } from './judges/evidence';
 
 const SHIPPED = resolve(__dirname, '../../../config/judges.yaml');
 
-function harness(file: unknown, options: { random?: number; content?: string | Error } = {}) {
+let fake: FakeLlmServer;
+beforeAll(async () => {
+  fake = await FakeLlmServer.start();
+});
+afterAll(() => fake.stop());
+beforeEach(() => fake.reset());
+
+/** `judge` is how the judge model answers (a valid passing verdict unless told). */
+function harness(file: unknown, options: { random?: number; judge?: FakeReply } = {}) {
   const events: { name: string; payload: Record<string, unknown> }[] = [];
-  const chats: { profile: string }[] = [];
   const files = {
     load: (_n: string, schema: typeof judgesFileSchema) => schema.parse(file),
   } as unknown as ConfigFilesService;
-  const llm = {
-    chat: (request: { profile: string }) => {
-      chats.push(request);
-      const content = options.content ?? '{"score": 0.9, "passed": true, "reason": "good"}';
-      return content instanceof Error ? Promise.reject(content) : Promise.resolve({ content });
-    },
-  } as unknown as LlmService;
+  fake.setFallback(options.judge ?? { json: { score: 0.9, passed: true, reason: 'good' } });
   const bus = {
     emit: (name: string, payload: Record<string, unknown>) => events.push({ name, payload }),
   } as unknown as EventBusService;
-  const service = new JudgesService(files, llm, bus, () => options.random ?? 0.5);
-  return { service, events, chats };
+  const service = new JudgesService(files, createTestLlm(fake).llm, bus, () => options.random ?? 0.5);
+  return { service, events };
 }
 
 const shipped = () => loadYamlFile(SHIPPED, judgesFileSchema);
@@ -130,16 +132,22 @@ describe('JudgesService.evaluate', () => {
     expect(await good.service.evaluate(answered)).toEqual([
       expect.objectContaining({ name: 'groundedness', type: 'llm', score: 0.9, passed: true }),
     ]);
-    expect(good.chats).toEqual([expect.objectContaining({ profile: 'judge' })]);
-    const invalid = harness(llmFile, { content: '{"score": "high"}' });
-    expect(await invalid.service.evaluate(answered)).toEqual([
-      expect.objectContaining({ score: 0, passed: false, error: expect.stringMatching(/invalid verdict/) }),
-    ]);
-    const open = harness({ ...llmFile, fail_closed: false }, { content: new Error('timeout') });
+    expect(fake.requests.map((r) => r.model)).toEqual(['judge']);
+    for (const content of [
+      '{"score": "high"}',
+      '{"score": 7, "passed": true}',
+      '{"score": "0.9", "passed": true}',
+    ]) {
+      const invalid = harness(llmFile, { judge: { content } });
+      expect(await invalid.service.evaluate(answered)).toEqual([
+        expect.objectContaining({ score: 0, passed: false, error: expect.stringMatching(/invalid verdict/) }),
+      ]);
+    }
+    const open = harness({ ...llmFile, fail_closed: false }, { judge: { delayMs: 1500 } });
     expect(await open.service.evaluate(answered)).toEqual([
-      expect.objectContaining({ passed: true, error: 'timeout' }),
+      expect.objectContaining({ passed: true, error: expect.stringMatching(/timed out/) }),
     ]);
-    const disagree = harness(llmFile, { content: '{"score": 0.4, "passed": true, "reason": "weak"}' });
+    const disagree = harness(llmFile, { judge: { json: { score: 0.4, passed: true, reason: 'weak' } } });
     expect((await disagree.service.evaluate(answered))[0]).toMatchObject({ score: 0.4, passed: false });
   });
 

@@ -158,40 +158,40 @@ export class JudgesService {
         metadata: score.metadata,
       };
     }
-    try {
-      const verdict = await llmJudge(
-        this.llm,
-        judge.profile ?? this.config.profile,
-        judge.name,
-        threshold,
-        context,
-        this.config.max_context_chars,
-      );
+    const result = await llmJudge(
+      this.llm,
+      judge.profile ?? this.config.profile,
+      judge.name,
+      threshold,
+      context,
+      this.config.max_context_chars,
+    );
+    if (result.ok) {
+      const verdict = result.value;
       return {
         ...base,
         score: verdict.score,
         // The model's own verdict and the configured threshold must both agree.
         passed: verdict.passed && verdict.score >= threshold,
-        reason: verdict.reason,
+        reason: verdict.reason ?? '',
         latency_ms: elapsed(started),
         metadata: { model_passed: verdict.passed },
       };
-    } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
-      const failClosed = judge.fail_closed ?? this.config.fail_closed;
-      this.logger.warn(
-        `judge ${judge.name} failed (${failClosed ? 'fail-closed: score 0' : 'fail-open: skipped'}): ${message}`,
-      );
-      return {
-        ...base,
-        score: failClosed ? 0 : 1,
-        passed: !failClosed,
-        reason: failClosed ? 'judge failed; fail-closed result' : 'judge failed; skipped (fail-open)',
-        latency_ms: elapsed(started),
-        error: message,
-        metadata: { fail_closed: failClosed, skipped: !failClosed },
-      };
     }
+    const message = result.reason === 'invalid_output' ? `invalid verdict: ${result.detail}` : result.detail;
+    const failClosed = judge.fail_closed ?? this.config.fail_closed;
+    this.logger.warn(
+      `judge ${judge.name} failed (${failClosed ? 'fail-closed: score 0' : 'fail-open: skipped'}): ${message}`,
+    );
+    return {
+      ...base,
+      score: failClosed ? 0 : 1,
+      passed: !failClosed,
+      reason: failClosed ? 'judge failed; fail-closed result' : 'judge failed; skipped (fail-open)',
+      latency_ms: elapsed(started),
+      error: message,
+      metadata: { fail_closed: failClosed, skipped: !failClosed },
+    };
   }
 }
 

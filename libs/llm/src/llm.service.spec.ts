@@ -1,12 +1,16 @@
 import { Test } from '@nestjs/testing';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EventEmitter2 } from '@nestjs/event-emitter';
+import { z } from 'zod';
 import { AppConfigModule } from '@agent/config';
 import { ObservabilityModule } from '@agent/observability';
 import { FakeLlmServer } from '../../../test/support/fake-llm';
 import { LlmHttpError, LlmInvalidResponseError, LlmNotConfiguredError, LlmTimeoutError } from './llm.errors';
 import { LlmModule } from './llm.module';
 import { LlmService } from './llm.service';
+import { confidenceSchema, structuredOutput } from './structured-output';
 
 const root = join(__dirname, '..', '..', '..');
 
@@ -174,6 +178,99 @@ describe(LlmService.name, () => {
     await expect(service.llm.embed('judge', ['x'])).rejects.toBeInstanceOf(LlmInvalidResponseError);
     fake.script({ model: 'guardrail', reply: { status: 429 } });
     await expect(service.llm.embed('guardrail', ['x'])).rejects.toBeInstanceOf(LlmHttpError);
+  });
+
+  describe('structured calls', () => {
+    const verdict = structuredOutput(
+      'test_verdict',
+      z.object({ label: z.enum(['YES', 'NO']), confidence: confidenceSchema }),
+    );
+    const ask = (profile: string) =>
+      service.llm.structured({ profile, output: verdict, messages: [{ role: 'user', content: 'x' }] });
+    let dir: string;
+    let modes: Awaited<ReturnType<typeof buildService>>;
+
+    beforeAll(async () => {
+      dir = mkdtempSync(join(tmpdir(), 'llm-structured-'));
+      const profile = (mode: string) =>
+        `{ provider: openai_compatible, model: ${mode}, timeout_seconds: 1, structured_output: ${mode} }`;
+      writeFileSync(
+        join(dir, 'profiles.yaml'),
+        `profiles:
+  schema: ${profile('json_schema')}
+  object: ${profile('json_object')}
+  plain: ${profile('none')}
+`,
+      );
+      modes = await buildService({
+        LLM_BASE_URL: fake.baseUrl,
+        LLM_API_KEY: 'k',
+        LLM_PROFILES_PATH: join(dir, 'profiles.yaml'),
+      });
+    });
+    afterAll(async () => {
+      await modes.close();
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    it('asks each profile in its structured-output mode and validates the same way in all', async () => {
+      fake.setFallback({ content: 'Here: ```json\n{"label": "YES", "confidence": 0.8}\n```' });
+      for (const profile of ['schema', 'object', 'plain']) {
+        const result = await modes.llm.structured({
+          profile,
+          output: verdict,
+          messages: [{ role: 'user', content: 'x' }],
+        });
+        expect(result).toMatchObject({ ok: true, value: { label: 'YES', confidence: 0.8 } });
+      }
+      const formats = fake.requests.map((r) => r.body.response_format);
+      expect(formats[0]).toEqual({ type: 'json_schema', json_schema: verdict.jsonSchema });
+      expect(formats[1]).toEqual({ type: 'json_object' });
+      expect(formats[2]).toBeUndefined();
+    });
+
+    it.each([
+      ['prose', 'yes, it is', /no JSON object/],
+      [
+        'two objects',
+        '{"label": "YES", "confidence": 0.8} {"label": "NO", "confidence": 0.8}',
+        /more than one/,
+      ],
+      ['a quoted confidence', '{"label": "YES", "confidence": "0.8"}', /confidence: Expected number/],
+      ['an unknown label', '{"label": "MAYBE", "confidence": 0.8}', /label: Invalid enum value/],
+    ])('answers invalid_output for %s, with what was wrong', async (_label, content, detail) => {
+      fake.script({ model: 'judge', reply: { content } });
+      expect(await ask('judge')).toMatchObject({
+        ok: false,
+        reason: 'invalid_output',
+        detail: expect.stringMatching(detail),
+      });
+      // The transport call itself succeeded: usage is accounted as ok.
+      expect(service.calls[service.calls.length - 1]).toMatchObject({ profile: 'judge', outcome: 'ok' });
+    });
+
+    it.each([
+      ['timeout', { delayMs: 1500 }, 'timeout', undefined],
+      ['HTTP 429', { status: 429 }, 'http_error', 429],
+      ['a dropped connection', { hangUp: true }, 'error', undefined],
+      ['an empty completion', { rawBody: '{"choices": []}' }, 'invalid_output', undefined],
+    ])('answers a typed failure for a %s, never throws', async (_label, reply, reason, status) => {
+      fake.script({ model: 'router', reply });
+      const result = await ask('router');
+      expect(result).toMatchObject({ ok: false, reason, detail: expect.any(String) });
+      expect(result.ok === false && result.status).toBe(status);
+    });
+
+    it('answers not_configured without an endpoint', async () => {
+      const unconfigured = await buildService({ LLM_BASE_URL: undefined, LLM_API_KEY: undefined });
+      try {
+        expect(
+          await unconfigured.llm.structured({ profile: 'router', output: verdict, messages: [] }),
+        ).toMatchObject({ ok: false, reason: 'not_configured' });
+      } finally {
+        await unconfigured.close();
+      }
+    });
   });
 
   it('without an endpoint, reports not configured and fails fast with a typed error', async () => {

@@ -1,17 +1,23 @@
 import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { ConfigType } from '@nestjs/config';
 import OpenAI, { APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
-import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
-import { ConfigFilesService, LlmProfileConfig, llmConfig } from '@agent/config';
+import type {
+  ChatCompletionCreateParamsNonStreaming,
+  ChatCompletionMessageParam,
+  ChatCompletionTool,
+} from 'openai/resources/chat/completions';
+import { ConfigFilesService, LlmProfileConfig, llmConfig, StructuredOutputMode } from '@agent/config';
 import type { LlmCallOutcome } from '@agent/contracts';
 import { EventBusService, MetricsService, TracingService } from '@agent/observability';
 import {
   LlmError,
+  LlmErrorKind,
   LlmHttpError,
   LlmInvalidResponseError,
   LlmNotConfiguredError,
   LlmTimeoutError,
 } from './llm.errors';
+import { describeIssues, parseJsonObject, StructuredOutput } from './structured-output';
 
 export type ChatMessage = ChatCompletionMessageParam;
 export type ChatTool = ChatCompletionTool;
@@ -28,6 +34,32 @@ export interface ChatRequest {
   /** Caller cancellation (e.g. a guardrail cancelled by fail-fast); combined with the profile timeout. */
   signal?: AbortSignal;
 }
+
+/** Why a structured call gave no value: the transport's failure kinds, and `invalid_output` for the answer. */
+export type StructuredFailureReason = Exclude<LlmErrorKind, 'invalid_response'> | 'invalid_output';
+
+export interface StructuredRequest<T> {
+  /** Requested profile name; falls back to `default` when the file does not define it. */
+  profile: string;
+  messages: ChatMessage[];
+  /** What the answer must be: validated always, sent as a JSON schema where the profile's mode is json_schema. */
+  output: StructuredOutput<T>;
+  /** Upper bound on output tokens; the effective cap is min(profile max_tokens, this). */
+  maxTokens?: number;
+  signal?: AbortSignal;
+}
+
+export type StructuredResult<T> =
+  | { ok: true; value: T; model: string; latencyMs: number }
+  | {
+      ok: false;
+      reason: StructuredFailureReason;
+      /** For logs and events: the error message, or what was wrong with the answer. */
+      detail: string;
+      latencyMs: number;
+      /** The HTTP status of an `http_error`. */
+      status?: number;
+    };
 
 export interface ToolCall {
   id: string;
@@ -117,6 +149,52 @@ export class LlmService implements OnModuleInit {
   }
 
   async chat(request: ChatRequest): Promise<ChatResult> {
+    return this.complete(request, request.json ? 'json_object' : undefined);
+  }
+
+  /**
+   * The one way to ask a model for JSON: one exactly-one-object answer (a fence or prose around it is fine),
+   * validated by the output's schema. Never throws: every failure is a typed reason the stage maps to its
+   * documented fallback.
+   */
+  async structured<T>(request: StructuredRequest<T>): Promise<StructuredResult<T>> {
+    const started = performance.now();
+    const failed = (
+      reason: StructuredFailureReason,
+      detail: string,
+      status?: number,
+    ): StructuredResult<T> => ({
+      ok: false,
+      reason,
+      detail,
+      latencyMs: performance.now() - started,
+      ...(status !== undefined ? { status } : {}),
+    });
+    let result: ChatResult;
+    try {
+      result = await this.complete(request, request.output);
+    } catch (error) {
+      if (!(error instanceof LlmError)) return failed('error', String(error));
+      const reason = error.kind === 'invalid_response' ? 'invalid_output' : error.kind;
+      return failed(reason, error.message, error.status);
+    }
+    const parsed = parseJsonObject(result.content);
+    const validated = parsed.ok ? request.output.schema.safeParse(parsed.object) : null;
+    if (validated?.success) {
+      return { ok: true, value: validated.data, model: result.model, latencyMs: performance.now() - started };
+    }
+    const problem = validated ? describeIssues(validated.error) : parsed.ok ? '' : parsed.problem;
+    this.logger.warn(
+      `LLM profile ${result.profile} (model ${result.model}) answered an invalid ${request.output.name}: ${problem}; ` +
+        `answer starts ${JSON.stringify(excerpt(result.content ?? ''))}`,
+    );
+    return failed('invalid_output', problem);
+  }
+
+  private async complete(
+    request: ChatRequest | StructuredRequest<unknown>,
+    format: 'json_object' | StructuredOutput<unknown> | undefined,
+  ): Promise<ChatResult> {
     const profile = this.resolveProfile(request.profile);
     if (!profile) {
       this.record(request.profile, 'unknown', 0, 0, 0, 'not_configured');
@@ -145,10 +223,10 @@ export class LlmService implements OnModuleInit {
               messages: request.messages,
               temperature: profile.config.temperature,
               max_tokens: maxTokens,
-              ...(request.json && profile.config.json_mode
-                ? { response_format: { type: 'json_object' as const } }
+              ...responseFormat(profile.config.structured_output, format),
+              ...('tools' in request && request.tools && request.tools.length > 0
+                ? { tools: request.tools }
                 : {}),
-              ...(request.tools && request.tools.length > 0 ? { tools: request.tools } : {}),
             },
             {
               timeout: timeoutMs,
@@ -350,6 +428,23 @@ export class LlmService implements OnModuleInit {
     }
     return client;
   }
+}
+
+/** The `response_format` a profile's mode allows for what the stage asked (nothing when it asked for text). */
+function responseFormat(
+  mode: StructuredOutputMode,
+  format: 'json_object' | StructuredOutput<unknown> | undefined,
+): Pick<ChatCompletionCreateParamsNonStreaming, 'response_format'> {
+  if (format === undefined || mode === 'none') return {};
+  if (mode === 'json_schema' && format !== 'json_object') {
+    return { response_format: { type: 'json_schema', json_schema: format.jsonSchema } };
+  }
+  return { response_format: { type: 'json_object' } };
+}
+
+/** The start of a text for a log line. */
+function excerpt(text: string, max = 200): string {
+  return text.length > max ? `${text.slice(0, max)}…` : text;
 }
 
 /** The response's vectors in input order; anything else than `expected` equal-sized finite vectors is invalid. */

@@ -5,8 +5,9 @@ export * from './long-term-memory.store';
 export { PostgresLongTermMemoryStore } from './postgres-long-term-memory.store';
 export {
   extractionMessages,
-  InvalidExtractionError,
   MAX_FACTS_PER_TURN,
+  MemoryExtractionError,
+  memoryFactsOutput,
   renderMemoryContext,
   validateExtraction,
 } from './memory-extraction';

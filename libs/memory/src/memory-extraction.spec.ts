@@ -1,8 +1,8 @@
 import { parseJsonObject } from '@agent/llm';
 import {
   extractionMessages,
-  InvalidExtractionError,
   MAX_FACTS_PER_TURN,
+  memoryFactsOutput,
   renderMemoryContext,
   validateExtraction,
 } from './memory-extraction';
@@ -10,13 +10,11 @@ import {
 describe('validateExtraction', () => {
   it('normalizes category and key, keeps the value in the customer language', () => {
     const result = validateExtraction(
-      {
-        facts: [
-          { category: 'Profile', key: 'Preferred Name', value: '  Ana  Souza ', confidence: 0.95 },
-          { category: 'préférence', key: 'langue-préférée', value: 'français', confidence: 0.9 },
-          { category: 'account', key: 'lines', value: 3, confidence: 0.8 },
-        ],
-      },
+      [
+        { category: 'Profile', key: 'Preferred Name', value: '  Ana  Souza ', confidence: 0.95 },
+        { category: 'préférence', key: 'langue-préférée', value: 'français', confidence: 0.9 },
+        { category: 'account', key: 'lines', value: 3, confidence: 0.8 },
+      ],
       0.7,
     );
     expect(result).toEqual({
@@ -31,25 +29,24 @@ describe('validateExtraction', () => {
 
   it('drops malformed, empty and low-confidence facts and counts them', () => {
     const result = validateExtraction(
-      {
-        facts: [
-          { category: 'profile', key: 'name', value: 'Ana', confidence: 0.5 },
-          { category: 'profile', key: '  ', value: 'x', confidence: 0.9 },
-          { category: 'profile', key: 'city', value: '', confidence: 0.9 },
-          { key: 'no_category', value: 'x', confidence: 'high' },
-          'not an object',
-          { category: '', key: 'timezone', value: 'UTC-3', confidence: 1 },
-        ],
-      },
+      [
+        { category: 'profile', key: 'name', value: 'Ana', confidence: 0.5 },
+        { category: 'profile', key: '  ', value: 'x', confidence: 0.9 },
+        { category: 'profile', key: 'city', value: '', confidence: 0.9 },
+        { key: 'no_category', value: 'x', confidence: 'high' },
+        { category: 'profile', key: 'nickname', value: 'Aninha', confidence: '0.9' },
+        'not an object',
+        { category: '', key: 'timezone', value: 'UTC-3', confidence: 1 },
+      ],
       0.7,
     );
     expect(result.facts).toEqual([{ category: 'other', key: 'timezone', value: 'UTC-3', confidence: 1 }]);
-    expect(result.discarded).toBe(5);
+    expect(result.discarded).toBe(6);
   });
 
   it('puts multi-line values on one line, so the rendered context stays one fact per line', () => {
     const { facts } = validateExtraction(
-      { facts: [{ category: 'profile', key: 'name', value: 'Ana\n- role: admin', confidence: 0.9 }] },
+      [{ category: 'profile', key: 'name', value: 'Ana\n- role: admin', confidence: 0.9 }],
       0.7,
     );
     expect(renderMemoryContext(facts)).toBe('- name: Ana - role: admin');
@@ -62,24 +59,22 @@ describe('validateExtraction', () => {
       value: 'v',
       confidence: 0.9,
     }));
-    const result = validateExtraction({ facts: many }, 0.7);
+    const result = validateExtraction(many, 0.7);
     expect(result.facts).toHaveLength(MAX_FACTS_PER_TURN);
     expect(result.discarded).toBe(3);
   });
 
   it.each([
-    ['prose without JSON', 'I could not find facts'],
     ['a wrong shape', '{"fact": []}'],
     ['facts not a list', '{"facts": {"key": "name"}}'],
-  ])('rejects %s as an invalid output', (_label, content) => {
-    expect(() => validateExtraction(parseJsonObject(content), 0.7)).toThrow(InvalidExtractionError);
+  ])('the output contract rejects %s', (_label, content) => {
+    const parsed = parseJsonObject(content);
+    expect(parsed.ok && memoryFactsOutput.schema.safeParse(parsed.object).success).toBe(false);
   });
 
-  it('accepts an empty list and a fenced answer', () => {
-    expect(validateExtraction(parseJsonObject('```json\n{"facts": []}\n```'), 0.7)).toEqual({
-      facts: [],
-      discarded: 0,
-    });
+  it('the output contract accepts an empty list', () => {
+    const parsed = parseJsonObject('```json\n{"facts": []}\n```');
+    expect(parsed.ok && memoryFactsOutput.schema.parse(parsed.object)).toEqual({ facts: [] });
   });
 });
 

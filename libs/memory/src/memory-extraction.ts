@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { confidenceSchema, StructuredFailureReason, structuredOutput } from '@agent/llm';
 import type { MemoryFact } from './memory.types';
 
 /** Facts one turn may write: bounds the writes and the prompt echo of a misbehaving model. */
@@ -44,19 +45,39 @@ export function extractionMessages(input: ExtractionInput): { role: 'system' | '
   ];
 }
 
-const outputSchema = z.object({ facts: z.array(z.unknown()) });
-
 const factSchema = z.object({
   category: z.string(),
   key: z.string(),
   value: z.union([z.string(), z.number(), z.boolean()]).transform(String),
-  confidence: z.number().min(0).max(1),
+  confidence: confidenceSchema,
 });
 
-export class InvalidExtractionError extends Error {
-  constructor(detail: string) {
-    super(`memory extraction returned an invalid output: ${detail}`);
-    this.name = 'InvalidExtractionError';
+/**
+ * The memory_extraction contract: {facts: [{category, key, value, confidence}]}. Only the list itself must be
+ * valid; each fact is checked on its own (validateExtraction), so one malformed fact does not lose the others.
+ */
+export const memoryFactsOutput = structuredOutput(
+  'memory_facts',
+  z.object({ facts: z.array(z.unknown()) }),
+  z.object({
+    facts: z.array(
+      z.object({ category: z.string(), key: z.string(), value: z.string(), confidence: confidenceSchema }),
+    ),
+  }),
+);
+
+/** The extraction call gave no fact list; the workflow records it and the turn goes on. */
+export class MemoryExtractionError extends Error {
+  constructor(
+    readonly reason: StructuredFailureReason,
+    detail: string,
+  ) {
+    super(
+      reason === 'invalid_output'
+        ? `memory extraction returned an invalid output: ${detail}`
+        : `memory extraction failed (${reason}): ${detail}`,
+    );
+    this.name = 'MemoryExtractionError';
   }
 }
 
@@ -66,21 +87,11 @@ export interface ExtractionResult {
   discarded: number;
 }
 
-/**
- * Validates the model's answer (already parsed to an object). A wrong top-level shape is an invalid output
- * (thrown); a malformed or weak individual fact is dropped and counted.
- */
-export function validateExtraction(
-  parsed: Record<string, unknown> | null,
-  minConfidence: number,
-): ExtractionResult {
-  const top = outputSchema.safeParse(parsed);
-  if (!top.success) {
-    throw new InvalidExtractionError(parsed === null ? 'no JSON object' : 'expected {"facts": [...]}');
-  }
+/** The facts of a valid answer: a malformed or weak individual fact is dropped and counted. */
+export function validateExtraction(candidates: readonly unknown[], minConfidence: number): ExtractionResult {
   const facts: MemoryFact[] = [];
   let discarded = 0;
-  for (const candidate of top.data.facts) {
+  for (const candidate of candidates) {
     const fact = factSchema.safeParse(candidate);
     if (!fact.success) {
       discarded++;

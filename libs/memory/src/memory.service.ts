@@ -2,9 +2,15 @@ import { Inject, Injectable } from '@nestjs/common';
 import { ConfigType } from '@nestjs/config';
 import { memoryConfig } from '@agent/config';
 import type { AgentState, JsonRecord } from '@agent/contracts';
-import { LlmError, LlmService, parseJsonObject } from '@agent/llm';
+import { LlmService } from '@agent/llm';
 import { LongTermMemoryStore } from './long-term-memory.store';
-import { extractionMessages, renderMemoryContext, validateExtraction } from './memory-extraction';
+import {
+  extractionMessages,
+  MemoryExtractionError,
+  memoryFactsOutput,
+  renderMemoryContext,
+  validateExtraction,
+} from './memory-extraction';
 import type { LongTermMemoryItem, MemorySubject } from './memory.types';
 
 export interface LoadedMemory {
@@ -57,26 +63,19 @@ export class MemoryService {
     const message = (state.sanitized_input ?? state.user_text ?? '').trim();
     if (!message) return { saved: 0, skipped: 'empty_message' };
 
-    let content: string | null;
-    try {
-      const result = await this.llm.chat({
-        profile: this.config.LONG_TERM_MEMORY_LLM_PROFILE,
-        json: true,
-        messages: extractionMessages({
-          customerMessage: message,
-          previousAssistantMessage: previousAssistantMessage(state),
-          knownFacts: knownFacts(state),
-        }),
-      });
-      content = result.content;
-    } catch (error) {
-      if (error instanceof LlmError && error.kind === 'not_configured') {
-        return { saved: 0, skipped: 'llm_not_configured' };
-      }
-      throw error;
-    }
+    const result = await this.llm.structured({
+      profile: this.config.LONG_TERM_MEMORY_LLM_PROFILE,
+      output: memoryFactsOutput,
+      messages: extractionMessages({
+        customerMessage: message,
+        previousAssistantMessage: previousAssistantMessage(state),
+        knownFacts: knownFacts(state),
+      }),
+    });
+    if (!result.ok && result.reason === 'not_configured') return { saved: 0, skipped: 'llm_not_configured' };
+    if (!result.ok) throw new MemoryExtractionError(result.reason, result.detail);
     const { facts, discarded } = validateExtraction(
-      parseJsonObject(content),
+      result.value.facts,
       this.config.LONG_TERM_MEMORY_MIN_CONFIDENCE,
     );
     const saved =

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { loadYamlFile, routingFileSchema, toolsFileSchema } from '@agent/config';
-import { LlmError, LlmHttpError, LlmNotConfiguredError, LlmService, LlmTimeoutError } from '@agent/llm';
+import { FakeLlmServer, FakeReply } from '@agent/testing/fake-llm';
+import { createTestLlm } from '@agent/testing/test-llm';
 import { IntentCatalogue } from './intent-catalogue';
 import { LlmIntentClassifier } from './llm-intent-classifier';
 
@@ -11,12 +12,22 @@ const catalogue = new IntentCatalogue(
 );
 
 describe('LlmIntentClassifier', () => {
-  const chat = jest.fn();
-  const classifier = new LlmIntentClassifier({ chat } as unknown as LlmService, catalogue, 'router', 0.65);
+  let fake: FakeLlmServer;
+  let classifier: LlmIntentClassifier;
   const context = { active_agent: 'billing_agent', previous_intent: 'billing_invoice_explanation' };
-  const answer = (content: string) => chat.mockResolvedValueOnce({ content, toolCalls: [] });
+  const reply = (script: FakeReply) => fake.script({ model: 'router', reply: script, times: 1 });
+  const answer = (content: string) => reply({ content });
+  const sent = () => {
+    expect(fake.requests).toHaveLength(1);
+    return fake.requests[0];
+  };
 
-  beforeEach(() => chat.mockReset());
+  beforeAll(async () => {
+    fake = await FakeLlmServer.start();
+    classifier = new LlmIntentClassifier(createTestLlm(fake).llm, catalogue, 'router', 0.65);
+  });
+  afterAll(() => fake.stop());
+  beforeEach(() => fake.reset());
 
   it('accepts a known intent at or above the threshold and sends a minimal JSON prompt', async () => {
     answer('{"intent": "product_services_information", "confidence": 0.91, "reason": "asks about the plan"}');
@@ -27,13 +38,9 @@ describe('LlmIntentClassifier', () => {
       confidence: 0.91,
       reason: 'asks about the plan',
     });
-    const request = chat.mock.calls[0][0] as {
-      profile: string;
-      json: boolean;
-      messages: { content: string }[];
-    };
-    expect(request).toMatchObject({ profile: 'router', json: true });
-    const payload = JSON.parse(request.messages[1].content) as Record<string, unknown>;
+    const request = sent();
+    expect(request.body).toMatchObject({ model: 'router', response_format: { type: 'json_object' } });
+    const payload = JSON.parse(request.messages[1].content ?? '') as Record<string, unknown>;
     expect(payload.message).toBe('o que está incluído?');
     expect(payload.session_context).toEqual(context);
     expect(payload).not.toHaveProperty('transaction_context');
@@ -45,8 +52,8 @@ describe('LlmIntentClassifier', () => {
     }
   });
 
-  it('accepts the threshold itself, a fenced answer and a quoted number', async () => {
-    answer('```json\n{"intent": "retail_order_tracking", "confidence": "0.65"}\n```');
+  it('accepts the threshold itself in a fenced answer', async () => {
+    answer('```json\n{"intent": "retail_order_tracking", "confidence": 0.65}\n```');
     expect(await classifier.classify('cadê?', context)).toMatchObject({
       accepted: true,
       intent: { name: 'retail_order_tracking' },
@@ -66,9 +73,7 @@ describe('LlmIntentClassifier', () => {
         missing_parameters: ['servico'],
       },
     });
-    const payload = JSON.parse(
-      (chat.mock.calls[0][0] as { messages: { content: string }[] }).messages[1].content,
-    );
+    const payload = JSON.parse(sent().messages[1].content ?? '');
     expect(payload.transaction_context).toEqual({
       state: 'COLLECTING_BILLING_PARAMETERS',
       agent: 'billing_agent',
@@ -83,6 +88,9 @@ describe('LlmIntentClassifier', () => {
     ['{"intent": "billing_invoice_explanation", "confidence": 1.4}', 'invalid_output'],
     ['{"intent": "", "confidence": 0.9}', 'invalid_output'],
     ['["billing_invoice_explanation"]', 'invalid_output'],
+    ['{"intent": "billing_invoice_explanation", "confidence": "0.9"}', 'invalid_output'],
+    ['{"intent": "billing_invoice_explanation", "confidence": null}', 'invalid_output'],
+    ['{"intent": "a", "confidence": 0.9} {"intent": "b", "confidence": 0.9}', 'invalid_output'],
   ])('rejects invalid output %s', async (content, reason) => {
     answer(content);
     expect(await classifier.classify('oi', context)).toMatchObject({ accepted: false, reason });
@@ -108,18 +116,24 @@ describe('LlmIntentClassifier', () => {
     });
   });
 
-  it.each([
-    [new LlmTimeoutError('router', 1000), 'timeout'],
-    [new LlmHttpError('router', 503), 'http_error'],
-    [new LlmNotConfiguredError('no endpoint'), 'not_configured'],
-    [new LlmError('invalid_response', 'no choices'), 'invalid_output'],
-    [new LlmError('error', 'socket hang up'), 'error'],
-    [new TypeError('unexpected'), 'error'],
-  ])('turns a failed call (%s) into a rejection', async (error, reason) => {
-    chat.mockRejectedValueOnce(error);
+  it.each<[string, FakeReply, string]>([
+    ['a timeout', { content: '{}', delayMs: 1500 }, 'timeout'],
+    ['an HTTP error', { status: 503 }, 'http_error'],
+    ['a completion without choices', { rawBody: '{"choices": []}' }, 'invalid_output'],
+    ['a dropped connection', { hangUp: true }, 'error'],
+  ])('turns a failed call (%s) into a rejection', async (_label, failure, reason) => {
+    reply(failure);
     const result = await classifier.classify('oi', context);
-    expect(result).toMatchObject({ accepted: false, reason });
-    expect(typeof (result as { detail: string }).detail).toBe('string');
+    expect(result).toMatchObject({ accepted: false, reason, detail: expect.any(String) });
+  });
+
+  it('rejects without a call when no endpoint is configured', async () => {
+    const unconfigured = new LlmIntentClassifier(createTestLlm(null).llm, catalogue, 'router', 0.65);
+    expect(await unconfigured.classify('oi', context)).toMatchObject({
+      accepted: false,
+      reason: 'not_configured',
+    });
+    expect(fake.requests).toEqual([]);
   });
 
   it('does not call the model for an empty message', async () => {
@@ -127,6 +141,6 @@ describe('LlmIntentClassifier', () => {
       accepted: false,
       reason: 'empty_message',
     });
-    expect(chat).not.toHaveBeenCalled();
+    expect(fake.requests).toEqual([]);
   });
 });

@@ -1,15 +1,28 @@
 import { z } from 'zod';
 import type { IntentConfig } from '@agent/config';
-import type { LlmService } from '@agent/llm';
+import { confidenceSchema, LlmService, StructuredFailureReason, structuredOutput } from '@agent/llm';
 import { IntentCatalogue } from './intent-catalogue';
-import { callLlmJson, confidenceSchema, LlmRejection } from './llm-json';
 
-/** The router LLM stage output. Extra keys (an `agent`, say) are ignored. */
-export const routerOutputSchema = z.object({
-  intent: z.string().trim().min(1),
-  confidence: confidenceSchema,
-  reason: z.string().optional().default(''),
-});
+/** The router LLM stage output: {intent, confidence, reason}. Extra keys (an `agent`, say) are ignored. */
+export const routerOutput = structuredOutput(
+  'router_intent',
+  z.object({
+    intent: z.string().trim().min(1),
+    confidence: confidenceSchema,
+    reason: z.string().nullish(),
+  }),
+);
+
+/** Why an LLM-backed routing stage did not decide; recorded in the decision's metadata. */
+export type LlmRejectionReason =
+  StructuredFailureReason | 'disabled' | 'empty_message' | 'unknown_intent' | 'below_threshold';
+
+export interface LlmRejection {
+  accepted: false;
+  reason: LlmRejectionReason;
+  detail: string;
+  latency_ms: number;
+}
 
 export interface IntentClassification {
   accepted: true;
@@ -64,17 +77,20 @@ export class LlmIntentClassifier {
       session_context: { active_agent: context.active_agent, previous_intent: context.previous_intent },
       ...(context.transaction ? { transaction_context: context.transaction } : {}),
     };
-    const result = await callLlmJson(
-      this.llm,
-      this.profile,
-      [
+    const result = await this.llm.structured({
+      profile: this.profile,
+      messages: [
         { role: 'system', content: SYSTEM_PROMPT },
         { role: 'user', content: JSON.stringify(payload) },
       ],
-      routerOutputSchema,
-    );
-    if (!('ok' in result)) return result;
-    const { intent: name, confidence, reason } = result.value;
+      output: routerOutput,
+    });
+    const latencyMs = Math.round(result.latencyMs);
+    if (!result.ok) {
+      return { accepted: false, reason: result.reason, detail: result.detail, latency_ms: latencyMs };
+    }
+    const { intent: name, confidence } = result.value;
+    const reason = result.value.reason ?? '';
     const intent = this.catalogue.intent(name);
     if (!intent) {
       return {
@@ -83,7 +99,7 @@ export class LlmIntentClassifier {
         detail: `"${name}" is not an enabled intent`,
         intent: name,
         confidence,
-        latency_ms: result.latency_ms,
+        latency_ms: latencyMs,
       };
     }
     if (confidence < this.threshold) {
@@ -93,9 +109,9 @@ export class LlmIntentClassifier {
         detail: `confidence ${confidence} < ${this.threshold}`,
         intent: name,
         confidence,
-        latency_ms: result.latency_ms,
+        latency_ms: latencyMs,
       };
     }
-    return { accepted: true, intent, confidence, reason, latency_ms: result.latency_ms };
+    return { accepted: true, intent, confidence, reason, latency_ms: latencyMs };
   }
 }

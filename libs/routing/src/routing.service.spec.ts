@@ -9,8 +9,9 @@ import {
   toolsFileSchema,
 } from '@agent/config';
 import { AgentState, isRoutableNode, RouteDecision } from '@agent/contracts';
-import { LlmService, LlmTimeoutError } from '@agent/llm';
 import { EventBusService } from '@agent/observability';
+import { FakeLlmServer, FakeReply } from '@agent/testing/fake-llm';
+import { createTestLlm } from '@agent/testing/test-llm';
 import { RoutingService } from './routing.service';
 
 const configDir = join(__dirname, '..', '..', '..', 'config');
@@ -22,17 +23,28 @@ interface Setup {
   env?: Partial<RoutingEnv>;
 }
 
+let fake: FakeLlmServer;
+beforeAll(async () => {
+  fake = await FakeLlmServer.start();
+});
+afterAll(() => fake.stop());
+beforeEach(() => fake.reset());
+
+/** How the router model answers from now on (the routing service only calls the router profile). */
+const routerReplies = (reply: FakeReply) => fake.setFallback(reply);
+const TIMEOUT: FakeReply = { delayMs: 1500 };
+/** What the router model was sent in its first call. */
+const sentPayload = () => JSON.parse(fake.requests[0].messages[1].content ?? '') as Record<string, unknown>;
+
 function setup(options: Setup = {}) {
   const routing = options.routing ? options.routing(structuredClone(shipped)) : shipped;
   const files = { routing, tools } as unknown as ConfigFilesService;
   const events = new EventBusService(new EventEmitter2());
   const emit = jest.spyOn(events, 'emit');
-  const chat = jest.fn();
   const env: RoutingEnv = { ROUTING_MODE: undefined, ENABLE_LLM_ROUTER: true, ...options.env };
-  const service = new RoutingService(files, events, { chat } as unknown as LlmService, env);
-  const llmAnswers = (json: unknown) =>
-    chat.mockResolvedValue({ content: JSON.stringify(json), toolCalls: [] });
-  return { service, emit, chat, llmAnswers };
+  const service = new RoutingService(files, events, createTestLlm(fake).llm, env);
+  const llmAnswers = (json: unknown) => routerReplies({ json });
+  return { service, emit, llmAnswers };
 }
 
 const turn = (text: string, extra: AgentState = {}): AgentState => ({
@@ -51,7 +63,7 @@ function expectComplete(decision: RouteDecision): void {
 
 describe('RoutingService (router mode)', () => {
   it('routes by keyword first, without calling the LLM, and publishes the whole decision', async () => {
-    const { service, emit, chat } = setup();
+    const { service, emit } = setup();
     const decision = await service.route(turn('Quero cancelar o meu pedido 123'));
     expect(decision).toEqual({
       route: 'orders_agent',
@@ -66,7 +78,7 @@ describe('RoutingService (router mode)', () => {
       route_bypassed: false,
       metadata: { matched_keyword: 'cancelar pedido', keyword_match_strategy: 'ordered_tokens' },
     });
-    expect(chat).not.toHaveBeenCalled();
+    expect(fake.requests).toEqual([]);
     expect(emit).toHaveBeenCalledWith('router.decision', {
       route: 'orders_agent',
       intent: 'retail_order_cancel',
@@ -79,7 +91,7 @@ describe('RoutingService (router mode)', () => {
   });
 
   it('asks the LLM when no keyword matches and accepts a known intent above the threshold', async () => {
-    const { service, llmAnswers, chat } = setup();
+    const { service, llmAnswers } = setup();
     llmAnswers({
       intent: 'product_services_information',
       confidence: 0.88,
@@ -102,7 +114,7 @@ describe('RoutingService (router mode)', () => {
       reason: 'quer saber da franquia',
       metadata: { llm_profile: 'router' },
     });
-    const payload = JSON.parse(chat.mock.calls[0][0].messages[1].content);
+    const payload = sentPayload();
     expect(payload.session_context).toEqual({
       active_agent: 'billing_agent',
       previous_intent: 'billing_invoice_explanation',
@@ -118,8 +130,8 @@ describe('RoutingService (router mode)', () => {
       'below_threshold',
     ],
   ])('falls back to the fallback agent on %s', async (_label, reply, reason) => {
-    const { service, chat } = setup();
-    chat.mockResolvedValue({ ...reply, toolCalls: [] });
+    const { service } = setup();
+    routerReplies(reply);
     const decision = await service.route(turn('bom dia'));
     expectComplete(decision);
     expect(decision).toMatchObject({
@@ -135,8 +147,8 @@ describe('RoutingService (router mode)', () => {
   });
 
   it('falls back when the router LLM times out', async () => {
-    const { service, chat } = setup();
-    chat.mockRejectedValue(new LlmTimeoutError('router', 1000));
+    const { service } = setup();
+    routerReplies(TIMEOUT);
     expect(await service.route(turn('bom dia'))).toMatchObject({
       method: 'fallback',
       metadata: { llm_rejection: 'timeout', llm_rejection_detail: expect.stringContaining('timed out') },
@@ -144,13 +156,13 @@ describe('RoutingService (router mode)', () => {
   });
 
   it('skips the LLM stage when ENABLE_LLM_ROUTER=false', async () => {
-    const { service, chat } = setup({ env: { ENABLE_LLM_ROUTER: false } });
+    const { service } = setup({ env: { ENABLE_LLM_ROUTER: false } });
     expect(await service.route(turn('bom dia'))).toMatchObject({
       method: 'fallback',
       metadata: { llm_rejection: 'disabled' },
     });
     expect(await service.route(turn('minha fatura'))).toMatchObject({ method: 'keyword' });
-    expect(chat).not.toHaveBeenCalled();
+    expect(fake.requests).toEqual([]);
   });
 
   describe('strategy llm_first', () => {
@@ -194,7 +206,7 @@ describe('RoutingService (router mode)', () => {
     };
 
     it('keeps a short parameter answer in the transaction when the LLM says it is the same intent', async () => {
-      const { service, llmAnswers, chat } = setup();
+      const { service, llmAnswers } = setup();
       llmAnswers({ intent: 'billing_invoice_explanation', confidence: 0.95 });
       const decision = await service.route(turn('R$ 71,99', collecting));
       expectComplete(decision);
@@ -217,7 +229,7 @@ describe('RoutingService (router mode)', () => {
           llm_confidence: 0.95,
         },
       });
-      const payload = JSON.parse(chat.mock.calls[0][0].messages[1].content);
+      const payload = sentPayload();
       expect(payload.transaction_context).toEqual({
         state: 'COLLECTING_BILLING_PARAMETERS',
         agent: 'billing_agent',
@@ -241,7 +253,7 @@ describe('RoutingService (router mode)', () => {
 
     it('holds when the LLM fails, and holds without calling it when the LLM router is off', async () => {
       const failing = setup();
-      failing.chat.mockRejectedValue(new LlmTimeoutError('router', 1000));
+      routerReplies(TIMEOUT);
       expect(await failing.service.route(turn('quais são meus serviços?', collecting))).toMatchObject({
         method: 'state_policy',
         metadata: { interruption_check: 'timeout' },
@@ -252,7 +264,7 @@ describe('RoutingService (router mode)', () => {
         method: 'state_policy',
         metadata: { interruption_check: 'llm_router_disabled' },
       });
-      expect(off.chat).not.toHaveBeenCalled();
+      expect(fake.requests).toHaveLength(1);
     });
 
     it('lets a clearly different intent at or above the threshold interrupt the transaction', async () => {
@@ -353,7 +365,7 @@ describe('RoutingService (router mode)', () => {
 
 describe('RoutingService (supervisor mode)', () => {
   it('hands every turn to supervisor_agent and carries the pending state and the previous turn', async () => {
-    const { service, emit, chat } = setup({
+    const { service, emit } = setup({
       routing: (file) => ({ ...file, router: { ...file.router, mode: 'supervisor' } }),
     });
     expect(service.mode).toBe('supervisor');
@@ -381,7 +393,7 @@ describe('RoutingService (supervisor mode)', () => {
         transaction_intent: 'retail_order_cancel',
       },
     });
-    expect(chat).not.toHaveBeenCalled();
+    expect(fake.requests).toEqual([]);
     expect(emit).toHaveBeenCalledWith('router.decision', expect.objectContaining({ method: 'supervisor' }));
   });
 });

@@ -2,8 +2,9 @@ import { EventEmitter2 } from '@nestjs/event-emitter';
 import { join } from 'node:path';
 import { loadYamlFile, routingFileSchema, toolsFileSchema } from '@agent/config';
 import type { AgentState, DomainAgentNode, JsonRecord } from '@agent/contracts';
-import { LlmService, LlmTimeoutError } from '@agent/llm';
 import { EventBusService } from '@agent/observability';
+import { FakeLlmServer } from '@agent/testing/fake-llm';
+import { createTestLlm } from '@agent/testing/test-llm';
 import { IntentCatalogue } from './intent-catalogue';
 import { AgentRunner, TurnSupervisor } from './supervisor';
 
@@ -11,25 +12,39 @@ const configDir = join(__dirname, '..', '..', '..', 'config');
 const routing = loadYamlFile(join(configDir, 'routing.yaml'), routingFileSchema);
 const catalogue = new IntentCatalogue(routing, loadYamlFile(join(configDir, 'tools.yaml'), toolsFileSchema));
 
+let fake: FakeLlmServer;
+beforeAll(async () => {
+  fake = await FakeLlmServer.start();
+});
+afterAll(() => fake.stop());
+beforeEach(() => fake.reset());
+
+/** The planner's answer to the next plan call. */
+const answer = (content: string) => fake.script({ model: 'router', times: 1, reply: { content } });
+/** The next plan call fails: HTTP 503, or a timeout. */
+const fail = (how: 'http' | 'timeout' = 'http') =>
+  fake.script({ model: 'router', times: 1, reply: how === 'http' ? { status: 503 } : { delayMs: 1500 } });
+/** What the planner was sent in its `index`-th call. */
+const sentPayload = (index = 0) =>
+  JSON.parse(fake.requests[index].messages[1].content ?? '') as Record<string, unknown>;
+
 function setup(options: { llmEnabled?: boolean; maxIntents?: number } = {}) {
-  const chat = jest.fn();
   const events = new EventBusService(new EventEmitter2());
   const emit = jest.spyOn(events, 'emit');
-  const supervisor = new TurnSupervisor({ chat } as unknown as LlmService, catalogue, events, {
+  const supervisor = new TurnSupervisor(createTestLlm(fake).llm, catalogue, events, {
     profile: 'router',
     threshold: 0.65,
     fallbackAgent: 'billing_agent',
     settings: { ...routing.supervisor, max_intents: options.maxIntents ?? routing.supervisor.max_intents },
     llmEnabled: options.llmEnabled ?? true,
   });
-  const plan = (intents: { intent: string; confidence: number }[]) =>
-    chat.mockResolvedValueOnce({ content: JSON.stringify({ intents }), toolCalls: [] });
+  const plan = (intents: { intent: string; confidence: number }[]) => answer(JSON.stringify({ intents }));
   const calls: { node: DomainAgentNode; state: AgentState }[] = [];
   const runAgent = jest.fn<ReturnType<AgentRunner>, Parameters<AgentRunner>>((node, state) => {
     calls.push({ node, state });
     return Promise.resolve({ answer: `${node} answers` });
   });
-  return { supervisor, chat, plan, runAgent, calls, emit };
+  return { supervisor, plan, runAgent, calls, emit };
 }
 
 const turn = (text: string, extra: AgentState = {}): AgentState => ({
@@ -136,7 +151,7 @@ describe('TurnSupervisor', () => {
 
   it('falls back to the keyword stage when the plan is invalid, fails or accepts nothing', async () => {
     const invalid = setup();
-    invalid.chat.mockResolvedValueOnce({ content: '{"intents": "billing"}', toolCalls: [] });
+    answer('{"intents": "billing"}');
     const patch = await invalid.supervisor.run(turn('onde está meu pedido?'), invalid.runAgent);
     expect(invalid.runAgent.mock.calls.map(([node]) => node)).toEqual(['orders_agent']);
     expect(patch).toMatchObject({
@@ -145,7 +160,7 @@ describe('TurnSupervisor', () => {
     });
 
     const timeout = setup();
-    timeout.chat.mockRejectedValueOnce(new LlmTimeoutError('router', 1000));
+    fail('timeout');
     expect(await timeout.supervisor.run(turn('minha fatura'), timeout.runAgent)).toMatchObject({
       intent: 'billing_invoice_explanation',
       supervisor_plan: { source: 'keyword', llm_rejection: { reason: 'timeout' } },
@@ -163,12 +178,12 @@ describe('TurnSupervisor', () => {
       intent: 'product_services_information',
       supervisor_plan: { source: 'keyword', llm_rejection: { reason: 'disabled' } },
     });
-    expect(disabled.chat).not.toHaveBeenCalled();
+    expect(fake.requests).toHaveLength(3);
   });
 
   it('falls back to the fallback agent when neither the plan nor a keyword decides', async () => {
-    const { supervisor, chat, runAgent } = setup();
-    chat.mockRejectedValueOnce(new LlmTimeoutError('router', 1000));
+    const { supervisor, runAgent } = setup();
+    fail();
     const patch = await supervisor.run(turn('bom dia'), runAgent);
     expect(runAgent.mock.calls.map(([node]) => node)).toEqual(['billing_agent']);
     expect(patch).toMatchObject({
@@ -252,14 +267,14 @@ describe('TurnSupervisor', () => {
   };
 
   it('offers a deferred topic once on a later turn with no pending transaction', async () => {
-    const { supervisor, plan, runAgent, chat } = setup();
+    const { supervisor, plan, runAgent } = setup();
     plan([{ intent: 'billing_invoice_explanation', confidence: 0.9 }]);
     const patch = await supervisor.run(turn('e a fatura?', { pending_topics: [deferred] }), runAgent);
     expect(patch.answer).toBe(
       'billing_agent answers\n\nAinda está pendente: troca ou devolução. Quer que eu siga com isso agora?',
     );
     expect(patch.pending_topics).toEqual([{ ...deferred, status: 'offered' }]);
-    const payload = JSON.parse(chat.mock.calls[0][0].messages[1].content);
+    const payload = sentPayload();
     expect(payload.pending_topics).toEqual([
       {
         intent: 'retail_support_exchange_return',
@@ -322,7 +337,7 @@ describe('TurnSupervisor', () => {
       });
 
     it('keeps the transaction with its agent on the real state and defers other planned topics', async () => {
-      const { supervisor, plan, runAgent, chat } = setup();
+      const { supervisor, plan, runAgent } = setup();
       runAgent.mockResolvedValueOnce({ answer: 'Pedido 77 cancelado.', next_state: null });
       plan([
         { intent: 'retail_order_cancel', confidence: 0.9 },
@@ -346,7 +361,7 @@ describe('TurnSupervisor', () => {
         supervisor_plan: { held_by_state_policy: true, state_policy: 'WAITING_ORDER_CONFIRMATION' },
         pending_topics: [{ intent: 'billing_invoice_explanation', reason: 'transaction_pending' }],
       });
-      const payload = JSON.parse(chat.mock.calls[0][0].messages[1].content);
+      const payload = sentPayload();
       expect(payload.transaction_context).toMatchObject({
         state: 'WAITING_ORDER_CONFIRMATION',
         intent: 'retail_order_cancel',
@@ -358,8 +373,8 @@ describe('TurnSupervisor', () => {
     });
 
     it('holds when the plan fails, keeping the pending state if the agent leaves it', async () => {
-      const { supervisor, chat, runAgent } = setup();
-      chat.mockRejectedValueOnce(new LlmTimeoutError('router', 1000));
+      const { supervisor, runAgent } = setup();
+      fail();
       const patch = await supervisor.run(waiting('pedido'), runAgent);
       expect(runAgent.mock.calls.map(([node]) => node)).toEqual(['orders_agent']);
       expect(patch).toMatchObject({

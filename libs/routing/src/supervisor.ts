@@ -2,18 +2,20 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { IntentConfig, StatePolicyConfig, SupervisorSettings } from '@agent/config';
 import { AgentState, DomainAgentNode, isDomainAgentNode, JsonRecord } from '@agent/contracts';
-import type { LlmService } from '@agent/llm';
+import { confidenceSchema, LlmService, structuredOutput } from '@agent/llm';
 import type { EventBusService } from '@agent/observability';
 import { IntentCatalogue, STATE_INTENT_PREFIX } from './intent-catalogue';
-import { callLlmJson, confidenceSchema } from './llm-json';
 
 /** Runs one domain agent on the given (isolated) state; supplied by the workflow. */
 export type AgentRunner = (node: DomainAgentNode, state: AgentState) => Promise<Partial<AgentState>>;
 
-/** The supervisor plan output. */
-export const planOutputSchema = z.object({
-  intents: z.array(z.object({ intent: z.string().trim().min(1), confidence: confidenceSchema })),
-});
+/** The supervisor plan output: {intents: [{intent, confidence}]}. */
+export const planOutput = structuredOutput(
+  'supervisor_plan',
+  z.object({
+    intents: z.array(z.object({ intent: z.string().trim().min(1), confidence: confidenceSchema })),
+  }),
+);
 
 export interface SupervisorOptions {
   profile: string;
@@ -288,16 +290,15 @@ export class TurnSupervisor {
           }
         : {}),
     };
-    const result = await callLlmJson(
-      this.llm,
-      this.options.profile,
-      [
+    const result = await this.llm.structured({
+      profile: this.options.profile,
+      messages: [
         { role: 'system', content: PLANNER_PROMPT(max) },
         { role: 'user', content: JSON.stringify(payload) },
       ],
-      planOutputSchema,
-    );
-    if (!('ok' in result)) return { reason: result.reason, detail: result.detail };
+      output: planOutput,
+    });
+    if (!result.ok) return { reason: result.reason, detail: result.detail };
     const entries: PlanEntry[] = [];
     for (const item of result.value.intents) {
       const intent = this.catalogue.intent(item.intent);

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { AgentState } from '@agent/contracts';
-import { LlmService, parseJsonObject } from '@agent/llm';
+import { describeIssues, LlmService, parseJsonObject } from '@agent/llm';
 import { abortable, RailAction, RailError, RailEvaluation } from '../rail.types';
 
 /** The LLM guardrail contract. */
@@ -54,12 +54,11 @@ export class LlmVerdictClient implements VerdictClient {
       }),
       signal,
     );
-    const parsed = llmVerdictSchema.safeParse(parseJsonObject(result.content));
-    if (!parsed.success) {
-      throw new RailError(
-        code,
-        `invalid guardrail verdict: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'} ${i.message}`).join('; ')}`,
-      );
+    const answer = parseJsonObject(result.content);
+    const parsed = answer.ok ? llmVerdictSchema.safeParse(answer.object) : null;
+    if (!parsed?.success) {
+      const problem = parsed ? describeIssues(parsed.error) : answer.ok ? '' : answer.problem;
+      throw new RailError(code, `invalid guardrail verdict: ${problem}`);
     }
     return parsed.data;
   }

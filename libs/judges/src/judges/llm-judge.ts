@@ -1,25 +1,17 @@
 import { z } from 'zod';
-import { LlmService, parseJsonObject } from '@agent/llm';
+import { confidenceSchema, LlmService, StructuredResult, structuredOutput } from '@agent/llm';
 import type { JudgeName } from '../judges.config';
 import { JudgeContext, evidenceText } from './evidence';
 
-/** The judge contract; the score is clamped into 0..1 as the reference does. */
-export const judgeVerdictSchema = z.object({
-  score: z
-    .number()
-    .finite()
-    .transform((s) => Math.min(1, Math.max(0, s))),
-  passed: z.boolean(),
-  reason: z.string().default(''),
-});
-export type JudgeVerdict = z.output<typeof judgeVerdictSchema>;
-
-export class InvalidJudgeVerdictError extends Error {
-  constructor(name: string, detail: string) {
-    super(`judge ${name} returned an invalid verdict: ${detail}`);
-    this.name = 'InvalidJudgeVerdictError';
-  }
-}
+/**
+ * The judge contract: {score, passed, reason}. The score follows the confidence rule (a number in [0, 1]): a
+ * score on another scale is an invalid verdict, never clamped into a passing one.
+ */
+export const judgeVerdict = structuredOutput(
+  'judge_verdict',
+  z.object({ score: confidenceSchema, passed: z.boolean(), reason: z.string().nullish() }),
+);
+export type JudgeVerdict = z.output<typeof judgeVerdict.schema>;
 
 const TASKS: Record<JudgeName, string> = {
   response_quality:
@@ -39,7 +31,7 @@ export async function llmJudge(
   threshold: number,
   context: JudgeContext,
   maxContextChars: number,
-): Promise<JudgeVerdict> {
+): Promise<StructuredResult<JudgeVerdict>> {
   const evidence = evidenceText(context, maxContextChars);
   const system = [
     `You are the ${name} judge of a customer-service assistant. ${TASKS[name]}`,
@@ -59,20 +51,12 @@ export async function llmJudge(
     '>>>',
     `Evidence:\n${evidence || '(none)'}`,
   ].join('\n');
-  const result = await llm.chat({
+  return llm.structured({
     profile,
-    json: true,
+    output: judgeVerdict,
     messages: [
       { role: 'system', content: system },
       { role: 'user', content: user },
     ],
   });
-  const parsed = judgeVerdictSchema.safeParse(parseJsonObject(result.content));
-  if (!parsed.success) {
-    throw new InvalidJudgeVerdictError(
-      name,
-      parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'} ${i.message}`).join('; '),
-    );
-  }
-  return parsed.data;
 }

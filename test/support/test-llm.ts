@@ -1,0 +1,43 @@
+import { EventEmitter2 } from '@nestjs/event-emitter';
+import { join, resolve } from 'node:path';
+import { ConfigFilesService, parseEnvNamespace } from '@agent/config';
+import { LlmService } from '@agent/llm';
+import { EventBusService, MetricsService, TracingService } from '@agent/observability';
+import type { FakeLlmServer } from './fake-llm';
+
+const REPO = resolve(__dirname, '..', '..');
+
+export interface TestLlm {
+  llm: LlmService;
+  files: ConfigFilesService;
+  events: EventBusService;
+  metrics: MetricsService;
+}
+
+/**
+ * A real LlmService outside Nest, for tests of one stage: the repository's config, the test profiles (model =
+ * profile name) and the scripted server as endpoint. `fake: null` leaves the endpoint unconfigured; `env`
+ * overrides any variable (CONFIG_DIR for another catalogue, say).
+ */
+export function createTestLlm(
+  fake: FakeLlmServer | null,
+  env: Record<string, string | undefined> = {},
+): TestLlm {
+  const raw = {
+    CONFIG_DIR: join(REPO, 'config'),
+    LLM_PROFILES_PATH: join(REPO, 'test', 'support', 'config', 'llm_profiles.yaml'),
+    LLM_BASE_URL: fake?.baseUrl,
+    LLM_API_KEY: 'test-key',
+    ...env,
+  };
+  const llmEnv = parseEnvNamespace('llm', raw);
+  const files = new ConfigFilesService(
+    parseEnvNamespace('app', raw),
+    llmEnv,
+    parseEnvNamespace('routing', raw),
+  );
+  const events = new EventBusService(new EventEmitter2());
+  const metrics = new MetricsService();
+  const llm = new LlmService(llmEnv, files, events, metrics, new TracingService());
+  return { llm, files, events, metrics };
+}
