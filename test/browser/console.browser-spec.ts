@@ -1,6 +1,7 @@
 import type { Browser, Page } from 'playwright-core';
 import { launchChromium, screenshot } from '../support/browser';
 import { FakeLlmServer } from '../support/fake-llm';
+import { scriptStages } from '../support/scripted-stages';
 import { startTestApp, TestApp, uniqueId } from '../support/test-app';
 
 // Tenants of their own, so listings are exact even when other suites share the database.
@@ -28,6 +29,7 @@ describe('operator console in Chromium', () => {
         CHANNEL_API_KEYS: `${TENANT}:console-channel,${OTHER}:console-channel-other`,
         ADMIN_API_KEYS: `${ADMIN_KEY},${TENANT}:${TENANT_ADMIN_KEY}`,
         HUMAN_HANDOFF_MODE: 'hold',
+        ENABLE_ROUTE_STICKINESS: 'true',
       },
     });
     browser = await launchChromium();
@@ -41,8 +43,12 @@ describe('operator console in Chromium', () => {
 
   beforeEach(async () => {
     fake.reset();
-    fake.script({ model: 'agent', reply: { content: 'Resposta do agente.' } });
-    fake.setFallback({ json: { intent: 'unknown', confidence: 0, reason: 'test' } });
+    scriptStages(fake, {
+      'Qual é o meu plano?': { decision: 'ROUTE', confidence: 0.98 },
+      'e o que está incluso?': { decision: 'CONTINUE', confidence: 0.97 },
+      'talvez a fatura': { decision: 'CONTINUE', confidence: 0.4 },
+      'quero falar com uma pessoa': { decision: 'HUMAN_HANDOFF', confidence: 0.99 },
+    });
     page = await browser.newPage({ viewport: { width: 1366, height: 800 } });
   });
 
@@ -124,6 +130,45 @@ describe('operator console in Chromium', () => {
     expect(await page.evaluate<number>('sessionStorage.length')).toBe(0);
   });
 
+  it('opens a timeline with the continuity decision and route of each turn, and marks operator actions', async () => {
+    const id = uniqueId('web');
+    for (const text of ['Qual é o meu plano?', 'e o que está incluso?', 'talvez a fatura']) {
+      await say(id, text);
+    }
+
+    await signIn(ADMIN_KEY);
+    await page.getByLabel('Tenant').fill(TENANT);
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await page.getByRole('link', { name: id }).click();
+    await expectVisible(page.getByRole('heading', { name: `Conversation ${id}` }));
+    const turn = (n: number) => page.getByRole('article', { name: `Turn ${n}` });
+    await expectVisible(turn(3));
+    const text = async (n: number) => (await turn(n).textContent()) ?? '';
+    expect(await text(1)).toContain('Qual é o meu plano?');
+    expect(await text(1)).toContain('product_agent · product_services_information');
+    expect(await text(1)).toContain('ROUTE at 98.0 %, accepted');
+    expect(await text(2)).toContain('CONTINUE at 97.0 %, accepted');
+    expect(await text(2)).toContain('continuity (router skipped)');
+    expect(await text(2)).toContain('router skipped');
+    expect(await text(3)).toContain('billing_agent');
+    expect(await text(3)).toContain(
+      'CONTINUE at 40.0 %, overruled — fallback: confidence below the threshold',
+    );
+    await turn(2).getByText('Node timings and model calls').click();
+    await expectVisible(turn(2).getByRole('rowheader', { name: 'route_continuity' }));
+    await screenshot(page, 'timeline');
+
+    // Ending the session asks first; the action is then marked after the last turn.
+    await page.getByRole('button', { name: 'End session' }).click();
+    const dialog = page.getByRole('dialog', { name: 'End this session?' });
+    await dialog.getByLabel('Reason (optional, kept with the event)').fill('resolved by phone');
+    await dialog.getByRole('button', { name: 'End session' }).click();
+    await expectVisible(page.getByRole('status').filter({ hasText: 'Session ended.' }));
+    await expectVisible(turn(3).getByText('An operator ended the session'));
+    expect(await text(3)).toContain('resolved by phone');
+    await expectVisible(page.getByText('This session has ended'));
+  });
+
   it("shows a tenant key only its tenant's sessions", async () => {
     const own = uniqueId('web');
     const foreign = uniqueId('web');
@@ -142,6 +187,10 @@ describe('operator console in Chromium', () => {
     await expectVisible(page.getByRole('alert').filter({ hasText: '403' }));
     await expect(sessionRows(foreign).count()).resolves.toBe(0);
     await screenshot(page, 'tenant-key-refused-other-tenant');
+    // So is the other tenant's conversation, exactly like one that does not exist.
+    await page.goto(`${app.baseUrl}/console/#/sessions/${OTHER}/${foreign}`);
+    await expectVisible(page.getByRole('alert').filter({ hasText: 'SESSION_NOT_FOUND' }));
+    await expect(page.getByRole('article').count()).resolves.toBe(0);
   });
 });
 

@@ -35,3 +35,12 @@ describe('console routes', () => {
     expect(parseRoute('')).toEqual(parseRoute('#/sessions'));
   });
 });
+
+describe('console timeline route', () => {
+  it('addresses a conversation by tenant and session, escaping both', () => {
+    const route = { view: 'timeline' as const, tenant: 'acme', session: 'web:7f/3a' };
+    expect(routeHref(route)).toBe('#/sessions/acme/web%3A7f%2F3a');
+    expect(parseRoute(routeHref(route))).toEqual(route);
+    expect(parseRoute('#/sessions/acme/%E0%A4%A')).toMatchObject({ view: 'sessions' });
+  });
+});

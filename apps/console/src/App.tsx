@@ -6,6 +6,7 @@ import { useRoute } from './hooks';
 import { routeHref, type Route } from './routes';
 import { Sessions } from './views/Sessions';
 import { SignIn } from './views/SignIn';
+import { Timeline } from './views/Timeline';
 
 type SignedIn = { key: string; me: AdminKey };
 
@@ -97,6 +98,8 @@ function View({ route }: { route: Route }) {
   switch (route.view) {
     case 'sessions':
       return <Sessions key={JSON.stringify(route.filters)} filters={route.filters} />;
+    case 'timeline':
+      return <Timeline tenant={route.tenant} session={route.session} />;
   }
 }
 
@@ -110,7 +113,7 @@ function Header({ route }: { route: Route }) {
       <nav aria-label="Console views">
         <a
           href={routeHref({ view: 'sessions', filters: {} })}
-          aria-current={route.view === 'sessions' ? 'page' : undefined}
+          aria-current={route.view === 'sessions' || route.view === 'timeline' ? 'page' : undefined}
         >
           Sessions
         </a>

@@ -16,7 +16,8 @@ export interface SessionFilters {
   activity?: ActivityWindow;
 }
 
-export type Route = { view: 'sessions'; filters: SessionFilters };
+export type Route =
+  { view: 'sessions'; filters: SessionFilters } | { view: 'timeline'; tenant: string; session: string };
 
 function oneOf<T extends string>(value: string | null, allowed: readonly T[]): T | undefined {
   return allowed.find((candidate) => candidate === value);
@@ -27,9 +28,22 @@ function text(value: string | null): string | undefined {
   return trimmed ? trimmed : undefined;
 }
 
+/** A malformed escape (a hand-edited URL) reads as no segment rather than an exception. */
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return '';
+  }
+}
+
 export function parseRoute(hash: string): Route {
-  const [, query = ''] = hash.replace(/^#/, '').split('?', 2);
+  const [path = '', query = ''] = hash.replace(/^#/, '').split('?', 2);
   const params = new URLSearchParams(query);
+  const segments = path.split('/').filter(Boolean).map(decodeSegment);
+  if (segments[0] === 'sessions' && segments.length === 3 && segments[1] && segments[2]) {
+    return { view: 'timeline', tenant: segments[1], session: segments[2] };
+  }
   return {
     view: 'sessions',
     filters: {
@@ -49,5 +63,10 @@ function withQuery(path: string, query: Record<string, string | undefined>): str
 }
 
 export function routeHref(route: Route): string {
-  return withQuery('/sessions', { ...route.filters });
+  switch (route.view) {
+    case 'sessions':
+      return withQuery('/sessions', { ...route.filters });
+    case 'timeline':
+      return `#/sessions/${encodeURIComponent(route.tenant)}/${encodeURIComponent(route.session)}`;
+  }
 }

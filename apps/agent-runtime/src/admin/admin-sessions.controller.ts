@@ -46,6 +46,8 @@ import {
   stateSummary,
   turnDecisions,
 } from './session-view';
+import { oldestMessageTurn, timelineTurns } from './session-timeline';
+import { SessionTimelineDto } from './timeline.dto';
 
 /**
  * The admin API (docs/api.md). A global admin key names the tenant with `?tenant_id=`; a tenant-scoped key
@@ -105,6 +107,30 @@ export class AdminSessionsController {
       state: stateSummary(loaded?.version ?? null, loaded?.state ?? {}),
       turns: turnDecisions(events),
       admin_actions: adminActions(events),
+    };
+  }
+
+  @Get(':session_id/timeline')
+  @ApiOperation({
+    summary:
+      'Every turn: messages, route, continuity verdict, router method, guardrail verdicts, node timings, model calls, recoveries, operator actions and events',
+  })
+  @ApiOkResponse({ type: SessionTimelineDto })
+  async timeline(
+    @Param() params: SessionParamDto,
+    @Query() query: TenantQueryDto,
+    @Req() request: FastifyRequest,
+  ): Promise<SessionTimelineDto> {
+    const key = this.conversationKey(request, params.session_id, query.tenant_id);
+    const session = await this.existing(key);
+    const loaded = await this.checkpoints.loadLatest(key);
+    const head = loaded?.state ?? {};
+    const events = await this.checkpoints.listEvents(key);
+    return {
+      session: sessionSummary(session),
+      state_version: loaded?.version ?? null,
+      messages_from_turn: oldestMessageTurn(head),
+      turns: timelineTurns(events, head),
     };
   }
 

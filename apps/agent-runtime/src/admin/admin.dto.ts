@@ -247,6 +247,9 @@ export class ContinuityDecisionDto {
 
   @ApiProperty({ type: Number, nullable: true })
   latency_ms!: number | null;
+
+  @ApiProperty({ type: String, nullable: true, description: "The classifier's stated reason" })
+  reason!: string | null;
 }
 
 export class TurnDecisionDto {

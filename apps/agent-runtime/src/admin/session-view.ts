@@ -89,7 +89,7 @@ const ADMIN_EVENTS: Record<string, AdminActionRecordDto['action']> = {
   'session.resumed': 'resume',
 };
 
-function isAdminEvent(event: StoredEventRow): boolean {
+export function isAdminEvent(event: StoredEventRow): boolean {
   return event.name in ADMIN_EVENTS && event.payload.source === 'admin';
 }
 
@@ -105,12 +105,10 @@ export function adminActions(events: StoredEventRow[]): AdminActionRecordDto[] {
 }
 
 /**
- * One decision per processed turn, from the events the turn committed: `router.decision` (route, intent,
- * method, confidence), `router.continuity` (the classifier's verdict; an accepted CONTINUE is the route when
- * the router did not run), session-control and rejection events, and `AGENT_COMPLETED` (final route, latency).
- * Operator events share the turn number of the turn before them and are left to `adminActions`.
+ * The stored events of each turn, oldest turn first. Operator events share the turn number of the turn before
+ * them and are left to `adminActions`.
  */
-export function turnDecisions(events: StoredEventRow[]): TurnDecisionDto[] {
+export function eventsByTurn(events: StoredEventRow[]): [number, StoredEventRow[]][] {
   const byTurn = new Map<number, StoredEventRow[]>();
   for (const event of events) {
     if (isAdminEvent(event)) continue;
@@ -119,43 +117,56 @@ export function turnDecisions(events: StoredEventRow[]): TurnDecisionDto[] {
     list.push(event);
     byTurn.set(turn, list);
   }
-  const decisions: TurnDecisionDto[] = [];
-  for (const [turn, list] of [...byTurn.entries()].sort((a, b) => a[0] - b[0])) {
-    const find = (name: string) => [...list].reverse().find((event) => event.name === name)?.payload;
-    const started = find('AGENT_STARTED') ?? find('NOC.001');
-    if (!started) continue;
-    const router = find('router.decision');
-    const continuityEvent = find('router.continuity');
-    const completed = find('AGENT_COMPLETED');
-    const continuity = continuityEvent ? continuityView(continuityEvent) : null;
-    const bypassed = continuityEvent?.route_bypassed === true || router?.method === 'continuity';
-    const endedByUser = find('session.end.requested') !== undefined;
-    const handedOff = find('session.human_handoff.requested') !== undefined;
-    const rejectedAfterEnd = find('session.message.rejected_after_end') !== undefined;
-    const heldForHuman = find('session.message.held_for_human') !== undefined;
-    const inputBlocked = find('guardrails.input.completed')?.blocked === true;
-    const outputBlocked = find('guardrails.output.completed')?.blocked === true;
-    // The final route (AGENT_COMPLETED) wins over the router's proposal: the graph may have replaced it.
-    const route =
-      stringOr(completed?.route) ??
-      stringOr(router?.route) ??
-      (bypassed ? stringOr(continuityEvent?.active_agent) : null);
-    decisions.push({
-      turn,
-      at: stringOr(started.at),
-      route,
-      intent: stringOr(completed?.intent) ?? stringOr(router?.intent),
-      method: stringOr(router?.method) ?? (bypassed ? 'continuity' : inputBlocked ? 'guardrail' : null),
-      confidence: numberOr(router?.confidence) ?? (bypassed ? (continuity?.confidence ?? null) : null),
-      route_bypassed: bypassed,
-      continuity,
-      session_control:
-        endedByUser || rejectedAfterEnd ? 'END_SESSION' : handedOff || heldForHuman ? 'HUMAN_HANDOFF' : null,
-      blocked: inputBlocked || outputBlocked || rejectedAfterEnd || heldForHuman,
-      latency_ms: numberOr(completed?.latency_ms),
-    });
-  }
-  return decisions;
+  return [...byTurn.entries()].sort((a, b) => a[0] - b[0]);
+}
+
+/**
+ * One decision per processed turn, from the events the turn committed: `router.decision` (route, intent,
+ * method, confidence), `router.continuity` (the classifier's verdict; an accepted CONTINUE is the route when
+ * the router did not run), session-control and rejection events, and `AGENT_COMPLETED` (final route, latency).
+ */
+export function turnDecisions(events: StoredEventRow[]): TurnDecisionDto[] {
+  return eventsByTurn(events).flatMap(([turn, list]) => {
+    const decision = turnDecision(turn, list);
+    return decision ? [decision] : [];
+  });
+}
+
+/** The decision of one turn from its events; null when the turn has no start event (only operator events). */
+export function turnDecision(turn: number, list: StoredEventRow[]): TurnDecisionDto | null {
+  const find = (name: string) => [...list].reverse().find((event) => event.name === name)?.payload;
+  const started = find('AGENT_STARTED') ?? find('NOC.001');
+  if (!started) return null;
+  const router = find('router.decision');
+  const continuityEvent = find('router.continuity');
+  const completed = find('AGENT_COMPLETED');
+  const continuity = continuityEvent ? continuityView(continuityEvent) : null;
+  const bypassed = continuityEvent?.route_bypassed === true || router?.method === 'continuity';
+  const endedByUser = find('session.end.requested') !== undefined;
+  const handedOff = find('session.human_handoff.requested') !== undefined;
+  const rejectedAfterEnd = find('session.message.rejected_after_end') !== undefined;
+  const heldForHuman = find('session.message.held_for_human') !== undefined;
+  const inputBlocked = find('guardrails.input.completed')?.blocked === true;
+  const outputBlocked = find('guardrails.output.completed')?.blocked === true;
+  // The final route (AGENT_COMPLETED) wins over the router's proposal: the graph may have replaced it.
+  const route =
+    stringOr(completed?.route) ??
+    stringOr(router?.route) ??
+    (bypassed ? stringOr(continuityEvent?.active_agent) : null);
+  return {
+    turn,
+    at: stringOr(started.at),
+    route,
+    intent: stringOr(completed?.intent) ?? stringOr(router?.intent),
+    method: stringOr(router?.method) ?? (bypassed ? 'continuity' : inputBlocked ? 'guardrail' : null),
+    confidence: numberOr(router?.confidence) ?? (bypassed ? (continuity?.confidence ?? null) : null),
+    route_bypassed: bypassed,
+    continuity,
+    session_control:
+      endedByUser || rejectedAfterEnd ? 'END_SESSION' : handedOff || heldForHuman ? 'HUMAN_HANDOFF' : null,
+    blocked: inputBlocked || outputBlocked || rejectedAfterEnd || heldForHuman,
+    latency_ms: numberOr(completed?.latency_ms),
+  };
 }
 
 function continuityView(payload: JsonRecord): ContinuityDecisionDto {
@@ -165,13 +176,18 @@ function continuityView(payload: JsonRecord): ContinuityDecisionDto {
     accepted: payload.accepted === true,
     fallback_reason: stringOr(payload.fallback_reason),
     latency_ms: numberOr(payload.latency_ms),
+    reason: stringOr(payload.reason),
   };
 }
 
-function stringOr(value: unknown): string | null {
+export function isRecord(value: unknown): value is JsonRecord {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+export function stringOr(value: unknown): string | null {
   return typeof value === 'string' && value !== '' ? value : null;
 }
 
-function numberOr(value: unknown): number | null {
+export function numberOr(value: unknown): number | null {
   return typeof value === 'number' && Number.isFinite(value) ? value : null;
 }

@@ -73,6 +73,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/sessions/{session_id}/timeline": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every turn: messages, route, continuity verdict, router method, guardrail verdicts, node timings, model calls, recoveries, operator actions and events */
+        get: operations["AdminSessionsController_timeline"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/admin/sessions/{session_id}/events": {
         parameters: {
             query?: never;
@@ -363,6 +380,8 @@ export interface components {
             /** @enum {string|null} */
             fallback_reason: "below_threshold" | "invalid_output" | "timeout" | "error" | "no_active_agent" | null;
             latency_ms: number | null;
+            /** @description The classifier's stated reason */
+            reason: string | null;
         };
         TurnDecisionDto: {
             turn: number;
@@ -399,6 +418,57 @@ export interface components {
             turns: components["schemas"]["TurnDecisionDto"][];
             admin_actions: components["schemas"]["AdminActionRecordDto"][];
         };
+        GuardrailRailDto: {
+            /** @example PINJ */
+            code: string;
+            /**
+             * @example allow
+             * @enum {string}
+             */
+            action: "allow" | "sanitize" | "observe" | "retry" | "handover" | "block";
+            reason: string | null;
+            latency_ms: number | null;
+        };
+        GuardrailVerdictDto: {
+            /** @enum {string} */
+            stage: "input" | "output";
+            /** @description Output supervisor pass (0 = first answer) */
+            attempt: number | null;
+            blocked: boolean;
+            /** @description Codes of the rails that did not let the text through */
+            codes: string[];
+            rails: components["schemas"]["GuardrailRailDto"][];
+        };
+        NodeTimingDto: {
+            /** @example route */
+            node: string;
+            duration_ms: number;
+            /** @enum {string} */
+            outcome: "ok" | "error";
+        };
+        LlmCallDto: {
+            /** @example route_continuity */
+            profile: string;
+            /** @example openai.gpt-4.1-mini */
+            model: string;
+            latency_ms: number | null;
+            prompt_tokens: number;
+            completion_tokens: number;
+            /** @example ok */
+            outcome: string;
+        };
+        CheckpointRecoveryDto: {
+            /**
+             * @description A corrupt checkpoint was skipped, or none was usable and the conversation started clean
+             * @enum {string}
+             */
+            kind: "skip_corrupt" | "clean_start";
+            /** @description The skipped version (skip_corrupt) */
+            version: number | null;
+            reason: string | null;
+            /** @description Versions skipped (clean_start) */
+            skipped: number | null;
+        };
         SessionEventDto: {
             /** @description Monotonic id (string: bigint) */
             id: string;
@@ -413,6 +483,48 @@ export interface components {
             };
             /** Format: date-time */
             created_at: string;
+        };
+        TimelineTurnDto: {
+            turn: number;
+            /** Format: date-time */
+            at: string | null;
+            route: string | null;
+            intent: string | null;
+            /** @enum {string|null} */
+            method: "continuity" | "llm" | "keyword" | "state_policy" | "fallback" | "supervisor" | "guardrail" | null;
+            confidence: number | null;
+            /** @description Continuity kept the active agent; the router was not called */
+            route_bypassed: boolean;
+            continuity: components["schemas"]["ContinuityDecisionDto"] | null;
+            /** @enum {string|null} */
+            session_control: "HUMAN_HANDOFF" | "END_SESSION" | null;
+            /** @description Blocked by a guardrail, an ended session or a held handoff */
+            blocked: boolean;
+            /** @description Workflow latency of the turn */
+            latency_ms: number | null;
+            /** @description The customer's message; null once it left the bounded history */
+            user_message: string | null;
+            /** @description The answer sent; null once it left the history */
+            answer: string | null;
+            guardrails: components["schemas"]["GuardrailVerdictDto"][];
+            /** @description Workflow nodes in execution order */
+            nodes: components["schemas"]["NodeTimingDto"][];
+            /** @description Model calls of the turn, with their tokens */
+            llm_calls: components["schemas"]["LlmCallDto"][];
+            recoveries: components["schemas"]["CheckpointRecoveryDto"][];
+            /** @description Operator actions taken after this turn */
+            admin_actions: components["schemas"]["AdminActionRecordDto"][];
+            /** @description Every stored event of the turn, in commit order */
+            events: components["schemas"]["SessionEventDto"][];
+        };
+        SessionTimelineDto: {
+            session: components["schemas"]["SessionSummaryDto"];
+            /** @description The newest checkpoint version that passes the integrity check (below session.head_version: the newer ones are corrupt and the next turn recovers from this one; null: none is usable) */
+            state_version: number | null;
+            /** @description Oldest turn whose messages the bounded history still holds (null: none) */
+            messages_from_turn: number | null;
+            /** @description Oldest first */
+            turns: components["schemas"]["TimelineTurnDto"][];
         };
         SessionEventListDto: {
             items: components["schemas"]["SessionEventDto"][];
@@ -794,6 +906,84 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DeleteResultDto"];
+                };
+            };
+            /** @description Validation failed (field errors in error.details) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Missing or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description The key may not act for this tenant or call this kind of endpoint */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description No such session (for this key: another tenant is indistinguishable from none) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Rate limit of the key exceeded (Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Database unavailable (Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    AdminSessionsController_timeline: {
+        parameters: {
+            query?: {
+                /** @description Required with a global admin key; a tenant-scoped key defaults to its tenant */
+                tenant_id?: string;
+            };
+            header?: never;
+            path: {
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionTimelineDto"];
                 };
             };
             /** @description Validation failed (field errors in error.details) */

@@ -82,7 +82,15 @@ export function Sessions({ filters }: { filters: SessionFilters }) {
           {sessions.data?.items.map((session) => (
             <tr key={session.conversation_key}>
               <th scope="row">
-                {session.session_id}
+                <a
+                  href={routeHref({
+                    view: 'timeline',
+                    tenant: session.tenant_id,
+                    session: session.session_id,
+                  })}
+                >
+                  {session.session_id}
+                </a>
                 {session.busy && <span className="badge badge-busy">turn running</span>}
               </th>
               <td>{session.tenant_id}</td>

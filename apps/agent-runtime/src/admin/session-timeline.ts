@@ -1,0 +1,148 @@
+import type { StoredEventRow } from '@agent/checkpoint';
+import type { AgentState } from '@agent/contracts';
+import {
+  adminActions,
+  eventsByTurn,
+  eventView,
+  isRecord,
+  numberOr,
+  stringOr,
+  turnDecision,
+} from './session-view';
+import type {
+  CheckpointRecoveryDto,
+  GuardrailRailDto,
+  GuardrailVerdictDto,
+  LlmCallDto,
+  NodeTimingDto,
+  TimelineTurnDto,
+} from './timeline.dto';
+
+/**
+ * Every processed turn with its decision (see `turnDecision`), the messages the bounded history still holds,
+ * the guardrail verdicts, node timings, model calls, checkpoint recoveries, the operator actions that followed
+ * it and all its events. The head state gives the newest turn's messages even when history is off. Operator
+ * actions store their events under the turn they follow, so a recovery an action ran into is listed there too.
+ */
+export function timelineTurns(events: StoredEventRow[], head: AgentState): TimelineTurnDto[] {
+  const messages = messagesByTurn(head);
+  const actions = adminActions(events);
+  return eventsByTurn(events).flatMap(([turn, list]) => {
+    const decision = turnDecision(turn, list);
+    if (!decision) return [];
+    return [
+      {
+        ...decision,
+        user_message: messages.get(turn)?.user ?? null,
+        answer: messages.get(turn)?.assistant ?? null,
+        guardrails: list.flatMap(guardrailVerdictOf),
+        nodes: nodesOf(list),
+        llm_calls: list.flatMap(llmCallOf),
+        recoveries: list.flatMap(recoveryOf),
+        admin_actions: actions.filter((action) => action.after_turn === turn),
+        events: list.map(eventView),
+      },
+    ];
+  });
+}
+
+/** The oldest turn the bounded history still has messages of. */
+export function oldestMessageTurn(head: AgentState): number | null {
+  const turns = [...messagesByTurn(head).keys()];
+  return turns.length > 0 ? Math.min(...turns) : null;
+}
+
+function messagesByTurn(head: AgentState): Map<number, { user?: string; assistant?: string }> {
+  const byTurn = new Map<number, { user?: string; assistant?: string }>();
+  for (const message of head.history ?? []) {
+    if (typeof message.turn !== 'number') continue;
+    const entry = byTurn.get(message.turn) ?? {};
+    entry[message.role] = message.content;
+    byTurn.set(message.turn, entry);
+  }
+  if (typeof head.turn === 'number' && !byTurn.has(head.turn)) {
+    byTurn.set(head.turn, { user: head.user_text, assistant: head.final_answer ?? head.answer });
+  }
+  return byTurn;
+}
+
+function guardrailVerdictOf(event: StoredEventRow): GuardrailVerdictDto[] {
+  const stage =
+    event.name === 'guardrails.input.completed'
+      ? 'input'
+      : event.name === 'guardrails.output.completed'
+        ? 'output'
+        : null;
+  if (!stage) return [];
+  const payload = event.payload;
+  return [
+    {
+      stage,
+      attempt: numberOr(payload.attempt),
+      blocked: payload.blocked === true,
+      codes: Array.isArray(payload.codes) ? payload.codes.filter((c) => typeof c === 'string') : [],
+      rails: Array.isArray(payload.decisions) ? payload.decisions.flatMap(railOf) : [],
+    },
+  ];
+}
+
+function railOf(record: unknown): GuardrailRailDto[] {
+  if (!isRecord(record)) return [];
+  const code = stringOr(record.code);
+  if (!code) return [];
+  return [
+    {
+      code,
+      action: stringOr(record.action) ?? (record.allowed === false ? 'block' : 'allow'),
+      reason: stringOr(record.reason),
+      latency_ms: numberOr(record.latency_ms),
+    },
+  ];
+}
+
+/** From AGENT_COMPLETED's `nodes`, else from per-node events (turns that failed before completing). */
+function nodesOf(list: StoredEventRow[]): NodeTimingDto[] {
+  const completed = list.find((event) => event.name === 'AGENT_COMPLETED')?.payload.nodes;
+  const source = Array.isArray(completed)
+    ? completed
+    : list.filter((event) => event.name === 'workflow.node.completed').map((event) => event.payload);
+  return source.flatMap((record: unknown) => {
+    if (!isRecord(record)) return [];
+    const node = stringOr(record.node);
+    const duration = numberOr(record.duration_ms);
+    if (!node || duration === null) return [];
+    return [{ node, duration_ms: duration, outcome: stringOr(record.outcome) ?? 'ok' }];
+  });
+}
+
+function llmCallOf(event: StoredEventRow): LlmCallDto[] {
+  if (event.name !== 'llm.call') return [];
+  const payload = event.payload;
+  return [
+    {
+      profile: stringOr(payload.profile) ?? 'unknown',
+      model: stringOr(payload.model) ?? 'unknown',
+      latency_ms: numberOr(payload.latency_ms),
+      prompt_tokens: numberOr(payload.prompt_tokens) ?? 0,
+      completion_tokens: numberOr(payload.completion_tokens) ?? 0,
+      outcome: stringOr(payload.outcome) ?? 'ok',
+    },
+  ];
+}
+
+function recoveryOf(event: StoredEventRow): CheckpointRecoveryDto[] {
+  if (event.name === 'checkpoint.recovery.skip_corrupt') {
+    return [
+      {
+        kind: 'skip_corrupt',
+        version: numberOr(event.payload.version),
+        reason: stringOr(event.payload.reason),
+        skipped: null,
+      },
+    ];
+  }
+  if (event.name === 'checkpoint.recovery.clean_start') {
+    return [{ kind: 'clean_start', version: null, reason: null, skipped: numberOr(event.payload.skipped) }];
+  }
+  return [];
+}

@@ -1,0 +1,138 @@
+import { ApiProperty } from '@nestjs/swagger';
+import { AdminActionRecordDto, SessionEventDto, SessionSummaryDto, TurnDecisionDto } from './admin.dto';
+
+export class GuardrailRailDto {
+  @ApiProperty({ example: 'PINJ' })
+  code!: string;
+
+  @ApiProperty({ enum: ['allow', 'sanitize', 'observe', 'retry', 'handover', 'block'], example: 'allow' })
+  action!: string;
+
+  @ApiProperty({ type: String, nullable: true })
+  reason!: string | null;
+
+  @ApiProperty({ type: Number, nullable: true })
+  latency_ms!: number | null;
+}
+
+export class GuardrailVerdictDto {
+  @ApiProperty({ enum: ['input', 'output'] })
+  stage!: string;
+
+  @ApiProperty({ type: Number, nullable: true, description: 'Output supervisor pass (0 = first answer)' })
+  attempt!: number | null;
+
+  @ApiProperty()
+  blocked!: boolean;
+
+  @ApiProperty({ type: [String], description: 'Codes of the rails that did not let the text through' })
+  codes!: string[];
+
+  @ApiProperty({ type: [GuardrailRailDto] })
+  rails!: GuardrailRailDto[];
+}
+
+export class NodeTimingDto {
+  @ApiProperty({ example: 'route' })
+  node!: string;
+
+  @ApiProperty()
+  duration_ms!: number;
+
+  @ApiProperty({ enum: ['ok', 'error'] })
+  outcome!: string;
+}
+
+export class LlmCallDto {
+  @ApiProperty({ example: 'route_continuity' })
+  profile!: string;
+
+  @ApiProperty({ example: 'openai.gpt-4.1-mini' })
+  model!: string;
+
+  @ApiProperty({ type: Number, nullable: true })
+  latency_ms!: number | null;
+
+  @ApiProperty()
+  prompt_tokens!: number;
+
+  @ApiProperty()
+  completion_tokens!: number;
+
+  @ApiProperty({ example: 'ok' })
+  outcome!: string;
+}
+
+export class CheckpointRecoveryDto {
+  @ApiProperty({
+    enum: ['skip_corrupt', 'clean_start'],
+    description: 'A corrupt checkpoint was skipped, or none was usable and the conversation started clean',
+  })
+  kind!: string;
+
+  @ApiProperty({ type: Number, nullable: true, description: 'The skipped version (skip_corrupt)' })
+  version!: number | null;
+
+  @ApiProperty({ type: String, nullable: true })
+  reason!: string | null;
+
+  @ApiProperty({ type: Number, nullable: true, description: 'Versions skipped (clean_start)' })
+  skipped!: number | null;
+}
+
+export class TimelineTurnDto extends TurnDecisionDto {
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    description: "The customer's message; null once it left the bounded history",
+  })
+  user_message!: string | null;
+
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    description: 'The answer sent; null once it left the history',
+  })
+  answer!: string | null;
+
+  @ApiProperty({ type: [GuardrailVerdictDto] })
+  guardrails!: GuardrailVerdictDto[];
+
+  @ApiProperty({ type: [NodeTimingDto], description: 'Workflow nodes in execution order' })
+  nodes!: NodeTimingDto[];
+
+  @ApiProperty({ type: [LlmCallDto], description: 'Model calls of the turn, with their tokens' })
+  llm_calls!: LlmCallDto[];
+
+  @ApiProperty({ type: [CheckpointRecoveryDto] })
+  recoveries!: CheckpointRecoveryDto[];
+
+  @ApiProperty({ type: [AdminActionRecordDto], description: 'Operator actions taken after this turn' })
+  admin_actions!: AdminActionRecordDto[];
+
+  @ApiProperty({ type: [SessionEventDto], description: 'Every stored event of the turn, in commit order' })
+  events!: SessionEventDto[];
+}
+
+export class SessionTimelineDto {
+  @ApiProperty({ type: SessionSummaryDto })
+  session!: SessionSummaryDto;
+
+  @ApiProperty({
+    type: Number,
+    nullable: true,
+    description:
+      'The newest checkpoint version that passes the integrity check (below session.head_version: the newer ones are corrupt and the next turn recovers from this one; null: none is usable)',
+  })
+  state_version!: number | null;
+
+  @ApiProperty({
+    type: Number,
+    nullable: true,
+    description: 'Oldest turn whose messages the bounded history still holds (null: none)',
+  })
+  messages_from_turn!: number | null;
+
+  @ApiProperty({ type: [TimelineTurnDto], description: 'Oldest first' })
+  turns!: TimelineTurnDto[];
+}
