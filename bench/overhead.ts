@@ -1,166 +1,681 @@
 /**
- * npm run bench:overhead — the framework's own cost per turn with an instant LLM: turns per second and p50/p99
- * per turn over HTTP, the split per node, and beside it the database floor (load plus commit of a checkpoint alone).
- * Options (env): DATABASE_URL (real Postgres; else embedded PGlite, reported as such), BENCH_TURNS (default 400),
- * BENCH_CONCURRENCY (default 8).
+ * npm run bench:overhead — what production pays per turn for the runtime itself. The service runs as in
+ * production (`node dist/apps/agent-runtime/src/main.js`, NODE_ENV=production, API keys, the default pipeline
+ * with route stickiness on) against a scripted OpenAI-compatible model in its own process that answers every
+ * call instantly. Per turn: Node CPU of the service, CPU of its Postgres backends, SQL statements, transactions,
+ * commit records and bytes of WAL, retained bytes, latency at 1 in flight and throughput at 16; beside it, in
+ * the same run, the raw `pg` floor (one statement writing the same checkpoint and turn row). Growth: turn 1, 50
+ * and 500 of one conversation, and 1,000 new conversations.
+ *
+ * Needs DATABASE_URL (a Postgres server; the bench creates its own database there and drops it afterwards when
+ * the role may create databases; WAL is attributed to that database with pg_walinspect when the role may
+ * create the extension). Options (env): BENCH_TURNS (1 in flight, default 500), BENCH_LOAD_TURNS (default
+ * 1600), BENCH_CONCURRENCY (default 16), BENCH_GROWTH_TURNS (default 500), BENCH_CONVERSATIONS (default 1000).
+ * Writes bench/results/overhead.md (untracked); `-- --update-report` rewrites bench/reports/overhead.md.
  */
+import { ChildProcess, fork, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { Agent, request } from 'node:http';
+import { cpus } from 'node:os';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { CheckpointService } from '@agent/checkpoint';
-import { FakeLlmServer } from '../test/support/fake-llm';
-import { startTestApp } from '../test/support/test-app';
+import { Client } from 'pg';
+import { z } from 'zod';
 import { consoleTable, mean, percentile, pool, REPO_ROOT, round, writeReport } from './lib';
+import {
+  ask,
+  CpuArea,
+  DatabaseProbe,
+  processCpuMs,
+  profileCpu,
+  queryCounts,
+  WalUsage,
+} from './overhead-probes';
+import type { QueryCounts } from './query-counter';
 
-async function main(): Promise<void> {
-  const turns = Number(process.env.BENCH_TURNS ?? '400');
-  const concurrency = Number(process.env.BENCH_CONCURRENCY ?? '8');
-  const conversations = 40;
-  const database = process.env.DATABASE_URL
-    ? 'Postgres (DATABASE_URL)'
-    : 'embedded PGlite (set DATABASE_URL for real Postgres)';
-  console.log(
-    `bench:overhead — ${turns} turns, ${conversations} conversations, concurrency ${concurrency}, database: ${database}`,
-  );
-  console.log('The LLM is scripted and instant (test/support/fake-llm): what remains is the runtime itself.');
-  const fake = await FakeLlmServer.start();
-  fake.script({
-    model: 'agent',
-    reply: { content: 'ok', usage: { prompt_tokens: 1, completion_tokens: 1 } },
+const SPLIT_HEADING = "## Where the service's CPU goes (V8 sampling profile, 1 in flight)";
+const GROWTH_HEADING = '## Growth';
+const TENANT = 'bench';
+const AGENT_ID = 'telecom_contas';
+const CHANNEL_KEY = 'bench-overhead-channel-key';
+const SERVICE_APP_NAME = 'agent-runtime';
+
+const settings = {
+  turns: Number(process.env.BENCH_TURNS ?? '500'),
+  loadTurns: Number(process.env.BENCH_LOAD_TURNS ?? '1600'),
+  concurrency: Number(process.env.BENCH_CONCURRENCY ?? '16'),
+  growthTurns: Math.max(60, Number(process.env.BENCH_GROWTH_TURNS ?? '500')),
+  conversations: Math.max(60, Number(process.env.BENCH_CONVERSATIONS ?? '1000')),
+};
+
+interface Processes {
+  service: ChildProcess;
+  model: ChildProcess;
+}
+
+interface Snapshot {
+  serviceCpu: number;
+  modelCpu: number;
+  modelRequests: number;
+  backendCpu: Map<number, number>;
+  counts: QueryCounts;
+  lsn: string;
+  databaseBytes: number;
+}
+
+interface Phase {
+  name: string;
+  turns: number;
+  seconds: number;
+  latencies: number[];
+  nodeCpuMs: number;
+  postgresCpuMs: number;
+  modelCpuMs: number;
+  modelCalls: number;
+  statements: number;
+  transactions: number;
+  wal: WalUsage;
+  diskBytes: number;
+}
+
+interface TurnSpec {
+  session: string;
+  index: number;
+}
+
+const agent = new Agent({ keepAlive: true, maxSockets: 64 });
+
+function postTurn(port: number, spec: TurnSpec): Promise<number> {
+  const payload = JSON.stringify({
+    tenant_id: TENANT,
+    agent_id: AGENT_ID,
+    session_id: spec.session,
+    message_id: `${spec.session}-m${spec.index}`,
+    user_id: `${spec.session}-user`,
+    text: `Quero entender a cobrança da minha fatura deste mês (${spec.index})`,
   });
-  fake.script({
-    model: 'router',
-    reply: { json: { intent: 'billing_invoice_explanation', confidence: 0.9 } },
-  });
-  fake.script({
-    model: 'route_continuity',
-    reply: { json: { decision: 'ROUTE', confidence: 0.95, reason: 'bench' } },
-  });
-  fake.script({
-    model: 'guardrail',
-    reply: { json: { verdict: 'allow', confidence: 0.99, reason: 'bench' } },
-  });
-  fake.script({ model: 'judge', reply: { json: { score: 1, passed: true, reason: 'bench' } } });
-  fake.setFallback({ json: {} });
-  const app = await startTestApp({
-    fakeLlm: fake,
-    env: {
-      LLM_PROFILES_PATH: join(REPO_ROOT, 'bench', 'config', 'llm_profiles.yaml'),
-      TURN_LOCK_TIMEOUT_MS: '60000',
-    },
-  });
-  const tag = `ovh${Date.now().toString(36)}`;
-  try {
-    // Warm-up: connections, JIT, prepared paths.
-    await pool(
-      Array.from({ length: 20 }, (_, i) => i),
-      4,
-      (i) =>
-        app.post('/v1/channels/web/messages', {
-          tenant_id: 'bench',
-          agent_id: 'telecom_contas',
-          session_id: `${tag}-warm-${i % 4}`,
-          text: 'fatura',
-        }),
-    );
-    const latencies: number[] = [];
-    const started = performance.now();
-    await pool(
-      Array.from({ length: turns }, (_, i) => i),
-      concurrency,
-      async (i) => {
-        const t0 = performance.now();
-        const res = await app.post('/v1/channels/web/messages', {
-          tenant_id: 'bench',
-          agent_id: 'telecom_contas',
-          session_id: `${tag}-${i % conversations}`,
-          text: `minha fatura ${i}`,
+  const started = performance.now();
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        path: '/v1/channels/web/messages',
+        method: 'POST',
+        agent,
+        headers: {
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(payload),
+          authorization: `Bearer ${CHANNEL_KEY}`,
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => {
+          if (res.statusCode === 200) resolve(performance.now() - started);
+          else reject(new Error(`turn answered ${res.statusCode}: ${Buffer.concat(chunks).toString()}`));
         });
-        if (res.status !== 200) throw new Error(`turn failed with ${res.status}`);
-        latencies.push(performance.now() - t0);
       },
     );
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function startModel(): Promise<{ model: ChildProcess; baseUrl: string }> {
+  const model = fork(join(__dirname, 'overhead-model.js'), [], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const { port } = await ask(model, null, z.object({ port: z.number() }));
+  return { model, baseUrl: `http://127.0.0.1:${port}/v1` };
+}
+
+async function startService(
+  databaseUrl: string,
+  modelUrl: string,
+): Promise<{ service: ChildProcess; port: number }> {
+  const port = await freePort();
+  const service = spawn(
+    process.execPath,
+    [
+      '-r',
+      join(__dirname, 'query-counter.js'),
+      join(REPO_ROOT, 'dist', 'apps', 'agent-runtime', 'src', 'main.js'),
+    ],
+    {
+      cwd: REPO_ROOT,
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+      env: {
+        PATH: process.env.PATH,
+        NODE_ENV: 'production',
+        PORT: String(port),
+        DATABASE_URL: databaseUrl,
+        CONFIG_DIR: join(REPO_ROOT, 'config'),
+        LLM_BASE_URL: modelUrl,
+        LLM_API_KEY: 'bench',
+        LLM_PROFILES_PATH: join(REPO_ROOT, 'bench', 'config', 'llm_profiles.yaml'),
+        CHANNEL_API_KEYS: `${TENANT}:${CHANNEL_KEY}`,
+        ENABLE_ROUTE_STICKINESS: 'true',
+        // The bench is one client sending as fast as it can; per-key limits would measure the limiter.
+        RATE_LIMIT_PER_MINUTE: '100000000',
+        TURN_LOCK_TIMEOUT_MS: '60000',
+      },
+    },
+  );
+  let stderr = '';
+  service.stderr?.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4000)));
+  const deadline = Date.now() + 120000;
+  for (;;) {
+    if (service.exitCode !== null) throw new Error(`service exited during start:\n${stderr}`);
+    const ready = await fetch(`http://127.0.0.1:${port}/health/ready`).then(
+      (res) => res.status === 200,
+      () => false,
+    );
+    if (ready) return { service, port };
+    if (Date.now() > deadline) throw new Error(`service not ready within 120 s:\n${stderr}`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), 15000);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
+}
+
+/** A database of its own on the same server when the role may create one, else the given one. */
+async function benchDatabase(url: string): Promise<{ url: string; name: string; created: boolean }> {
+  const admin = new Client({ connectionString: url });
+  await admin.connect();
+  try {
+    const current = (await admin.query<{ name: string }>('SELECT current_database() AS name')).rows[0].name;
+    const name = `${current}_overhead_${Date.now().toString(36)}`;
+    try {
+      await admin.query(`CREATE DATABASE "${name}"`);
+    } catch (error) {
+      console.log(`could not create a database of its own (${String(error)}): using ${current}`);
+      return { url, name: current, created: false };
+    }
+    const own = new URL(url);
+    own.pathname = `/${name}`;
+    return { url: own.toString(), name, created: true };
+  } finally {
+    await admin.end();
+  }
+}
+
+async function dropDatabase(url: string, name: string): Promise<void> {
+  const admin = new Client({ connectionString: url });
+  await admin.connect();
+  try {
+    await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+  } finally {
+    await admin.end();
+  }
+}
+
+class Meter {
+  constructor(
+    private readonly processes: Processes,
+    private readonly probe: DatabaseProbe,
+  ) {}
+
+  async snapshot(): Promise<Snapshot> {
+    const pids = await this.probe.backendPids(SERVICE_APP_NAME);
+    return {
+      serviceCpu: processCpuMs(this.processes.service.pid ?? 0),
+      modelCpu: processCpuMs(this.processes.model.pid ?? 0),
+      modelRequests: await ask(
+        this.processes.model,
+        'model-requests',
+        z.object({ modelRequests: z.number() }),
+      ).then((answer) => answer.modelRequests),
+      backendCpu: new Map(pids.map((pid) => [pid, processCpuMs(pid)])),
+      counts: await queryCounts(this.processes.service),
+      lsn: await this.probe.lsn(),
+      databaseBytes: await this.probe.databaseBytes(),
+    };
+  }
+
+  /** Runs `work` (which returns one latency per turn) and measures everything around it. */
+  async phase(name: string, work: () => Promise<number[]>): Promise<Phase> {
+    const before = await this.snapshot();
+    const started = performance.now();
+    const latencies = await work();
     const seconds = (performance.now() - started) / 1000;
+    const after = await this.snapshot();
+    let postgresCpuMs = 0;
+    for (const [pid, cpu] of after.backendCpu) postgresCpuMs += cpu - (before.backendCpu.get(pid) ?? 0);
+    return {
+      name,
+      turns: latencies.length,
+      seconds,
+      latencies,
+      nodeCpuMs: after.serviceCpu - before.serviceCpu,
+      postgresCpuMs,
+      modelCpuMs: after.modelCpu - before.modelCpu,
+      modelCalls: after.modelRequests - before.modelRequests,
+      statements: after.counts.statements - before.counts.statements,
+      transactions:
+        after.counts.explicitCommits +
+        after.counts.autocommits -
+        before.counts.explicitCommits -
+        before.counts.autocommits,
+      wal: await this.probe.walBetween(before.lsn, after.lsn),
+      diskBytes: after.databaseBytes - before.databaseBytes,
+    };
+  }
+}
 
-    const rows: { payload: { nodes?: { node: string; duration_ms: number }[] } }[] =
-      await app.dataSource.query(
-        `SELECT payload FROM session_events WHERE name = 'AGENT_COMPLETED' AND conversation_key LIKE $1`,
-        [`bench:${tag}-%`],
-      );
-    const perNode = new Map<string, number[]>();
-    for (const row of rows) {
-      for (const n of row.payload.nodes ?? []) {
-        perNode.set(n.node, [...(perNode.get(n.node) ?? []), n.duration_ms]);
-      }
-    }
+function sessionsOf(tag: string, prefix: string, count: number): string[] {
+  return Array.from({ length: count }, (_, i) => `${tag}-${prefix}-${i}`);
+}
 
-    // Database floor: the same lease + load + atomic commit, with no graph and no HTTP.
-    const checkpoints = app.app.get(CheckpointService);
-    const floor: number[] = [];
-    const floorIterations = Math.min(300, turns);
-    for (let i = 0; i < floorIterations; i++) {
-      const key = `bench:${tag}-floor-${i % 20}`;
+/** `perConversation` turns on each session, interleaved so consecutive turns hit different conversations. */
+function interleaved(sessions: string[], perConversation: number): TurnSpec[] {
+  const specs: TurnSpec[] = [];
+  for (let index = 1; index <= perConversation; index++) {
+    for (const session of sessions) specs.push({ session, index });
+  }
+  return specs;
+}
+
+function run(port: number, specs: TurnSpec[], concurrency: number): Promise<number[]> {
+  return pool(specs, concurrency, (spec) => postTurn(port, spec));
+}
+
+/** Live bytes (as stored, compressed) of the rows a set of conversations keeps in every table keyed by them. */
+async function liveBytes(probe: DatabaseProbe, keyPattern: string): Promise<number> {
+  const tables = await probe.client.query<{ table: string }>(
+    `SELECT c.relname AS table FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+      WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p') AND NOT c.relispartition
+        AND EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attname = 'conversation_key')`,
+  );
+  let total = 0;
+  for (const { table } of tables.rows) {
+    const rows = await probe.client.query<{ bytes: string | null }>(
+      `SELECT sum(pg_column_size(t.*))::text AS bytes FROM "${table}" t WHERE conversation_key LIKE $1`,
+      [keyPattern],
+    );
+    total += Number(rows.rows[0].bytes ?? 0);
+  }
+  return total;
+}
+
+interface Floor {
+  oneInFlight: {
+    latencies: number[];
+    nodeCpuMs: number;
+    postgresCpuMs: number;
+    wal: WalUsage;
+    diskBytes: number;
+  };
+  loaded: { seconds: number; iterations: number; nodeCpuMs: number; postgresCpuMs: number };
+}
+
+/**
+ * The raw floor: one `pg` statement (one round trip, one commit) writing the checkpoint and the turn row a real
+ * turn wrote, taken from the run, into two plain tables with the same keys.
+ */
+async function measureFloor(
+  probe: DatabaseProbe,
+  url: string,
+  sampleKey: string,
+  iterations: number,
+  loadIterations: number,
+  concurrency: number,
+): Promise<Floor> {
+  const sample = await probe.client.query<{ state: string; events: string; version: number }>(
+    `SELECT c.state::text AS state, c.version,
+            (SELECT COALESCE(json_agg(e.payload ORDER BY e.turn, e.seq), '[]')::text FROM session_events e
+              WHERE e.conversation_key = c.conversation_key
+                AND e.turn = (SELECT max(turn) FROM session_events WHERE conversation_key = c.conversation_key)) AS events
+       FROM checkpoints c WHERE c.conversation_key = $1 ORDER BY c.version DESC LIMIT 1`,
+    [sampleKey],
+  );
+  const { state, events } = sample.rows[0];
+  await probe.client.query(`CREATE TABLE bench_floor_checkpoints (conversation_key text, version integer,
+    state jsonb NOT NULL, checksum text NOT NULL, PRIMARY KEY (conversation_key, version))`);
+  await probe.client.query(`CREATE TABLE bench_floor_turns (conversation_key text, version integer,
+    events jsonb NOT NULL, PRIMARY KEY (conversation_key, version))`);
+  const statement = `WITH checkpoint AS (
+      INSERT INTO bench_floor_checkpoints (conversation_key, version, state, checksum) VALUES ($1, $2, $3::jsonb, $4))
+    INSERT INTO bench_floor_turns (conversation_key, version, events) VALUES ($1, $2, $5::jsonb)`;
+  const checksum = 'f'.repeat(64);
+  const clients = await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      const client = new Client({ connectionString: url, application_name: 'bench-floor' });
+      await client.connect();
+      return client;
+    }),
+  );
+  try {
+    const write = (client: Client, i: number) =>
+      client.query(statement, [`floor-${i % 50}`, Math.floor(i / 50) + 1, state, checksum, events]);
+    for (let i = 0; i < 20; i++) await write(clients[0], 1_000_000 + i);
+    const pids = await probe.backendPids('bench-floor');
+    const backendCpu = () => pids.reduce((sum, pid) => sum + processCpuMs(pid), 0);
+    const startLsn = await probe.lsn();
+    const startDisk = await probe.databaseBytes();
+    const cpu0 = process.cpuUsage();
+    const pg0 = backendCpu();
+    const latencies: number[] = [];
+    for (let i = 0; i < iterations; i++) {
       const t0 = performance.now();
-      const lease = await checkpoints.acquire({
-        conversation_key: key,
-        tenant_id: 'bench',
-        session_id: key.slice(6),
-        agent_id: 'telecom_contas',
-      });
-      try {
-        const loaded = await checkpoints.loadLatest(key);
-        await checkpoints.commit({
-          identity: {
-            conversation_key: key,
-            tenant_id: 'bench',
-            session_id: key.slice(6),
-            agent_id: 'telecom_contas',
-          },
-          leaseToken: lease.token,
-          parentVersion: loaded?.version ?? null,
-          turn: lease.session.turn_count + 1,
-          state: { ...(loaded?.state ?? {}), turn: lease.session.turn_count + 1, answer: 'ok' },
-          status: 'active',
-          events: [],
-        });
-      } finally {
-        await lease.release();
-      }
-      floor.push(performance.now() - t0);
+      await write(clients[0], i);
+      latencies.push(performance.now() - t0);
     }
+    const cpu1 = process.cpuUsage(cpu0);
+    const pg1 = backendCpu();
+    const endLsn = await probe.lsn();
+    const endDisk = await probe.databaseBytes();
+    const load0 = process.cpuUsage();
+    const loadStarted = performance.now();
+    let next = 0;
+    await Promise.all(
+      clients.map(async (client) => {
+        while (next < loadIterations) await write(client, 2_000_000 + next++);
+      }),
+    );
+    const seconds = (performance.now() - loadStarted) / 1000;
+    const load1 = process.cpuUsage(load0);
+    const pg2 = backendCpu();
+    return {
+      oneInFlight: {
+        latencies,
+        nodeCpuMs: (cpu1.user + cpu1.system) / 1000,
+        postgresCpuMs: pg1 - pg0,
+        wal: await probe.walBetween(startLsn, endLsn),
+        diskBytes: endDisk - startDisk,
+      },
+      loaded: {
+        seconds,
+        iterations: loadIterations,
+        nodeCpuMs: (load1.user + load1.system) / 1000,
+        postgresCpuMs: pg2 - pg1,
+      },
+    };
+  } finally {
+    await Promise.all(clients.map((client) => client.end()));
+  }
+}
 
+/** Per-node durations recorded by the turns of the given conversations (AGENT_COMPLETED). */
+async function nodeDurations(probe: DatabaseProbe, keyPattern: string): Promise<Map<string, number[]>> {
+  const rows = await probe.client.query<{ node: string; duration_ms: number }>(
+    `SELECT n->>'node' AS node, (n->>'duration_ms')::float8 AS duration_ms
+       FROM session_events e, jsonb_array_elements(e.payload->'nodes') n
+      WHERE e.name = 'AGENT_COMPLETED' AND e.conversation_key LIKE $1`,
+    [keyPattern],
+  );
+  const byNode = new Map<string, number[]>();
+  for (const row of rows.rows) byNode.set(row.node, [...(byNode.get(row.node) ?? []), row.duration_ms]);
+  return byNode;
+}
+
+const perTurn = (value: number, turns: number, digits = 2) => round(value / Math.max(1, turns), digits);
+const kb = (bytes: number) => `${round(bytes / 1024, 1)} KB`;
+
+function walCell(wal: WalUsage, turns: number): string {
+  const own = wal.databaseBytes === null ? '' : `${kb(wal.databaseBytes / turns)} (this database) / `;
+  return `${own}${kb(wal.clusterBytes / turns)} (server)`;
+}
+
+function loadAverage(): string {
+  return readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+}
+
+async function main(): Promise<void> {
+  const baseUrl = process.env.DATABASE_URL;
+  if (!baseUrl) {
+    console.error('bench:overhead measures the runtime against a Postgres server: set DATABASE_URL.');
+    process.exit(2);
+  }
+  const loadAtStart = loadAverage();
+  const database = await benchDatabase(baseUrl);
+  const { model, baseUrl: modelUrl } = await startModel();
+  let service: ChildProcess | null = null;
+  let probe: DatabaseProbe | null = null;
+  try {
+    const started = await startService(database.url, modelUrl);
+    service = started.service;
+    const port = started.port;
+    probe = await DatabaseProbe.connect(database.url);
+    const serverVersion = (await probe.client.query<{ server_version: string }>('SHOW server_version'))
+      .rows[0].server_version;
+    const meter = new Meter({ service, model }, probe);
+    const tag = `ovh${Date.now().toString(36)}`;
+    console.log(
+      `bench:overhead — database ${database.name} (Postgres ${serverVersion}), WAL attribution: ${probe.attributesWal ? 'pg_walinspect' : 'server-wide LSN only'}; load average ${loadAtStart}`,
+    );
+
+    // Warm-up: connections, JIT, caches.
+    await run(port, interleaved(sessionsOf(tag, 'warm', 10), 10), 4);
+
+    const oneSessions = sessionsOf(tag, 'one', Math.max(1, Math.round(settings.turns / 10)));
+    const one = await meter.phase('1 in flight', () => run(port, interleaved(oneSessions, 10), 1));
+    console.log(`1 in flight: ${one.turns} turns, p50 ${round(percentile(one.latencies, 50), 2)} ms`);
+    const loadSessions = sessionsOf(tag, 'load', settings.concurrency * 10);
+    const loaded = await meter.phase(`${settings.concurrency} in flight`, () =>
+      run(
+        port,
+        interleaved(loadSessions, Math.ceil(settings.loadTurns / loadSessions.length)),
+        settings.concurrency,
+      ),
+    );
+    console.log(`${settings.concurrency} in flight: ${round(loaded.turns / loaded.seconds, 1)} turns/s`);
+
+    const profileSessions = sessionsOf(tag, 'profile', 30);
+    const split = await profileCpu(service, async () => {
+      await run(port, interleaved(profileSessions, 10), 1);
+    });
+
+    // Growth with conversation length: one conversation, windows ending at turn 10, 50 and the last.
+    const growthSession = `${tag}-growth`;
+    const growth: { label: string; phase: Phase; checkpointBytes: number }[] = [];
+    const windows: [number, number, string][] = [
+      [1, 10, 'turns 1–10'],
+      [41, 50, 'turns 41–50'],
+      [
+        settings.growthTurns - 9,
+        settings.growthTurns,
+        `turns ${settings.growthTurns - 9}–${settings.growthTurns}`,
+      ],
+    ];
+    let nextTurn = 1;
+    for (const [from, to, label] of windows) {
+      if (nextTurn < from) {
+        await run(
+          port,
+          Array.from({ length: from - nextTurn }, (_, i) => ({
+            session: growthSession,
+            index: nextTurn + i,
+          })),
+          1,
+        );
+      }
+      const phase = await meter.phase(label, () =>
+        run(
+          port,
+          Array.from({ length: to - from + 1 }, (_, i) => ({ session: growthSession, index: from + i })),
+          1,
+        ),
+      );
+      nextTurn = to + 1;
+      const size = await probe.client.query<{ size: number }>(
+        'SELECT size_bytes AS size FROM checkpoints WHERE conversation_key = $1 ORDER BY version DESC LIMIT 1',
+        [`${TENANT}:${growthSession}`],
+      );
+      growth.push({ label, phase, checkpointBytes: size.rows[0]?.size ?? 0 });
+    }
+    const growthLive = await liveBytes(probe, `${TENANT}:${growthSession}`);
+
+    // Growth with the number of conversations: new conversations, one turn each.
+    const total = settings.conversations;
+    const manySessions = sessionsOf(tag, 'many', total);
+    const spread: { label: string; phase: Phase }[] = [];
+    const conversationWindows: [number, number][] = [
+      [0, 20],
+      [Math.floor(total / 2) - 10, Math.floor(total / 2) + 10],
+      [total - 20, total],
+    ];
+    let nextConversation = 0;
+    for (const [from, to] of conversationWindows) {
+      if (nextConversation < from) {
+        await run(
+          port,
+          manySessions.slice(nextConversation, from).map((session) => ({ session, index: 1 })),
+          1,
+        );
+      }
+      const phase = await meter.phase(`conversations ${from + 1}–${to}`, () =>
+        run(
+          port,
+          manySessions.slice(from, to).map((session) => ({ session, index: 1 })),
+          1,
+        ),
+      );
+      spread.push({ label: `conversations ${from + 1}–${to}`, phase });
+      nextConversation = to;
+    }
+    const manyLive = await liveBytes(probe, `${TENANT}:${tag}-many-%`);
+    const oneLive = await liveBytes(probe, `${TENANT}:${tag}-one-%`);
+    const nodes = await nodeDurations(probe, `${TENANT}:${tag}-one-%`);
+
+    await stop(service);
+    const floor = await measureFloor(
+      probe,
+      database.url,
+      `${TENANT}:${oneSessions[0]}`,
+      settings.turns,
+      settings.loadTurns,
+      settings.concurrency,
+    );
+    const loadAtEnd = loadAverage();
+
+    const f1 = floor.oneInFlight;
+    const floorThroughput = floor.loaded.iterations / floor.loaded.seconds;
+    const ratio = (value: number, base: number) => (base > 0 ? `${round(value / base, 1)}×` : '—');
+    const p = (values: number[], q: number) => round(percentile(values, q), 2);
+    const oneNode = one.nodeCpuMs / one.turns;
+    const floorNode = f1.nodeCpuMs / f1.latencies.length;
+    const onePg = one.postgresCpuMs / one.turns;
+    const floorPg = f1.postgresCpuMs / f1.latencies.length;
+    const summary = [
+      '| per turn | 1 in flight | ' +
+        `${settings.concurrency} in flight` +
+        ' | raw `pg` floor | runtime ÷ floor |',
+      '|---|---|---|---|---|',
+      `| Node CPU (service process) | ${perTurn(one.nodeCpuMs, one.turns)} ms | ${perTurn(loaded.nodeCpuMs, loaded.turns)} ms | ${round(floorNode, 3)} ms | ${ratio(oneNode, floorNode)} |`,
+      `| Postgres CPU (its backends) | ${perTurn(one.postgresCpuMs, one.turns)} ms | ${perTurn(loaded.postgresCpuMs, loaded.turns)} ms | ${round(floorPg, 3)} ms | ${ratio(onePg, floorPg)} |`,
+      `| SQL statements (round trips) | ${perTurn(one.statements, one.turns)} | ${perTurn(loaded.statements, loaded.turns)} | 1 | ${ratio(one.statements / one.turns, 1)} |`,
+      `| transactions | ${perTurn(one.transactions, one.turns)} | ${perTurn(loaded.transactions, loaded.turns)} | 1 | |`,
+      `| commit records in WAL | ${one.wal.commits === null ? 'n/a' : perTurn(one.wal.commits, one.turns)} | ${loaded.wal.commits === null ? 'n/a' : perTurn(loaded.wal.commits, loaded.turns)} | ${f1.wal.commits === null ? 'n/a' : perTurn(f1.wal.commits, f1.latencies.length)} | |`,
+      `| WAL | ${walCell(one.wal, one.turns)} | ${walCell(loaded.wal, loaded.turns)} | ${walCell(f1.wal, f1.latencies.length)} | ${f1.wal.databaseBytes && one.wal.databaseBytes !== null ? ratio(one.wal.databaseBytes / one.turns, f1.wal.databaseBytes / f1.latencies.length) : ''} |`,
+      `| of which full-page images | ${one.wal.fullPageBytes === null ? 'n/a' : kb(one.wal.fullPageBytes / one.turns)} | ${loaded.wal.fullPageBytes === null ? 'n/a' : kb(loaded.wal.fullPageBytes / loaded.turns)} | ${f1.wal.fullPageBytes === null ? 'n/a' : kb(f1.wal.fullPageBytes / f1.latencies.length)} | |`,
+      `| retained: database growth | ${kb(one.diskBytes / one.turns)} | ${kb(loaded.diskBytes / loaded.turns)} | ${kb(f1.diskBytes / f1.latencies.length)} | |`,
+      `| retained: live rows (10-turn conversations) | ${kb(oneLive / one.turns)} | | | |`,
+      `| latency p50 / p99 | ${p(one.latencies, 50)} / ${p(one.latencies, 99)} ms | ${p(loaded.latencies, 50)} / ${p(loaded.latencies, 99)} ms | ${p(f1.latencies, 50)} / ${p(f1.latencies, 99)} ms | ${ratio(percentile(one.latencies, 50), percentile(f1.latencies, 50))} |`,
+      `| throughput | ${round(one.turns / one.seconds, 1)} turns/s | ${round(loaded.turns / loaded.seconds, 1)} turns/s | ${round(floorThroughput, 1)} /s at ${settings.concurrency} | ${ratio(floorThroughput, loaded.turns / loaded.seconds)} slower |`,
+      `| model calls (scripted model's own CPU, not counted above) | ${perTurn(one.modelCalls, one.turns)} (${perTurn(one.modelCpuMs, one.turns)} ms) | ${perTurn(loaded.modelCalls, loaded.turns)} (${perTurn(loaded.modelCpuMs, loaded.turns)} ms) | | |`,
+    ];
+    const areas: CpuArea[] = [
+      'HTTP layer',
+      'model transport',
+      'store',
+      'graph',
+      'observability',
+      'garbage collection',
+      'Node runtime (sockets, microtasks, native)',
+    ];
+    const splitTable = [
+      '| area | share of sampled CPU | ≈ ms per turn (of the 1-in-flight Node CPU) |',
+      '|---|---|---|',
+      ...areas.map(
+        (area) =>
+          `| ${area} | ${round((split.get(area) ?? 0) * 100, 1)}% | ${round((split.get(area) ?? 0) * oneNode, 2)} |`,
+      ),
+    ];
+    const growthRow = (label: string, phase: Phase, extra: string) =>
+      `| ${label} | ${p(phase.latencies, 50)} ms | ${perTurn(phase.nodeCpuMs, phase.turns)} ms | ${perTurn(phase.postgresCpuMs, phase.turns)} ms | ${perTurn(phase.statements, phase.turns)} | ${phase.wal.commits === null ? 'n/a' : perTurn(phase.wal.commits, phase.turns)} | ${kb((phase.wal.databaseBytes ?? phase.wal.clusterBytes) / phase.turns)} | ${extra} |`;
+    const growthTable = [
+      '| window (1 in flight) | p50 | Node CPU | Postgres CPU | statements | commits | WAL | note |',
+      '|---|---|---|---|---|---|---|---|',
+      ...growth.map(({ label, phase, checkpointBytes }) =>
+        growthRow(`one conversation, ${label}`, phase, `checkpoint ${kb(checkpointBytes)}`),
+      ),
+      ...spread.map(({ label, phase }) =>
+        growthRow(`new ${label} of ${total}`, phase, `database +${kb(phase.diskBytes / phase.turns)}/turn`),
+      ),
+    ];
+    const nodeTable = [
+      '| node | p50 ms | p99 ms | mean ms |',
+      '|---|---|---|---|',
+      ...[...nodes.entries()].map(
+        ([node, values]) => `| ${node} | ${p(values, 50)} | ${p(values, 99)} | ${round(mean(values), 3)} |`,
+      ),
+    ];
+    const perTurnHeading = `## Per turn (${one.turns} turns at 1 in flight, ${loaded.turns} at ${settings.concurrency} in flight)`;
     const lines = [
       '# Overhead benchmark',
       '',
-      `Run: ${new Date().toISOString()} · ${turns} turns over HTTP · ${conversations} conversations · concurrency ${concurrency} · database: ${database} · Node ${process.version} · 2 cores`,
+      `Run: ${new Date().toISOString()} · Postgres ${serverVersion} on the same machine · Node ${process.version} · ${cpus().length} cores shared by the service, Postgres, the scripted model and the load · load average ${loadAtStart} at start, ${loadAtEnd} at the end.`,
       '',
-      "The LLM is scripted and answers instantly, so this is the runtime's own cost: HTTP, validation, lease, checkpoint load, the graph, events, the atomic commit.",
+      'The model is a scripted OpenAI-compatible server in its own process that answers every call at once: what remains is the runtime itself (HTTP, auth, validation, lease, checkpoint load, the graph with three input rails, the continuity classifier and the agent, events, the commit). The service runs as in production (`NODE_ENV=production`, API keys, `ENABLE_ROUTE_STICKINESS=true`). Each turn carries a `message_id`.',
       '',
-      '| measure | value |',
-      '|---|---|',
-      `| turns per second | ${round(turns / seconds, 1)} |`,
-      `| p50 per turn | ${round(percentile(latencies, 50), 1)} ms |`,
-      `| p99 per turn | ${round(percentile(latencies, 99), 1)} ms |`,
-      `| mean per turn | ${round(mean(latencies), 1)} ms |`,
-      `| database floor p50 (lease + load + commit, no graph) | ${round(percentile(floor, 50), 1)} ms |`,
-      `| database floor p99 | ${round(percentile(floor, 99), 1)} ms |`,
+      perTurnHeading,
       '',
-      '## Split per node (inside the graph; the commit happens after it)',
+      ...summary,
       '',
-      '| node | calls | p50 ms | p99 ms | mean ms |',
-      '|---|---|---|---|---|',
-      ...[...perNode.entries()].map(
-        ([node, values]) =>
-          `| ${node} | ${values.length} | ${round(percentile(values, 50), 2)} | ${round(percentile(values, 99), 2)} | ${round(mean(values), 2)} |`,
-      ),
+      'Node CPU is the service process (all threads); Postgres CPU is the backends serving it; the floor\'s Node CPU is the bench process running the raw `pg` client. WAL "this database" counts the records of the bench database\'s pages and transactions (pg_walinspect); "server" is the `pg_current_wal_lsn()` delta, which includes whatever else the server was doing. Retained: growth of the database size per turn (tables, indexes, not yet reusable space) and the live rows the turns left behind (as stored, compressed; without indexes).',
       '',
-      'Reproduce: `DATABASE_URL=postgres://... npm run bench:overhead`.',
+      SPLIT_HEADING,
+      '',
+      ...splitTable,
+      '',
+      GROWTH_HEADING,
+      '',
+      ...growthTable,
+      '',
+      `Live rows kept by the ${settings.growthTurns}-turn conversation: ${kb(growthLive)} (${kb(growthLive / settings.growthTurns)} per turn); by the ${total} one-turn conversations: ${kb(manyLive / total)} per conversation.`,
+      '',
+      '## Per node (1 in flight)',
+      '',
+      ...nodeTable,
+      '',
+      'Reproduce: `DATABASE_URL=postgres://user@host:5432/db npm run bench:overhead` (add `-- --update-report` to rewrite this file).',
       '',
     ];
     const path = writeReport('overhead.md', lines.join('\n'));
-    console.log(consoleTable(lines));
+    for (const heading of [perTurnHeading, SPLIT_HEADING, GROWTH_HEADING]) {
+      console.log(`\n${heading.replace(/^## /, '')}\n${consoleTable(lines, heading)}`);
+    }
     console.log(`report: ${path}`);
   } finally {
-    await app.close();
-    await fake.stop();
+    if (service) await stop(service);
+    await stop(model);
+    await probe?.close();
+    agent.destroy();
+    if (database.created) await dropDatabase(baseUrl, database.name);
   }
 }
 
