@@ -5,6 +5,7 @@ import { keyStorage, OperatorProvider, useOperator, type Operator } from './auth
 import { useRoute } from './hooks';
 import { routeHref, type Route } from './routes';
 import { Sessions } from './views/Sessions';
+import { HandoffDesk } from './views/HandoffDesk';
 import { SignIn } from './views/SignIn';
 import { Timeline } from './views/Timeline';
 
@@ -56,6 +57,7 @@ export function App() {
     () =>
       signedIn && {
         client: createAdminClient(signedIn.key, () => signOut(KEY_REFUSED)),
+        secret: signedIn.key,
         key: signedIn.me,
         signOut: () => signOut(),
       },
@@ -100,6 +102,8 @@ function View({ route }: { route: Route }) {
       return <Sessions key={JSON.stringify(route.filters)} filters={route.filters} />;
     case 'timeline':
       return <Timeline tenant={route.tenant} session={route.session} />;
+    case 'handoffs':
+      return <HandoffDesk key={route.tenant ?? ''} tenant={route.tenant} />;
   }
 }
 
@@ -116,6 +120,12 @@ function Header({ route }: { route: Route }) {
           aria-current={route.view === 'sessions' || route.view === 'timeline' ? 'page' : undefined}
         >
           Sessions
+        </a>
+        <a
+          href={routeHref({ view: 'handoffs' })}
+          aria-current={route.view === 'handoffs' ? 'page' : undefined}
+        >
+          Handoff desk
         </a>
       </nav>
       <Identity />

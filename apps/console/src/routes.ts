@@ -17,7 +17,9 @@ export interface SessionFilters {
 }
 
 export type Route =
-  { view: 'sessions'; filters: SessionFilters } | { view: 'timeline'; tenant: string; session: string };
+  | { view: 'sessions'; filters: SessionFilters }
+  | { view: 'timeline'; tenant: string; session: string }
+  | { view: 'handoffs'; tenant?: string };
 
 function oneOf<T extends string>(value: string | null, allowed: readonly T[]): T | undefined {
   return allowed.find((candidate) => candidate === value);
@@ -44,6 +46,7 @@ export function parseRoute(hash: string): Route {
   if (segments[0] === 'sessions' && segments.length === 3 && segments[1] && segments[2]) {
     return { view: 'timeline', tenant: segments[1], session: segments[2] };
   }
+  if (segments[0] === 'handoffs') return { view: 'handoffs', tenant: text(params.get('tenant')) };
   return {
     view: 'sessions',
     filters: {
@@ -68,5 +71,7 @@ export function routeHref(route: Route): string {
       return withQuery('/sessions', { ...route.filters });
     case 'timeline':
       return `#/sessions/${encodeURIComponent(route.tenant)}/${encodeURIComponent(route.session)}`;
+    case 'handoffs':
+      return withQuery('/handoffs', { tenant: route.tenant });
   }
 }

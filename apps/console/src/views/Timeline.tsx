@@ -44,6 +44,8 @@ export function Timeline({ tenant, session }: { tenant: string; session: string 
           params: { path: { session_id: session }, query: { tenant_id: tenant } },
         }),
       ),
+    // Opened from the desk or the list, the conversation may have moved on since it was cached.
+    staleTime: 0,
   });
   const data = timeline.data;
 
