@@ -1,28 +1,31 @@
-// Builds dist/ when it is missing or older than any source file, so `npm start` works on a fresh clone.
-const { execSync } = require('node:child_process');
-const fs = require('node:fs');
-const path = require('node:path');
+// Builds what is missing or older than its sources, so `npm start` works on a fresh clone and after a pull
+// without a manual build: the server (scripts/build.js, swc) and the operator console (vite).
+const { execFileSync } = require('node:child_process');
+const { existsSync, readdirSync, statSync } = require('node:fs');
+const { join } = require('node:path');
+const { serverInputs } = require('./build');
+const { ROOT } = require('./swc-options');
 
-const root = path.resolve(__dirname, '..');
-const marker = path.join(root, 'dist', 'apps', 'agent-runtime', 'src', 'main.js');
-
-function newestMtime(dir) {
-  let newest = 0;
-  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-    if (entry.name === 'node_modules' || entry.name === 'dist' || entry.name.startsWith('.')) continue;
-    const full = path.join(dir, entry.name);
-    if (entry.isDirectory()) newest = Math.max(newest, newestMtime(full));
-    else if (/\.(ts|mts|tsx|css|html)$/.test(entry.name))
-      newest = Math.max(newest, fs.statSync(full).mtimeMs);
-  }
-  return newest;
+function builtAt(file) {
+  return existsSync(file) ? statSync(file).mtimeMs : 0;
 }
 
-const sources = ['apps', 'libs', 'migrations', 'bench', 'eval', 'test/support']
-  .map((d) => path.join(root, d))
-  .filter((d) => fs.existsSync(d));
-const built = fs.existsSync(marker) ? fs.statSync(marker).mtimeMs : 0;
-if (!built || sources.some((d) => newestMtime(d) > built)) {
-  console.log('[build-if-needed] compiling TypeScript to dist/ ...');
-  execSync('npm run build', { cwd: root, stdio: 'inherit' });
+function isStale(output, inputs) {
+  const built = builtAt(output);
+  return !built || inputs.some((file) => statSync(file).mtimeMs > built);
+}
+
+function filesUnder(dir) {
+  return readdirSync(dir, { withFileTypes: true, recursive: true })
+    .filter((entry) => entry.isFile() && !entry.parentPath.includes('node_modules'))
+    .map((entry) => join(entry.parentPath, entry.name));
+}
+
+if (isStale(join(ROOT, 'dist', 'apps', 'agent-runtime', 'src', 'main.js'), serverInputs())) {
+  execFileSync(process.execPath, [join(__dirname, 'build.js')], { cwd: ROOT, stdio: 'inherit' });
+}
+const consoleDir = join(ROOT, 'apps', 'console');
+if (existsSync(consoleDir) && isStale(join(ROOT, 'dist', 'console', 'index.html'), filesUnder(consoleDir))) {
+  console.log('[build] building the operator console');
+  execFileSync('npm', ['run', '--silent', 'build:console'], { cwd: ROOT, stdio: 'inherit' });
 }
