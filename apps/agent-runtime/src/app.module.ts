@@ -14,21 +14,14 @@ import { HealthController } from './health/health.controller';
 import { ShutdownState } from './health/shutdown-state';
 import { ChannelMessagesController } from './http/channel-messages.controller';
 import { MetricsController } from './http/metrics.controller';
+import { loggerParams } from './logging';
 
 @Module({
   imports: [
     AppConfigModule,
     LoggerModule.forRootAsync({
       inject: [appConfig.KEY],
-      useFactory: (app: ConfigType<typeof appConfig>) => ({
-        pinoHttp: {
-          level: app.LOG_LEVEL,
-          // The request id is fastify's (x-request-id when the caller sends one).
-          customProps: (req: { id?: unknown }) => ({ request_id: req.id }),
-          autoLogging: { ignore: (req: { url?: string }) => (req.url ?? '').startsWith('/health') },
-          redact: ['req.headers.authorization'],
-        },
-      }),
+      useFactory: (app: ConfigType<typeof appConfig>) => loggerParams(app),
     }),
     ObservabilityModule,
     DatabaseModule,

@@ -4,7 +4,6 @@ import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { SwaggerModule } from '@nestjs/swagger';
 import helmet from '@fastify/helmet';
-import { Logger } from 'nestjs-pino';
 import { randomUUID } from 'node:crypto';
 import { parseEnvNamespace, validateEnv } from '@agent/config';
 import { EventBusService, MetricsService } from '@agent/observability';
@@ -12,15 +11,11 @@ import { AppModule } from './app.module';
 import { assertAuthConfigured } from './auth/startup-check';
 import { registerConsole } from './console/console-assets';
 import { flattenValidationErrors, HttpErrorFilter, RequestValidationError } from './http/errors';
+import { startupLogger } from './logging';
 import { openApiDocument } from './openapi';
 
-export interface CreateAppOptions {
-  /** Buffer Nest's own start-up logs until pino takes over (false in tests for quiet output). */
-  bufferLogs?: boolean;
-}
-
 /** Builds the HTTP application (fastify) without listening; main.ts and the e2e tests share it. */
-export async function createApp(options: CreateAppOptions = {}): Promise<NestFastifyApplication> {
+export async function createApp(): Promise<NestFastifyApplication> {
   // Fail fast, before any module starts, with every bad variable in one error.
   validateEnv(process.env);
   const app = parseEnvNamespace('app');
@@ -32,11 +27,10 @@ export async function createApp(options: CreateAppOptions = {}): Promise<NestFas
     trustProxy: true,
   });
   const nest = await NestFactory.create<NestFastifyApplication>(AppModule, adapter, {
-    bufferLogs: options.bufferLogs ?? true,
+    logger: startupLogger(app),
     // Throw start-up errors to the caller instead of exiting, so main.ts prints them and tests can assert them.
     abortOnError: false,
   });
-  nest.useLogger(nest.get(Logger));
   await nest.register(helmet, { contentSecurityPolicy: false });
   nest.useGlobalPipes(
     new ValidationPipe({

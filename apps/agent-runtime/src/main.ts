@@ -31,7 +31,9 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
   await app.listen({ port: env.PORT, host: '0.0.0.0' });
-  logger.log(`agent-runtime listening on port ${env.PORT}`);
+  logger.log(
+    `agent-runtime listening on port ${env.PORT} (started in ${Math.round(process.uptime() * 1000)} ms)`,
+  );
 }
 
 main().catch((error: unknown) => {

@@ -32,9 +32,12 @@ async function runMigrationsExclusively(dataSource: DataSource, embedded: boolea
       inject: [databaseConfig.KEY],
       useFactory: async (config: ConfigType<typeof databaseConfig>): Promise<EmbeddedPostgres | null> => {
         if (config.DATABASE_URL) return null;
+        const logger = new Logger('Database');
+        logger.log(`DATABASE_URL is not set: starting embedded Postgres (PGlite) in ${config.DATA_DIR}`);
+        const started = Date.now();
         const embedded = await EmbeddedPostgres.start(config.DATA_DIR);
-        new Logger('Database').warn(
-          `DATABASE_URL is not set: using embedded Postgres (PGlite) in ${embedded.dataDir}. ` +
+        logger.warn(
+          `embedded Postgres (PGlite) ready in ${Date.now() - started} ms in ${embedded.dataDir}. ` +
             'It is single-process and does not fsync; set DATABASE_URL in production.',
         );
         return embedded;

@@ -1,0 +1,24 @@
+import type { AppEnv } from '@agent/config';
+import { Logger, Params, PinoLogger } from 'nestjs-pino';
+
+/** pino for the app's logs and the request logs alike. */
+export function loggerParams(app: Pick<AppEnv, 'LOG_LEVEL'>): Params {
+  return {
+    pinoHttp: {
+      level: app.LOG_LEVEL,
+      // The request id is fastify's (x-request-id when the caller sends one).
+      customProps: (req: { id?: unknown }) => ({ request_id: req.id }),
+      autoLogging: { ignore: (req: { url?: string }) => (req.url ?? '').startsWith('/health') },
+      redact: ['req.headers.authorization'],
+    },
+  };
+}
+
+/**
+ * The logger Nest starts with, before its modules exist: start-up lines are written as they happen, each with
+ * its own time, instead of being buffered and flushed together once the app is built.
+ */
+export function startupLogger(app: Pick<AppEnv, 'LOG_LEVEL'>): Logger {
+  const params = loggerParams(app);
+  return new Logger(new PinoLogger(params), params);
+}
