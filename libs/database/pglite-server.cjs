@@ -36,8 +36,13 @@ async function main() {
       process.exit(0);
     }
   };
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
+  // While the app is there, stopping is its call: a Ctrl-C reaches the whole process group, and the database
+  // must outlive the app's drain of in-flight turns. The app sends 'stop' when it is done.
+  const onSignal = () => {
+    if (!process.connected) void stop();
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
   // The parent went away: never outlive it.
   process.on('disconnect', stop);
   process.on('message', (message) => {
