@@ -7,10 +7,12 @@ import { startTestApp, TestApp, uniqueId } from '../support/test-app';
 // Tenants of their own, so listings are exact even when other suites share the database.
 const TENANT = `con${Date.now().toString(36)}`;
 const OTHER = `${TENANT}-other`;
+const STATS_TENANT = `${TENANT}-stats`;
 const ADMIN_KEY = 'console-admin-global';
 const TENANT_ADMIN_KEY = 'console-admin-tenant';
 const CHANNEL = { authorization: 'Bearer console-channel' };
 const CHANNEL_OTHER = { authorization: 'Bearer console-channel-other' };
+const CHANNEL_STATS = { authorization: 'Bearer console-channel-stats' };
 
 /** Booting the app with a fresh embedded PGlite can take minutes on a busy machine. */
 const APP_START_TIMEOUT_MS = 240_000;
@@ -26,7 +28,7 @@ describe('operator console in Chromium', () => {
     app = await startTestApp({
       fakeLlm: fake,
       env: {
-        CHANNEL_API_KEYS: `${TENANT}:console-channel,${OTHER}:console-channel-other`,
+        CHANNEL_API_KEYS: `${TENANT}:console-channel,${OTHER}:console-channel-other,${STATS_TENANT}:console-channel-stats`,
         ADMIN_API_KEYS: `${ADMIN_KEY},${TENANT}:${TENANT_ADMIN_KEY}`,
         HUMAN_HANDOFF_MODE: 'hold',
         ENABLE_ROUTE_STICKINESS: 'true',
@@ -57,10 +59,11 @@ describe('operator console in Chromium', () => {
   });
 
   const say = async (sessionId: string, text: string, tenant = TENANT) => {
+    const channel = { [TENANT]: CHANNEL, [OTHER]: CHANNEL_OTHER, [STATS_TENANT]: CHANNEL_STATS }[tenant];
     const res = await app.post(
       '/v1/channels/web/messages',
       { tenant_id: tenant, agent_id: 'telecom_contas', session_id: sessionId, text, user_id: 'user-1' },
-      tenant === OTHER ? CHANNEL_OTHER : CHANNEL,
+      channel,
     );
     expect(res.status).toBe(200);
     return res.body;
@@ -205,6 +208,44 @@ describe('operator console in Chromium', () => {
     await expectVisible(turn(4));
     expect(await turn(3).textContent()).toContain('An operator gave the conversation back to the agents');
     expect(await turn(4).textContent()).toContain('Resposta sobre: e o que está incluso?');
+  });
+
+  it('charts stickiness and cost over a period', async () => {
+    const id = uniqueId('web');
+    for (const text of [
+      'Qual é o meu plano?',
+      'e o que está incluso?',
+      'talvez a fatura',
+      'e o que está incluso?',
+    ]) {
+      await say(id, text, STATS_TENANT);
+    }
+
+    await signIn(ADMIN_KEY);
+    await page.getByRole('link', { name: 'Stickiness and cost' }).click();
+    await page.getByLabel('Tenant').fill(STATS_TENANT);
+    await page.getByLabel('Period', { exact: true }).selectOption('24h');
+    await page.getByRole('button', { name: 'Show' }).click();
+    const figure = (name: string) => page.locator('dl.figures > div').filter({ hasText: name });
+    await expectVisible(page.getByText(`Tenant ${STATS_TENANT}`));
+    expect(await figure('Turns').locator('dd').first().textContent()).toBe('4');
+    expect(await figure('Bypass rate').locator('dd').first().textContent()).toBe('50.0 %');
+    expect(await figure('Router calls avoided').locator('dd').first().textContent()).toBe('2');
+    for (const title of [
+      'Turns over time',
+      'Continuity decisions',
+      'Fallback reasons',
+      'Tokens by LLM profile',
+    ]) {
+      const chart = page.getByRole('figure', { name: title });
+      await expectVisible(chart.locator('svg'));
+    }
+    // The figures behind a chart, as a table for those who do not read charts.
+    const fallbacks = page.getByRole('figure', { name: 'Fallback reasons' });
+    await fallbacks.getByText('Data of “Fallback reasons”').click();
+    await expectVisible(fallbacks.getByRole('cell', { name: 'below the threshold' }));
+    expect(page.url()).toContain('period=24h');
+    await screenshot(page, 'stats');
   });
 
   it("shows a tenant key only its tenant's sessions", async () => {

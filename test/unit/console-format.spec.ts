@@ -44,3 +44,20 @@ describe('console timeline route', () => {
     expect(parseRoute('#/sessions/acme/%E0%A4%A')).toMatchObject({ view: 'sessions' });
   });
 });
+
+describe('console stats route', () => {
+  it('keeps a preset period, or a custom one only when both ends are valid instants', () => {
+    const preset = parseRoute('#/stats?tenant=acme&period=30d');
+    expect(preset).toEqual({
+      view: 'stats',
+      filters: { tenant: 'acme', period: '30d', from: undefined, to: undefined },
+    });
+    expect(parseRoute(routeHref(preset))).toEqual(preset);
+    expect(parseRoute('#/stats?from=2025-01-01T00:00:00Z&to=2025-01-02T00:00:00Z&period=7d')).toMatchObject({
+      filters: { period: undefined, from: '2025-01-01T00:00:00.000Z', to: '2025-01-02T00:00:00.000Z' },
+    });
+    expect(parseRoute('#/stats?from=2025-01-01T00:00:00Z&to=soon')).toMatchObject({
+      filters: { from: undefined, to: undefined },
+    });
+  });
+});

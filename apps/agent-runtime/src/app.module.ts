@@ -9,6 +9,7 @@ import { WorkflowModule } from '@agent/workflow';
 import { ConfigType } from '@nestjs/config';
 import { AdminKeyController } from './admin/admin-key.controller';
 import { AdminSessionsController } from './admin/admin-sessions.controller';
+import { AdminStatsController } from './admin/admin-stats.controller';
 import { AuthModule } from './auth/auth.module';
 import { HealthController } from './health/health.controller';
 import { ShutdownState } from './health/shutdown-state';
@@ -34,6 +35,7 @@ import { loggerParams } from './logging';
     ChannelMessagesController,
     AdminKeyController,
     AdminSessionsController,
+    AdminStatsController,
     HealthController,
     MetricsController,
   ],

@@ -1,5 +1,5 @@
 import { useQueryClient } from '@tanstack/react-query';
-import { useCallback, useEffect, useMemo, useState, type MouseEvent } from 'react';
+import { lazy, Suspense, useCallback, useEffect, useMemo, useState, type MouseEvent } from 'react';
 import { ApiError, createAdminClient, unwrap, type AdminKey } from './api/client';
 import { keyStorage, OperatorProvider, useOperator, type Operator } from './auth';
 import { useRoute } from './hooks';
@@ -10,6 +10,9 @@ import { SignIn } from './views/SignIn';
 import { Timeline } from './views/Timeline';
 
 type SignedIn = { key: string; me: AdminKey };
+
+// The charts (ECharts) load with the statistics view only.
+const Stats = lazy(() => import('./views/Stats').then((module) => ({ default: module.Stats })));
 
 const KEY_REFUSED = 'The server no longer accepts this key: sign in again.';
 
@@ -104,6 +107,12 @@ function View({ route }: { route: Route }) {
       return <Timeline tenant={route.tenant} session={route.session} />;
     case 'handoffs':
       return <HandoffDesk key={route.tenant ?? ''} tenant={route.tenant} />;
+    case 'stats':
+      return (
+        <Suspense fallback={<p role="status">Loading the charts…</p>}>
+          <Stats key={JSON.stringify(route.filters)} filters={route.filters} />
+        </Suspense>
+      );
   }
 }
 
@@ -126,6 +135,12 @@ function Header({ route }: { route: Route }) {
           aria-current={route.view === 'handoffs' ? 'page' : undefined}
         >
           Handoff desk
+        </a>
+        <a
+          href={routeHref({ view: 'stats', filters: {} })}
+          aria-current={route.view === 'stats' ? 'page' : undefined}
+        >
+          Stickiness and cost
         </a>
       </nav>
       <Identity />

@@ -3,5 +3,6 @@ export * from './checkpoint.service';
 export * from './checkpoint.errors';
 export * from './checkpoint.types';
 export * from './checkpoint.store';
+export * from './turn-stats.query';
 export { InvalidCursorError, PostgresCheckpointStore } from './postgres-checkpoint.store';
 export { canonicalJson, checkpointChecksum, jsonbText } from './canonical-json';

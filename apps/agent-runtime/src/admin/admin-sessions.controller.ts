@@ -1,15 +1,4 @@
-import {
-  Body,
-  Controller,
-  Delete,
-  ForbiddenException,
-  Get,
-  HttpCode,
-  Param,
-  Post,
-  Query,
-  Req,
-} from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, Req } from '@nestjs/common';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import { CheckpointService } from '@agent/checkpoint';
@@ -21,8 +10,8 @@ import {
   SessionNotFoundError,
 } from '@agent/workflow';
 import { Access } from '../auth/access.decorator';
-import { Principal } from '../auth/api-keys';
 import { principalOf } from '../auth/request-principal';
+import { singleTenant, tenantScope } from './admin-tenant';
 import { ApiErrors } from '../http/api-errors.decorator';
 import { RequestValidationError } from '../http/errors';
 import {
@@ -69,14 +58,7 @@ export class AdminSessionsController {
   @ApiOperation({ summary: 'List sessions (newest activity first) with filters and cursor pagination' })
   @ApiOkResponse({ type: SessionListDto })
   async list(@Query() query: ListSessionsQueryDto, @Req() request: FastifyRequest): Promise<SessionListDto> {
-    const principal = principalOf(request);
-    let tenantId = query.tenant_id;
-    if (principal.tenants !== null) {
-      if (tenantId !== undefined && !principal.tenants.includes(tenantId)) {
-        throw new ForbiddenException('this admin key may not list sessions of another tenant');
-      }
-      tenantId ??= singleTenant(principal);
-    }
+    const tenantId = tenantScope(principalOf(request), query.tenant_id);
     const page = await this.checkpoints.listSessions({
       tenant_id: tenantId,
       agent_id: query.agent_id,
@@ -273,12 +255,4 @@ export class AdminSessionsController {
     if (!session || session.turn_count === 0) throw new SessionNotFoundError(key);
     return session;
   }
-}
-
-function singleTenant(principal: Principal): string {
-  const tenants = principal.tenants ?? [];
-  if (tenants.length === 1) return tenants[0];
-  throw new RequestValidationError([
-    { field: 'tenant_id', errors: ['tenant_id is required: this key serves several tenants'] },
-  ]);
 }

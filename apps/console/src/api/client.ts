@@ -8,6 +8,7 @@ export type SessionList = Schemas['SessionListDto'];
 export type SessionStatus = SessionSummary['status'];
 export type SessionTimeline = Schemas['SessionTimelineDto'];
 export type TimelineTurn = Schemas['TimelineTurnDto'];
+export type StickinessStats = Schemas['StickinessStatsDto'];
 export type AdminClient = Client<paths>;
 
 /** A refused or failed admin API call, from the error envelope `{error: {code, message, details?}, request_id}`. */

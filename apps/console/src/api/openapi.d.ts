@@ -175,6 +175,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Stickiness and cost over a period: turns, bypass rate, router calls avoided, fallback reasons, shadow agreement, tokens and latency per LLM profile */
+        get: operations["AdminStatsController_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/health/live": {
         parameters: {
             query?: never;
@@ -577,6 +594,78 @@ export interface components {
             /** @description Long-term memory items removed; null when not requested */
             memory_items_deleted: number | null;
             memory_subject_key: string | null;
+        };
+        ContinuityDecisionCountDto: {
+            /** @enum {string} */
+            decision: "CONTINUE" | "ROUTE" | "HUMAN_HANDOFF" | "END_SESSION";
+            /** @description False: overruled (below the threshold, invalid output, …) and the router decided */
+            accepted: boolean;
+            count: number;
+        };
+        FallbackReasonCountDto: {
+            /** @enum {string} */
+            reason: "below_threshold" | "invalid_output" | "timeout" | "error" | "no_active_agent";
+            count: number;
+        };
+        ShadowAgreementDto: {
+            /** @description Turns where the router also ran beside an accepted CONTINUE (shadow rate) */
+            compared: number;
+            /** @description Of those, turns where the router chose the agent continuity kept */
+            agreed: number;
+            agreement_rate: number | null;
+        };
+        LatencyPercentilesDto: {
+            p50: number | null;
+            p95: number | null;
+        };
+        ProfileUsageDto: {
+            /** @example route_continuity */
+            profile: string;
+            calls: number;
+            /** @description Calls whose outcome was not ok (timeout, error, invalid output, …) */
+            failures: number;
+            prompt_tokens: number;
+            completion_tokens: number;
+            latency_p50_ms: number | null;
+            latency_p95_ms: number | null;
+        };
+        StatsBucketDto: {
+            /** Format: date-time */
+            start: string;
+            turns: number;
+            bypassed_turns: number;
+            router_calls: number;
+        };
+        StickinessStatsDto: {
+            /** @description null: every tenant (global key only) */
+            tenant_id: string | null;
+            /** Format: date-time */
+            from: string;
+            /** Format: date-time */
+            to: string;
+            /** @enum {string} */
+            bucket: "hour" | "day";
+            /** @description Turns committed in the period */
+            turns: number;
+            /** @description Turns the continuity classifier was asked about */
+            continuity_evaluated: number;
+            /** @description Turns an accepted CONTINUE kept with the active agent (route_bypassed) */
+            bypassed_turns: number;
+            /** @description bypassed_turns / turns */
+            bypass_rate: number | null;
+            /** @description Calls of the router's model profile */
+            router_calls: number;
+            /** @description Bypassed turns with no router model call in the same turn (what stickiness saved) */
+            router_calls_avoided: number;
+            decisions: components["schemas"]["ContinuityDecisionCountDto"][];
+            fallback_reasons: components["schemas"]["FallbackReasonCountDto"][];
+            shadow: components["schemas"]["ShadowAgreementDto"];
+            /** @description Workflow latency per turn, ms */
+            turn_latency_ms: components["schemas"]["LatencyPercentilesDto"];
+            /** @description Model calls, tokens and latency per LLM profile */
+            profiles: components["schemas"]["ProfileUsageDto"][];
+            /** @description Every bucket of the period, oldest first */
+            series: components["schemas"]["StatsBucketDto"][];
         };
     };
     responses: never;
@@ -1440,6 +1529,79 @@ export interface operations {
             };
             /** @description Conflict: agent mismatch, conversation busy (Retry-After) or session state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Rate limit of the key exceeded (Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Database unavailable (Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    AdminStatsController_get: {
+        parameters: {
+            query?: {
+                /** @description Required with a global admin key; a tenant-scoped key defaults to its tenant */
+                tenant_id?: string;
+                /** @description Start of the period (inclusive); default: to − 7 days */
+                from?: string;
+                /** @description End of the period (exclusive); default: now */
+                to?: string;
+                /** @description Width of the series buckets (UTC); default: hour up to two days, else day */
+                bucket?: "hour" | "day";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StickinessStatsDto"];
+                };
+            };
+            /** @description Validation failed (field errors in error.details) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Missing or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description The key may not act for this tenant or call this kind of endpoint */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

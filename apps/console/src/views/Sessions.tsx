@@ -8,6 +8,7 @@ import { TenantField } from '../components/TenantField';
 import { formatAgo, formatDateTime } from '../format';
 import { useNow } from '../hooks';
 import {
+  ACTIVITY_WINDOW_NAMES,
   ACTIVITY_WINDOWS,
   routeHref,
   SESSION_STATUSES,
@@ -180,14 +181,12 @@ function SessionFilterForm({ filters }: { filters: SessionFilters }) {
           onChange={(event) =>
             setDraft({
               ...draft,
-              activity: (Object.keys(ACTIVITY_WINDOWS) as ActivityWindow[]).find(
-                (window) => window === event.target.value,
-              ),
+              activity: ACTIVITY_WINDOW_NAMES.find((window) => window === event.target.value),
             })
           }
         >
           <option value="">any time</option>
-          {(Object.keys(ACTIVITY_LABELS) as ActivityWindow[]).map((window) => (
+          {ACTIVITY_WINDOW_NAMES.map((window) => (
             <option key={window} value={window}>
               {ACTIVITY_LABELS[window]}
             </option>
