@@ -85,6 +85,8 @@ export function fakeEmbedding(text: string, dimensions: number): number[] {
 
 export class FakeLlmServer {
   readonly requests: FakeChatRequest[] = [];
+  /** TCP connections accepted since start: a client with a keep-alive pool opens one for sequential calls. */
+  connections = 0;
   /** Size of the vectors POST /v1/embeddings returns when the request does not ask for `dimensions`. */
   embeddingDimensions = 64;
   private scripts: { script: FakeScript; used: number }[] = [];
@@ -100,6 +102,7 @@ export class FakeLlmServer {
     });
     instance = new FakeLlmServer(server);
     server.on('connection', (socket) => {
+      if (instance) instance.connections++;
       instance?.sockets.add(socket);
       socket.on('close', () => instance?.sockets.delete(socket));
     });

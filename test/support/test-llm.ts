@@ -1,11 +1,10 @@
 import { EventEmitter2 } from '@nestjs/event-emitter';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { ConfigFilesService, parseEnvNamespace } from '@agent/config';
 import { LlmService } from '@agent/llm';
 import { EventBusService, MetricsService, TracingService } from '@agent/observability';
 import type { FakeLlmServer } from './fake-llm';
-
-const REPO = resolve(__dirname, '..', '..');
+import { REPO_ROOT } from './repo-root';
 
 export interface TestLlm {
   llm: LlmService;
@@ -24,8 +23,8 @@ export function createTestLlm(
   env: Record<string, string | undefined> = {},
 ): TestLlm {
   const raw = {
-    CONFIG_DIR: join(REPO, 'config'),
-    LLM_PROFILES_PATH: join(REPO, 'test', 'support', 'config', 'llm_profiles.yaml'),
+    CONFIG_DIR: join(REPO_ROOT, 'config'),
+    LLM_PROFILES_PATH: join(REPO_ROOT, 'test', 'support', 'config', 'llm_profiles.yaml'),
     LLM_BASE_URL: fake?.baseUrl,
     LLM_API_KEY: 'test-key',
     ...env,

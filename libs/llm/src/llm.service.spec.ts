@@ -135,6 +135,30 @@ describe(LlmService.name, () => {
     });
   });
 
+  it('sends every call to one endpoint over one keep-alive connection', async () => {
+    fake.setFallback({ json: { label: 'YES', confidence: 1 } });
+    const before = fake.connections;
+    for (const profile of ['router', 'judge', 'agent', 'route_continuity']) {
+      await service.llm.chat({ profile, messages: [{ role: 'user', content: 'hi' }] });
+      await service.llm.embed(profile, ['x']);
+    }
+    expect(fake.connections - before).toBeLessThanOrEqual(1);
+  });
+
+  it("stops at the caller's signal with a cancelled error, apart from timeouts", async () => {
+    fake.script({ model: 'agent', reply: { content: 'late', delayMs: 1000 } });
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 50);
+    await expect(
+      service.llm.chat({
+        profile: 'agent',
+        messages: [{ role: 'user', content: 'hi' }],
+        signal: controller.signal,
+      }),
+    ).rejects.toMatchObject({ kind: 'cancelled' });
+    expect(service.calls[service.calls.length - 1]).toMatchObject({ profile: 'agent', outcome: 'cancelled' });
+  });
+
   it('returns tool calls', async () => {
     fake.script({
       model: 'agent',

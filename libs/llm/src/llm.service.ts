@@ -1,6 +1,7 @@
-import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { ConfigType } from '@nestjs/config';
 import OpenAI, { APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
+import type { RequestOptions } from 'openai/internal/request-options';
 import type {
   ChatCompletionCreateParamsNonStreaming,
   ChatCompletionMessageParam,
@@ -17,6 +18,7 @@ import {
   LlmNotConfiguredError,
   LlmTimeoutError,
 } from './llm.errors';
+import { ConnectionPools } from './connection-pools';
 import { describeIssues, parseJsonObject, StructuredOutput } from './structured-output';
 
 export type ChatMessage = ChatCompletionMessageParam;
@@ -100,9 +102,10 @@ export interface ResolvedProfile {
 
 /** OpenAI-compatible chat completions for every provider, with per-profile limits and usage accounting. */
 @Injectable()
-export class LlmService implements OnModuleInit {
+export class LlmService implements OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger(LlmService.name);
   private readonly clients = new Map<string, OpenAI>();
+  private readonly pools = new ConnectionPools();
 
   constructor(
     @Inject(llmConfig.KEY) private readonly env: ConfigType<typeof llmConfig>,
@@ -119,6 +122,10 @@ export class LlmService implements OnModuleInit {
         'No LLM endpoint is configured (LLM_BASE_URL or a profile base_url): every LLM stage takes its documented fallback.',
       );
     }
+  }
+
+  onModuleDestroy(): void {
+    this.pools.destroy();
   }
 
   /** What readiness reports: configuration only, never a model call. */
@@ -228,13 +235,7 @@ export class LlmService implements OnModuleInit {
                 ? { tools: request.tools }
                 : {}),
             },
-            {
-              timeout: timeoutMs,
-              maxRetries: 0,
-              signal: request.signal
-                ? AbortSignal.any([request.signal, AbortSignal.timeout(timeoutMs)])
-                : AbortSignal.timeout(timeoutMs),
-            },
+            callOptions(timeoutMs, request.signal),
           );
           const latencyMs = performance.now() - started;
           const choice = Array.isArray(completion?.choices) ? completion.choices[0] : undefined;
@@ -322,13 +323,7 @@ export class LlmService implements OnModuleInit {
               encoding_format: 'float',
               ...(profile.config.dimensions ? { dimensions: profile.config.dimensions } : {}),
             },
-            {
-              timeout: timeoutMs,
-              maxRetries: 0,
-              signal: signal
-                ? AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)])
-                : AbortSignal.timeout(timeoutMs),
-            },
+            callOptions(timeoutMs, signal),
           );
           const vectors = parseEmbeddings(
             profile.requested,
@@ -423,11 +418,27 @@ export class LlmService implements OnModuleInit {
     const key = `${profile.baseUrl ?? 'default'}|${profile.apiKey ?? ''}`;
     let client = this.clients.get(key);
     if (!client) {
-      client = new OpenAI({ baseURL: profile.baseUrl, apiKey: profile.apiKey ?? 'not-set', maxRetries: 0 });
+      client = new OpenAI({
+        baseURL: profile.baseUrl,
+        apiKey: profile.apiKey ?? 'not-set',
+        maxRetries: 0,
+        fetch: this.pools.fetchFor(profile.baseUrl ?? OPENAI_BASE_URL),
+      });
       this.clients.set(key, client);
     }
     return client;
   }
+}
+
+/** Where the SDK sends a profile of provider `openai` that names no base URL. */
+const OPENAI_BASE_URL = 'https://api.openai.com/v1';
+
+/**
+ * Per-call SDK options: its own deadline (the one timer it arms per request anyway) and the caller's signal as
+ * is; no signal is allocated here per call.
+ */
+function callOptions(timeoutMs: number, signal: AbortSignal | undefined): RequestOptions {
+  return { timeout: timeoutMs, maxRetries: 0, ...(signal ? { signal } : {}) };
 }
 
 /** The `response_format` a profile's mode allows for what the stage asked (nothing when it asked for text). */

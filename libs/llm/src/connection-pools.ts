@@ -1,0 +1,119 @@
+import { Agent as HttpAgent, IncomingMessage, request as httpRequest } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import type { ClientOptions } from 'openai';
+
+export type Fetch = NonNullable<ClientOptions['fetch']>;
+
+/**
+ * How long an idle pooled connection is kept: below the 5 s idle timeout of common model servers (uvicorn,
+ * Node) that do not announce it, so a request never goes out on a connection the server is closing. A server
+ * that announces a shorter `Keep-Alive: timeout` is honoured by the agent.
+ */
+const IDLE_SOCKET_MS = 4000;
+
+/** Statuses whose response has no body (a Response with one cannot be constructed). */
+const NULL_BODY_STATUSES: ReadonlySet<number> = new Set([101, 204, 205, 304]);
+
+/**
+ * One keep-alive connection pool per model endpoint origin, shared by every profile and client that calls it,
+ * and the `fetch` the openai SDK sends through it. Node's global fetch (a full WHATWG implementation) costs
+ * several times the CPU of a plain http request per call; this fetch is a plain request whose buffered answer
+ * becomes a Response. Deadlines are the SDK's own (its timeout aborts the request's signal): nothing here arms
+ * a timer per call.
+ */
+export class ConnectionPools {
+  private readonly agents = new Map<string, HttpAgent>();
+
+  /** The fetch for requests to `baseUrl`'s origin. */
+  fetchFor(baseUrl: string): Fetch {
+    const { origin, protocol } = new URL(baseUrl);
+    let agent = this.agents.get(origin);
+    if (!agent) {
+      const options = { keepAlive: true, timeout: IDLE_SOCKET_MS, scheduling: 'lifo' as const };
+      agent = protocol === 'https:' ? new HttpsAgent(options) : new HttpAgent(options);
+      this.agents.set(origin, agent);
+    }
+    const send = protocol === 'https:' ? httpsRequest : httpRequest;
+    const pool = agent;
+    return (input, init) => pooledFetch(send, pool, input, init);
+  }
+
+  /** Closes every pooled connection (at shutdown). */
+  destroy(): void {
+    for (const agent of this.agents.values()) agent.destroy();
+    this.agents.clear();
+  }
+}
+
+function pooledFetch(
+  send: typeof httpRequest,
+  agent: HttpAgent,
+  input: string | URL | Request,
+  init: RequestInit = {},
+): Promise<Response> {
+  const signal = init.signal ?? null;
+  if (signal?.aborted) return Promise.reject(abortReason(signal));
+  const body = init.body ?? null;
+  if (body !== null && typeof body !== 'string' && !(body instanceof Uint8Array)) {
+    return Promise.reject(new TypeError('the model transport sends only string or byte bodies'));
+  }
+  const url = typeof input === 'string' || input instanceof URL ? input : input.url;
+  return new Promise<Response>((resolve, reject) => {
+    const onAbort = () => request.destroy(abortReason(signal));
+    const fail = (error: Error) => {
+      signal?.removeEventListener('abort', onAbort);
+      reject(error);
+    };
+    const request = send(
+      url,
+      { method: init.method ?? 'GET', agent, headers: headerRecord(init.headers) },
+      (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('error', fail);
+        response.on('end', () => {
+          signal?.removeEventListener('abort', onAbort);
+          const status = response.statusCode ?? 0;
+          resolve(
+            new Response(NULL_BODY_STATUSES.has(status) ? null : Buffer.concat(chunks), {
+              status,
+              statusText: response.statusMessage,
+              headers: responseHeaders(response),
+            }),
+          );
+        });
+      },
+    );
+    request.on('error', fail);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    request.end(body ?? undefined);
+  });
+}
+
+function headerRecord(headers: RequestInit['headers']): Record<string, string> {
+  const record: Record<string, string> = {};
+  if (headers === undefined) return record;
+  new Headers(headers).forEach((value, name) => {
+    record[name] = value;
+  });
+  return record;
+}
+
+function responseHeaders(response: IncomingMessage): Headers {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(response.headers)) {
+    if (typeof value === 'string') headers.set(name, value);
+    else if (Array.isArray(value)) for (const item of value) headers.append(name, item);
+  }
+  return headers;
+}
+
+/**
+ * What the SDK takes for a cancelled fetch: an Error named AbortError (the signal's own reason is a DOMException,
+ * which the SDK does not recognize as an Error where the realms differ, as under jest).
+ */
+function abortReason(signal: AbortSignal | null): Error {
+  const error = new Error('the model request was aborted', { cause: signal?.reason });
+  error.name = 'AbortError';
+  return error;
+}
