@@ -21,7 +21,9 @@ export default defineConfig({
     },
   },
   server: {
-    // `npx vite -c apps/console/vite.config.ts` against a locally running app on PORT (default 3000).
-    proxy: { '/v1': `http://127.0.0.1:${process.env.PORT ?? '3000'}` },
+    // `npx vite -c apps/console/vite.config.mts` against a locally running app on PORT (default 3000).
+    proxy: Object.fromEntries(
+      ['/v1', '/docs'].map((path) => [path, `http://127.0.0.1:${process.env.PORT ?? '3000'}`]),
+    ),
   },
 });
