@@ -41,6 +41,7 @@ describe('rate limit, body limit, headers', () => {
     const limited = await app.get<ErrorBody>(list, bearer(KEYS.admin));
     expect(limited.status).toBe(429);
     expect(limited.body.error.code).toBe('RATE_LIMITED');
+    expect(limited.body.error.message).toBe('rate limit exceeded: 3 requests per minute; retry after 60 s');
     expect(limited.body.request_id).toBeTruthy();
     const retryAfter = Number(limited.headers.get('retry-after'));
     expect(Number.isInteger(retryAfter)).toBe(true);
@@ -60,10 +61,14 @@ describe('rate limit, body limit, headers', () => {
     }
   });
 
-  it('limits failed key guesses by client address', async () => {
+  it('limits failed key guesses by client address, whatever X-Forwarded-For claims (no TRUST_PROXY)', async () => {
     const statuses: number[] = [];
     for (let i = 0; i < 4; i++) {
-      statuses.push((await app.get(`/v1/admin/sessions?tenant_id=${TENANT}`, bearer(`guess-${i}`))).status);
+      const res = await app.get(`/v1/admin/sessions?tenant_id=${TENANT}`, {
+        ...bearer(`guess-${i}`),
+        'x-forwarded-for': `203.0.113.${i}`,
+      });
+      statuses.push(res.status);
     }
     expect(statuses).toEqual([401, 401, 401, 429]);
   });

@@ -1,16 +1,19 @@
 import type { AppEnv } from '@agent/config';
 import { Logger, Params, PinoLogger } from 'nestjs-pino';
+import { serializeRequest } from './http/request-log';
 
 /** pino for the app's logs and the request logs alike. */
 export function loggerParams(app: Pick<AppEnv, 'LOG_LEVEL'>): Params {
   return {
     pinoHttp: {
       level: app.LOG_LEVEL,
-      // The request id is fastify's (x-request-id when the caller sends one).
+      // The request id is fastify's (the caller's x-request-id when it is a plain token).
       customProps: (req: { id?: unknown }) => ({ request_id: req.id }),
       autoLogging: { ignore: (req: { url?: string }) => (req.url ?? '').startsWith('/health') },
-      redact: ['req.headers.authorization'],
+      serializers: { req: serializeRequest },
     },
+    // Logging off costs nothing per request: no request logger, no per-request context.
+    forRoutes: app.LOG_LEVEL === 'silent' ? [] : undefined,
   };
 }
 

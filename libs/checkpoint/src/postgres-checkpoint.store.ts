@@ -277,6 +277,11 @@ function encodeCursor(updatedAt: string, conversationKey: string): string {
   return Buffer.from(JSON.stringify([updatedAt, conversationKey])).toString('base64url');
 }
 
+function isCanonicalTimestamp(value: string): boolean {
+  const time = Date.parse(value);
+  return !Number.isNaN(time) && new Date(time).toISOString() === value;
+}
+
 function decodeCursor(cursor: string): { updated_at: string; conversation_key: string } {
   try {
     const parsed: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
@@ -284,7 +289,9 @@ function decodeCursor(cursor: string): { updated_at: string; conversation_key: s
       Array.isArray(parsed) &&
       typeof parsed[0] === 'string' &&
       typeof parsed[1] === 'string' &&
-      !Number.isNaN(Date.parse(parsed[0]))
+      // Exactly what encodeCursor writes: anything else (a date Postgres reads differently, a NUL) is not ours.
+      isCanonicalTimestamp(parsed[0]) &&
+      !parsed[1].includes('\u0000')
     ) {
       return { updated_at: parsed[0], conversation_key: parsed[1] };
     }

@@ -7,6 +7,17 @@ const identifier = z
   .trim()
   .regex(/^[A-Za-z][A-Za-z0-9_.-]*$/, 'must be an identifier (letters, digits, _ . -)');
 
+/**
+ * A catalogue keyed by names that requests and model output refer to (agent ids, tool names, profiles): without a
+ * prototype, so `name in catalogue` and `catalogue[name]` only ever see configured entries, never `constructor`
+ * or `toString`.
+ */
+function catalogue<V extends z.ZodTypeAny>(value: V) {
+  return z
+    .record(identifier, value)
+    .transform((entries) => Object.assign(Object.create(null) as Record<string, z.output<V>>, entries));
+}
+
 // ---- llm_profiles.yaml ----
 export const STRUCTURED_OUTPUT_MODES = ['json_schema', 'json_object', 'none'] as const;
 export type StructuredOutputMode = (typeof STRUCTURED_OUTPUT_MODES)[number];
@@ -33,7 +44,7 @@ export const llmProfileSchema = z
     dimensions: z.number().int().positive().max(16000).optional(),
   })
   .strict();
-export const llmProfilesFileSchema = z.object({ profiles: z.record(identifier, llmProfileSchema) }).strict();
+export const llmProfilesFileSchema = z.object({ profiles: catalogue(llmProfileSchema) }).strict();
 export type LlmProfileConfig = z.output<typeof llmProfileSchema>;
 export type LlmProfilesFile = z.output<typeof llmProfilesFileSchema>;
 
@@ -62,7 +73,7 @@ export const agentProfileSchema = z
 export const agentsFileSchema = z
   .object({
     default_agent_id: identifier,
-    agents: z.record(identifier, agentProfileSchema),
+    agents: catalogue(agentProfileSchema),
     graph_agents: z
       .object(
         Object.fromEntries(DOMAIN_AGENT_NODES.map((name) => [name, graphAgentSchema])) as Record<
@@ -249,7 +260,7 @@ export const toolSchema = z
   })
   .strict();
 export const toolsFileSchema = z
-  .object({ tools: z.record(identifier, toolSchema) })
+  .object({ tools: catalogue(toolSchema) })
   .strict()
   .superRefine((file, ctx) => {
     for (const [name, tool] of Object.entries(file.tools)) {

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { z } from 'zod';
 
 /** Boolean env values: true/false/1/0/yes/no (case-insensitive). */
@@ -96,6 +97,9 @@ const postgresUrl = z
     }
   });
 
+/** The shortest API key accepted, global or per tenant. */
+const MIN_KEY_LENGTH = 8;
+
 /** `tenant:key,tenant:key` (channel keys) — parsed into pairs; a bare key is rejected. */
 const tenantKeyList = (allowGlobal: boolean) =>
   z
@@ -116,15 +120,22 @@ const tenantKeyList = (allowGlobal: boolean) =>
             });
             return z.NEVER;
           }
+          if (item.length < MIN_KEY_LENGTH) {
+            ctx.addIssue({
+              code: z.ZodIssueCode.custom,
+              message: `each key needs at least ${MIN_KEY_LENGTH} characters`,
+            });
+            return z.NEVER;
+          }
           entries.push({ tenant: null, key: item });
           continue;
         }
         const tenant = item.slice(0, separator).trim();
         const key = item.slice(separator + 1).trim();
-        if (tenant === '' || key.length < 8) {
+        if (tenant === '' || key.length < MIN_KEY_LENGTH) {
           ctx.addIssue({
             code: z.ZodIssueCode.custom,
-            message: 'each entry needs a tenant and a key of at least 8 characters',
+            message: `each entry needs a tenant and a key of at least ${MIN_KEY_LENGTH} characters`,
           });
           return z.NEVER;
         }
@@ -133,6 +144,39 @@ const tenantKeyList = (allowGlobal: boolean) =>
       return entries;
     });
 
+const PROXY_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
+
+/** An IP address, a CIDR range (`10.0.0.0/8`), or one of the names loopback, linklocal, uniquelocal. */
+function isProxyAddress(value: string): boolean {
+  if (PROXY_NAMES.includes(value)) return true;
+  const [address, prefix, ...rest] = value.split('/');
+  const version = isIP(address);
+  if (version === 0 || rest.length > 0) return false;
+  if (prefix === undefined) return true;
+  const bits = Number(prefix);
+  return /^\d+$/.test(prefix) && bits <= (version === 4 ? 32 : 128);
+}
+
+/** TRUST_PROXY: the proxies whose X-Forwarded-For is believed, comma-separated; unset trusts none. */
+const trustedProxies = z
+  .string()
+  .optional()
+  .transform((value, ctx) => {
+    const entries = (value ?? '')
+      .split(',')
+      .map((entry) => entry.trim())
+      .filter((entry) => entry !== '');
+    const bad = entries.filter((entry) => !isProxyAddress(entry));
+    if (bad.length > 0) {
+      ctx.addIssue({
+        code: z.ZodIssueCode.custom,
+        message: `expected IP addresses, CIDR ranges or loopback|linklocal|uniquelocal, got "${bad.join(', ')}"`,
+      });
+      return z.NEVER;
+    }
+    return entries;
+  });
+
 export const appEnvSchema = z.object({
   NODE_ENV: envEnum(['development', 'production', 'test'], 'development'),
   PORT: envNumber(3000, { min: 0, max: 65535, int: true }),
@@ -140,6 +184,9 @@ export const appEnvSchema = z.object({
   CONFIG_DIR: envString('config'),
   SHUTDOWN_GRACE_MS: envNumber(10000, { min: 0, int: true }),
   BODY_LIMIT_BYTES: envNumber(64 * 1024, { min: 1024, int: true }),
+  /** Time to receive a request's headers and body; a slower client gets 408 and the connection is closed. */
+  REQUEST_TIMEOUT_MS: envNumber(10000, { min: 100, int: true }),
+  TRUST_PROXY: trustedProxies,
   OTEL_EXPORTER_OTLP_ENDPOINT: httpUrl,
 });
 

@@ -63,4 +63,28 @@ describe('validateEnv', () => {
       { tenant: 'acme', key: 'admin-acme-key' },
     ]);
   });
+
+  it('refuses keys shorter than 8 characters, global admin keys included', () => {
+    for (const env of [
+      { ADMIN_API_KEYS: 'x' },
+      { ADMIN_API_KEYS: 'short7!' },
+      { ADMIN_API_KEYS: 'acme:short' },
+      { CHANNEL_API_KEYS: 'acme:1234567' },
+    ]) {
+      expect(() => parseEnvNamespace('auth', env)).toThrow(/at least 8 characters/);
+    }
+    expect(parseEnvNamespace('auth', { ADMIN_API_KEYS: '12345678' }).ADMIN_API_KEYS).toEqual([
+      { tenant: null, key: '12345678' },
+    ]);
+  });
+
+  it('trusts X-Forwarded-For only from the proxies TRUST_PROXY names', () => {
+    expect(parseEnvNamespace('app', {}).TRUST_PROXY).toEqual([]);
+    expect(
+      parseEnvNamespace('app', { TRUST_PROXY: '10.0.0.0/8, 127.0.0.1,loopback,::1,fd00::/8' }).TRUST_PROXY,
+    ).toEqual(['10.0.0.0/8', '127.0.0.1', 'loopback', '::1', 'fd00::/8']);
+    for (const bad of ['true', '*', '1', '10.0.0.0/33', 'proxy.internal', '10.0.0.1/8/1']) {
+      expect(() => parseEnvNamespace('app', { TRUST_PROXY: bad })).toThrow(/TRUST_PROXY|expected IP/);
+    }
+  });
 });

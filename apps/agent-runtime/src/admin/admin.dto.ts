@@ -1,85 +1,47 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { Transform, Type } from 'class-transformer';
-import {
-  IsBoolean,
-  IsIn,
-  IsInt,
-  IsISO8601,
-  IsOptional,
-  IsString,
-  Matches,
-  Max,
-  MaxLength,
-  Min,
-} from 'class-validator';
+import { freeTextRule, IDENTIFIER_RULE, SESSION_ID_RULE } from '../http/request-rules';
 
-const IDENTIFIER = /^[A-Za-z0-9_.-]+$/;
-const SESSION = /^[A-Za-z0-9_.:@-]+$/;
 export const SESSION_STATUSES = ['active', 'ended', 'handoff'] as const;
 
-// ---- requests ----
+// ---- requests (their schemas, in the OpenAPI document, are also what validates requests) ----
 
 export class SessionParamDto {
-  @ApiProperty({ example: 'web-7f3a' })
-  @IsString()
-  @MaxLength(128)
-  @Matches(SESSION, { message: 'session_id may contain only letters, digits, _ . : @ -' })
+  @ApiProperty({ ...SESSION_ID_RULE, example: 'web-7f3a' })
   session_id!: string;
 }
 
 export class TenantQueryDto {
   @ApiPropertyOptional({
+    ...IDENTIFIER_RULE,
     example: 'acme',
     description: 'Required with a global admin key; a tenant-scoped key defaults to its tenant',
   })
-  @IsOptional()
-  @IsString()
-  @MaxLength(64)
-  @Matches(IDENTIFIER, { message: 'tenant_id may contain only letters, digits, _ . -' })
   tenant_id?: string;
 }
 
 export class ListSessionsQueryDto extends TenantQueryDto {
-  @ApiPropertyOptional({ example: 'telecom_contas' })
-  @IsOptional()
-  @IsString()
-  @MaxLength(64)
-  @Matches(IDENTIFIER, { message: 'agent_id may contain only letters, digits, _ . -' })
+  @ApiPropertyOptional({ ...IDENTIFIER_RULE, example: 'telecom_contas' })
   agent_id?: string;
 
   @ApiPropertyOptional({ enum: SESSION_STATUSES })
-  @IsOptional()
-  @IsIn(SESSION_STATUSES)
   status?: (typeof SESSION_STATUSES)[number];
 
-  @ApiPropertyOptional({ minimum: 1, maximum: 200, default: 50 })
-  @IsOptional()
-  @Type(() => Number)
-  @IsInt()
-  @Min(1)
-  @Max(200)
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 200, default: 50 })
   limit?: number;
 
   @ApiPropertyOptional({
     format: 'date-time',
     description: 'Only sessions whose last activity (updated_at) is at or after this instant',
   })
-  @IsOptional()
-  @IsISO8601({ strict: true }, { message: 'updated_after must be an ISO-8601 date-time' })
   updated_after?: string;
 
   @ApiPropertyOptional({
     format: 'date-time',
     description: 'Only sessions whose last activity (updated_at) is before this instant',
   })
-  @IsOptional()
-  @IsISO8601({ strict: true }, { message: 'updated_before must be an ISO-8601 date-time' })
   updated_before?: string;
 
-  @ApiPropertyOptional({ description: 'next_cursor of the previous page' })
-  @IsOptional()
-  @IsString()
-  @MaxLength(512)
+  @ApiPropertyOptional({ maxLength: 512, description: 'next_cursor of the previous page' })
   cursor?: string;
 }
 
@@ -89,17 +51,15 @@ export class DeleteSessionQueryDto extends TenantQueryDto {
     default: false,
     description: "Also delete the long-term memory of the conversation's subject (user_id)",
   })
-  @IsOptional()
-  @Transform(({ value }: { value: unknown }) => (value === 'true' ? true : value === 'false' ? false : value))
-  @IsBoolean()
   purge_memory?: boolean;
 }
 
 export class AdminActionBodyDto {
-  @ApiPropertyOptional({ example: 'customer asked by phone', description: 'Stored in the event payload' })
-  @IsOptional()
-  @IsString()
-  @MaxLength(500)
+  @ApiPropertyOptional({
+    ...freeTextRule(500),
+    example: 'customer asked by phone',
+    description: 'Stored in the event payload',
+  })
   reason?: string;
 }
 

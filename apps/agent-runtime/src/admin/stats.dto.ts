@@ -1,5 +1,4 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsISO8601, IsOptional } from 'class-validator';
 import { TenantQueryDto } from './admin.dto';
 
 export const STATS_BUCKETS = ['hour', 'day'] as const;
@@ -9,21 +8,15 @@ export class StatsQueryDto extends TenantQueryDto {
     format: 'date-time',
     description: 'Start of the period (inclusive); default: to − 7 days',
   })
-  @IsOptional()
-  @IsISO8601({ strict: true }, { message: 'from must be an ISO-8601 date-time' })
   from?: string;
 
   @ApiPropertyOptional({ format: 'date-time', description: 'End of the period (exclusive); default: now' })
-  @IsOptional()
-  @IsISO8601({ strict: true }, { message: 'to must be an ISO-8601 date-time' })
   to?: string;
 
   @ApiPropertyOptional({
     enum: STATS_BUCKETS,
     description: 'Width of the series buckets (UTC); default: hour up to two days, else day',
   })
-  @IsOptional()
-  @IsIn(STATS_BUCKETS)
   bucket?: (typeof STATS_BUCKETS)[number];
 }
 

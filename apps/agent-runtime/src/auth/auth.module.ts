@@ -7,6 +7,7 @@ import { authConfig } from '@agent/config';
 import { ApiKeyRegistry } from './api-keys';
 import { ApiKeyGuard } from './api-key.guard';
 import { KeyThrottlerGuard } from './key-throttler.guard';
+import { RequestSchemaGuard } from '../http/request-schema.guard';
 import { requestKeyMatch } from './request-principal';
 
 /** The key registry on its own, so the throttler's async factory can inject it. */
@@ -23,8 +24,8 @@ import { requestKeyMatch } from './request-principal';
 export class ApiKeysModule {}
 
 /**
- * Authentication and rate limiting for every route. Guards run in registration order: the rate limiter
- * first, so failed key guesses are limited too (per client address), then the key check.
+ * The gates of every route, in registration order: the rate limiter first, so failed key guesses are limited
+ * too (per client address), then the key check, then the request's schema (a 400 only for a caller with a key).
  */
 @Module({
   imports: [
@@ -42,12 +43,15 @@ export class ApiKeysModule {}
           return principal?.key_id ? `key:${principal.key_id}` : `ip:${request.ip}`;
         },
         generateKey: (_context, tracker, throttlerName) => `${throttlerName}:${tracker}`,
+        errorMessage: (_context, detail) =>
+          `rate limit exceeded: ${detail.limit} requests per minute; retry after ${detail.timeToBlockExpire} s`,
       }),
     }),
   ],
   providers: [
     { provide: APP_GUARD, useClass: KeyThrottlerGuard },
     { provide: APP_GUARD, useClass: ApiKeyGuard },
+    { provide: APP_GUARD, useClass: RequestSchemaGuard },
   ],
   exports: [ApiKeysModule],
 })

@@ -1,4 +1,4 @@
-import { Controller, Get } from '@nestjs/common';
+import { Controller, Get, Logger, Req } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import {
   HealthCheck,
@@ -9,7 +9,10 @@ import {
 import { ConfigFilesService } from '@agent/config';
 import { DatabaseService } from '@agent/database';
 import { LlmService } from '@agent/llm';
+import type { FastifyRequest } from 'fastify';
 import { Access } from '../auth/access.decorator';
+import { ApiKeyRegistry } from '../auth/api-keys';
+import { requestKeyMatch } from '../auth/request-principal';
 import { ShutdownState } from './shutdown-state';
 
 @ApiTags('health')
@@ -23,7 +26,10 @@ export class HealthController {
     private readonly files: ConfigFilesService,
     private readonly llm: LlmService,
     private readonly shutdown: ShutdownState,
+    private readonly keys: ApiKeyRegistry,
   ) {}
+
+  private readonly logger = new Logger('Health');
 
   /** The process is alive; never touches dependencies. */
   @Get('live')
@@ -32,15 +38,20 @@ export class HealthController {
     return this.health.check([]);
   }
 
-  /** Postgres reachable, migrations applied, config loaded; LLM configuration reported, never called. */
+  /**
+   * Postgres reachable, migrations applied, config loaded; LLM configuration reported, never called. The probe is
+   * public, so it says up or down and nothing else; with an admin key (or authentication off) it also shows the
+   * configuration: directory, agents, routing mode, LLM profiles and models.
+   */
   @Get('ready')
   @HealthCheck()
-  ready() {
+  ready(@Req() request: FastifyRequest) {
+    const detailed = !this.keys.enabled || Boolean(requestKeyMatch(this.keys, request)?.admin);
     return this.health.check([
       () => this.acceptingTraffic(),
-      () => this.databaseReady(),
-      () => this.configLoaded(),
-      () => this.llmConfiguration(),
+      () => this.databaseReady(detailed),
+      () => this.configLoaded(detailed),
+      () => this.llmConfiguration(detailed),
     ]);
   }
 
@@ -49,20 +60,27 @@ export class HealthController {
     return this.shutdown.shuttingDown ? indicator.down({ message: 'shutting down' }) : indicator.up();
   }
 
-  private async databaseReady(): Promise<HealthIndicatorResult> {
+  private async databaseReady(detailed: boolean): Promise<HealthIndicatorResult> {
     const indicator = this.indicators.check('database');
     try {
       await this.database.ping();
       const pending = await this.database.pendingMigrations();
-      if (pending.length > 0) return indicator.down({ message: 'migrations pending', pending });
-      return indicator.up({ embedded: this.database.isEmbedded, migrations: 'applied' });
+      if (pending.length > 0) {
+        return indicator.down({ message: 'migrations pending', ...(detailed ? { pending } : {}) });
+      }
+      return indicator.up(detailed ? { embedded: this.database.isEmbedded, migrations: 'applied' } : {});
     } catch (error) {
-      return indicator.down({ message: error instanceof Error ? error.message : String(error) });
+      // The driver's message may name hosts and users: the log has it, the public answer does not.
+      const message = error instanceof Error ? error.message : String(error);
+      this.logger.warn(`readiness: database unreachable: ${message}`);
+      return indicator.down({ message: detailed ? message : 'unreachable' });
     }
   }
 
-  private configLoaded(): HealthIndicatorResult {
-    return this.indicators.check('config').up({
+  private configLoaded(detailed: boolean): HealthIndicatorResult {
+    const indicator = this.indicators.check('config');
+    if (!detailed) return indicator.up();
+    return indicator.up({
       config_dir: this.files.configDir,
       intents: this.files.routing.intents.length,
       agents: Object.keys(this.files.agents.agents),
@@ -71,9 +89,11 @@ export class HealthController {
   }
 
   /** Informational: a missing endpoint does not fail readiness (every LLM stage has a fallback). */
-  private llmConfiguration(): HealthIndicatorResult {
+  private llmConfiguration(detailed: boolean): HealthIndicatorResult {
     const status = this.llm.describe();
-    return this.indicators.check('llm').up({
+    const indicator = this.indicators.check('llm');
+    if (!detailed) return indicator.up({ configured: status.configured });
+    return indicator.up({
       configured: status.configured,
       ...(status.configured
         ? {}

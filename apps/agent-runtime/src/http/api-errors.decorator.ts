@@ -9,6 +9,7 @@ const DESCRIPTIONS: Record<number, string> = {
   404: 'No such session (for this key: another tenant is indistinguishable from none)',
   409: 'Conflict: agent mismatch, conversation busy (Retry-After) or session state',
   413: 'Body larger than BODY_LIMIT_BYTES',
+  415: 'Body not application/json in UTF-8',
   429: 'Rate limit of the key exceeded (Retry-After)',
   503: 'Database unavailable (Retry-After)',
 };

@@ -1,50 +1,40 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsNotEmpty, IsObject, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
+import { IDENTIFIER_RULE, SESSION_ID_RULE, USER_ID_RULE } from './request-rules';
 
-const IDENTIFIER = /^[A-Za-z0-9_.-]+$/;
-const SESSION = /^[A-Za-z0-9_.:@-]+$/;
-
+/** The body of POST /v1/channels/:channel/messages; its schema (OpenAPI) is also what validates requests. */
 export class ChannelMessageDto {
-  @ApiProperty({ example: 'acme', description: 'Tenant id (letters, digits, _ . -)' })
-  @IsString()
-  @MaxLength(64)
-  @Matches(IDENTIFIER, { message: 'tenant_id may contain only letters, digits, _ . -' })
+  @ApiProperty({ ...IDENTIFIER_RULE, example: 'acme', description: 'Tenant id (letters, digits, _ . -)' })
   tenant_id!: string;
 
-  @ApiProperty({ example: 'telecom_contas', description: 'Logical agent id from agents.yaml' })
-  @IsString()
-  @MaxLength(64)
-  @Matches(IDENTIFIER, { message: 'agent_id may contain only letters, digits, _ . -' })
+  @ApiProperty({
+    ...IDENTIFIER_RULE,
+    example: 'telecom_contas',
+    description: 'Logical agent id from agents.yaml',
+  })
   agent_id!: string;
 
-  @ApiProperty({ example: 'web-7f3a', description: 'Session id chosen by the channel' })
-  @IsString()
-  @MaxLength(128)
-  @Matches(SESSION, { message: 'session_id may contain only letters, digits, _ . : @ -' })
+  @ApiProperty({ ...SESSION_ID_RULE, example: 'web-7f3a', description: 'Session id chosen by the channel' })
   session_id!: string;
 
-  @ApiProperty({ example: 'Qual é o meu plano?' })
-  @IsString()
-  @IsNotEmpty()
-  @Matches(/\S/, { message: 'text must not be blank' })
-  @MaxLength(32000)
+  @ApiProperty({ example: 'Qual é o meu plano?', minLength: 1, maxLength: 32000, pattern: '\\S' })
   text!: string;
 
-  @ApiPropertyOptional({ description: 'Client message id; a repeat returns the stored response' })
-  @IsOptional()
-  @IsString()
-  @MaxLength(128)
-  @Matches(SESSION, { message: 'message_id may contain only letters, digits, _ . : @ -' })
+  @ApiPropertyOptional({
+    ...SESSION_ID_RULE,
+    description: 'Client message id; a repeat returns the stored response',
+  })
   message_id?: string;
 
-  @ApiPropertyOptional({ description: 'Business identity of the person (long-term memory subject)' })
-  @IsOptional()
-  @IsString()
-  @MaxLength(128)
+  @ApiPropertyOptional({
+    ...USER_ID_RULE,
+    description: 'Business identity of the person (long-term memory subject)',
+  })
   user_id?: string;
 
-  @ApiPropertyOptional({ type: 'object', additionalProperties: true })
-  @IsOptional()
-  @IsObject()
+  @ApiPropertyOptional({
+    type: 'object',
+    additionalProperties: true,
+    description: 'Free-form; JSON nesting is limited to 16 levels for the whole body',
+  })
   metadata?: Record<string, unknown>;
 }

@@ -1,5 +1,5 @@
 import { Body, Controller, ForbiddenException, HttpCode, Param, Post, Req, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import { trace } from '@opentelemetry/api';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ConfigFilesService } from '@agent/config';
@@ -11,9 +11,8 @@ import { principalOf } from '../auth/request-principal';
 import { ApiErrors } from './api-errors.decorator';
 import { ChannelMessageDto } from './channel-message.dto';
 import { RequestValidationError } from './errors';
+import { CHANNEL_RULE } from './request-rules';
 import { TurnResponseDto } from './turn-response.dto';
-
-const CHANNEL = /^[a-z0-9_-]{1,32}$/;
 
 @ApiTags('channels')
 @ApiBearerAuth()
@@ -29,8 +28,9 @@ export class ChannelMessagesController {
   @Post(':channel/messages')
   @HttpCode(200)
   @ApiOperation({ summary: 'Run one turn of a conversation' })
+  @ApiParam({ name: 'channel', ...CHANNEL_RULE, example: 'web' })
   @ApiOkResponse({ type: TurnResponseDto })
-  @ApiErrors(400, 401, 403, 409, 413, 429, 503)
+  @ApiErrors(400, 401, 403, 409, 413, 415, 429, 503)
   async post(
     @Param('channel') channel: string,
     @Body() body: ChannelMessageDto,
@@ -40,17 +40,14 @@ export class ChannelMessagesController {
     if (!allowsTenant(principalOf(request), body.tenant_id)) {
       throw new ForbiddenException('this channel key may not post for this tenant');
     }
-    const problems: { field: string; errors: string[] }[] = [];
-    if (!CHANNEL.test(channel)) {
-      problems.push({ field: 'channel', errors: ['channel must match [a-z0-9_-]{1,32}'] });
+    if (!Object.hasOwn(this.files.agents.agents, body.agent_id)) {
+      throw new RequestValidationError([
+        {
+          field: 'agent_id',
+          errors: [`unknown agent_id; configured: ${Object.keys(this.files.agents.agents).join(', ')}`],
+        },
+      ]);
     }
-    if (!(body.agent_id in this.files.agents.agents)) {
-      problems.push({
-        field: 'agent_id',
-        errors: [`unknown agent_id; configured: ${Object.keys(this.files.agents.agents).join(', ')}`],
-      });
-    }
-    if (problems.length > 0) throw new RequestValidationError(problems);
     const requestId = String(request.id);
     const conversationKey = conversationKeyOf(body.tenant_id, body.session_id);
     // The turn's root span: node, LLM and MCP spans open inside it and become its children.

@@ -6,7 +6,6 @@ import {
   HttpException,
   HttpStatus,
   Logger,
-  ValidationError,
 } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import {
@@ -24,22 +23,16 @@ export interface ErrorBody {
   request_id: string;
 }
 
+/** The one shape of every error answer, also for the few written outside the filter (before fastify has a route). */
+export function errorBody(code: string, message: string, requestId: string, details?: unknown): ErrorBody {
+  return { error: { code, message, ...(details !== undefined ? { details } : {}) }, request_id: requestId };
+}
+
 /** Validation failures carry their field errors (`details`) to the 400 body. */
 export class RequestValidationError extends BadRequestException {
   constructor(readonly fieldErrors: { field: string; errors: string[] }[]) {
     super('request validation failed');
   }
-}
-
-export function flattenValidationErrors(
-  errors: ValidationError[],
-  prefix = '',
-): { field: string; errors: string[] }[] {
-  return errors.flatMap((error) => {
-    const field = prefix ? `${prefix}.${error.property}` : error.property;
-    const own = error.constraints ? [{ field, errors: Object.values(error.constraints) }] : [];
-    return [...own, ...flattenValidationErrors(error.children ?? [], field)];
-  });
 }
 
 /** Maps every error to `{error: {code, message, details?}, request_id}`; unexpected ones are logged once. */
@@ -71,10 +64,7 @@ export class HttpErrorFilter implements ExceptionFilter {
       };
       this.events.emit('NOC.005', payload);
     }
-    const body: ErrorBody = {
-      error: { code, message, ...(details !== undefined ? { details } : {}) },
-      request_id: requestId,
-    };
+    const body = errorBody(code, message, requestId, details);
     // A Retry-After set on the way (the rate limiter's exact wait) beats the generic one.
     if (retryAfter !== undefined && !reply.hasHeader('retry-after')) {
       void reply.header('Retry-After', String(retryAfter));

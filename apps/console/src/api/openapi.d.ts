@@ -250,6 +250,7 @@ export interface components {
             message_id?: string;
             /** @description Business identity of the person (long-term memory subject) */
             user_id?: string;
+            /** @description Free-form; JSON nesting is limited to 16 levels for the whole body */
             metadata?: {
                 [key: string]: unknown;
             };
@@ -737,6 +738,15 @@ export interface operations {
             };
             /** @description Body larger than BODY_LIMIT_BYTES */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Body not application/json in UTF-8 */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,0 +1,83 @@
+import type { FastifyInstance } from 'fastify';
+import { RequestValidationError } from './errors';
+import { MAX_JSON_DEPTH } from './request-rules';
+
+/** A 4xx fastify forwards to the error filter as it does its own (statusCode and message). */
+class BodyRefusedError extends Error {
+  constructor(
+    readonly statusCode: number,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'BodyRefusedError';
+  }
+}
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
+
+/** True when a JSON text nests objects and arrays deeper than `limit` (brackets inside strings do not count). */
+export function jsonDepthExceeds(text: string, limit: number): boolean {
+  const QUOTE = 0x22;
+  const BACKSLASH = 0x5c;
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (inString) {
+      // An escaped character (\" included) is skipped whole.
+      if (code === BACKSLASH) i++;
+      else if (code === QUOTE) inString = false;
+    } else if (code === QUOTE) {
+      inString = true;
+    } else if (code === 0x7b || code === 0x5b) {
+      depth++;
+      if (depth > limit) return true;
+    } else if (code === 0x7d || code === 0x5d) {
+      depth--;
+    }
+  }
+  return false;
+}
+
+/** `charset=` of a content type, lower-cased, or null when there is none. */
+function charsetOf(contentType: string): string | null {
+  const match = /;\s*charset\s*=\s*"?([^";\s]+)"?/i.exec(contentType);
+  return match ? match[1].toLowerCase() : null;
+}
+
+/**
+ * The only body the API takes: `application/json` in UTF-8. Every other media type (forms, text, UTF-16 JSON) is a
+ * 415; bytes that are not UTF-8 and bodies nested deeper than MAX_JSON_DEPTH are a 400 before anything parses them;
+ * the parse itself is fastify's (it refuses `__proto__` and `constructor.prototype` keys).
+ */
+export function registerJsonBodyParser(fastify: FastifyInstance): void {
+  const parse = fastify.getDefaultJsonParser('error', 'error');
+  fastify.removeAllContentTypeParsers();
+  fastify.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    const charset = charsetOf(String(request.headers['content-type']));
+    if (charset !== null && charset !== 'utf-8' && charset !== 'utf8') {
+      done(
+        new BodyRefusedError(415, `unsupported charset ${charset}: send application/json in UTF-8`),
+        undefined,
+      );
+      return;
+    }
+    let text: string;
+    try {
+      text = typeof body === 'string' ? body : UTF8.decode(body);
+    } catch {
+      done(new BodyRefusedError(400, 'the body is not valid UTF-8'), undefined);
+      return;
+    }
+    if (jsonDepthExceeds(text, MAX_JSON_DEPTH)) {
+      done(
+        new RequestValidationError([
+          { field: 'body', errors: [`JSON nested deeper than ${MAX_JSON_DEPTH} levels`] },
+        ]),
+        undefined,
+      );
+      return;
+    }
+    void parse(request, text, done);
+  });
+}
