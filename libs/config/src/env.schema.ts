@@ -82,20 +82,24 @@ const httpUrl = z
     }
   });
 
-const postgresUrl = z
-  .string()
-  .optional()
-  .transform((value, ctx) => {
-    if (value === undefined || value.trim() === '') return undefined;
-    try {
-      const url = new URL(value);
-      if (!['postgres:', 'postgresql:'].includes(url.protocol)) throw new Error('protocol');
-      return value.trim();
-    } catch {
-      ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'expected a postgres:// or postgresql:// URL' });
-      return z.NEVER;
-    }
-  });
+/** An optional URL with one of these schemes; the message says what was expected, never the value (it may hold a password). */
+const urlWithScheme = (protocols: string[], expected: string) =>
+  z
+    .string()
+    .optional()
+    .transform((value, ctx) => {
+      if (value === undefined || value.trim() === '') return undefined;
+      try {
+        const url = new URL(value.trim());
+        if (!protocols.includes(url.protocol)) throw new Error('protocol');
+        return value.trim();
+      } catch {
+        ctx.addIssue({ code: z.ZodIssueCode.custom, message: `expected ${expected}` });
+        return z.NEVER;
+      }
+    });
+
+const postgresUrl = urlWithScheme(['postgres:', 'postgresql:'], 'a postgres:// or postgresql:// URL');
 
 /** The shortest API key accepted, global or per tenant. */
 const MIN_KEY_LENGTH = 8;
@@ -240,10 +244,15 @@ export const routingEnvSchema = z.object({
   ENABLE_LLM_ROUTER: envBoolean(true),
 });
 
+const redisUrl = urlWithScheme(['redis:', 'rediss:'], 'a redis:// or rediss:// URL');
+
 export const authEnvSchema = z.object({
   CHANNEL_API_KEYS: tenantKeyList(false),
   ADMIN_API_KEYS: tenantKeyList(true),
   RATE_LIMIT_PER_MINUTE: envNumber(600, { min: 1, int: true }),
+  /** Rate-limit counters shared by every replica; unset: each replica counts on its own. */
+  REDIS_URL: redisUrl,
+  RATE_LIMIT_KEY_PREFIX: envString('agent-runtime:rate-limit:'),
 });
 
 export const checkpointEnvSchema = z.object({

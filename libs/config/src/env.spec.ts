@@ -87,4 +87,14 @@ describe('validateEnv', () => {
       expect(() => parseEnvNamespace('app', { TRUST_PROXY: bad })).toThrow(/TRUST_PROXY|expected IP/);
     }
   });
+
+  it('shares rate limits through Redis only when REDIS_URL is a redis URL', () => {
+    expect(parseEnvNamespace('auth', {}).REDIS_URL).toBeUndefined();
+    expect(parseEnvNamespace('auth', { REDIS_URL: 'rediss://:pw@redis:6380/0' }).REDIS_URL).toBe(
+      'rediss://:pw@redis:6380/0',
+    );
+    expect(() => parseEnvNamespace('auth', { REDIS_URL: 'http://redis:6379' })).toThrow(/redis:\/\//);
+    // The error never echoes the value, which may carry a password.
+    expect(() => parseEnvNamespace('auth', { REDIS_URL: 'nope:secret@' })).not.toThrow(/secret/);
+  });
 });

@@ -9,6 +9,7 @@ import { ApiKeyGuard } from './api-key.guard';
 import { KeyThrottlerGuard } from './key-throttler.guard';
 import { RequestSchemaGuard } from '../http/request-schema.guard';
 import { requestKeyMatch } from './request-principal';
+import { SharedRateLimitStorage } from './shared-rate-limit.storage';
 
 /** The key registry on its own, so the throttler's async factory can inject it. */
 @Module({
@@ -35,6 +36,10 @@ export class ApiKeysModule {}
       inject: [authConfig.KEY, ApiKeyRegistry],
       useFactory: (auth: ConfigType<typeof authConfig>, registry: ApiKeyRegistry) => ({
         throttlers: [{ name: 'default', ttl: 60_000, limit: auth.RATE_LIMIT_PER_MINUTE }],
+        // With REDIS_URL every replica counts in the same buckets; without it each replica counts alone.
+        storage: auth.REDIS_URL
+          ? new SharedRateLimitStorage(auth.REDIS_URL, auth.RATE_LIMIT_KEY_PREFIX)
+          : undefined,
         // One bucket per valid key (whatever route it calls); requests without a valid key share their address's bucket.
         getTracker: (req: Record<string, unknown>) => {
           const request = req as unknown as FastifyRequest;
@@ -72,7 +77,10 @@ export class AuthModule implements OnModuleInit {
     }
     const { channel, admin } = this.registry.counts;
     this.logger.log(
-      `authentication on: ${channel} channel key(s), ${admin} admin key(s), ${this.auth.RATE_LIMIT_PER_MINUTE} requests/minute per key`,
+      `authentication on: ${channel} channel key(s), ${admin} admin key(s), ${this.auth.RATE_LIMIT_PER_MINUTE} requests/minute per key ` +
+        (this.auth.REDIS_URL
+          ? '(shared by every replica through Redis)'
+          : '(per replica: set REDIS_URL to share it)'),
     );
   }
 }

@@ -17,6 +17,7 @@ import {
 import { DatabaseUnavailableError, isConnectionError } from '@agent/database';
 import { EventBusService } from '@agent/observability';
 import { SessionNotFoundError, SessionStateConflictError } from '@agent/workflow';
+import { RateLimitUnavailableError } from '../auth/shared-rate-limit.storage';
 
 export interface ErrorBody {
   error: { code: string; message: string; details?: unknown };
@@ -50,6 +51,8 @@ export class HttpErrorFilter implements ExceptionFilter {
     const { status, code, message, details, retryAfter } = this.classify(exception);
     if (status >= 500 && status !== 503) {
       this.logger.error({ err: exception, request_id: requestId }, 'unexpected error');
+    } else if (code === 'RATE_LIMIT_UNAVAILABLE') {
+      this.logger.warn({ request_id: requestId, err: String(exception) }, 'rate limit store unavailable');
     } else if (status === 503) {
       this.logger.warn(
         { request_id: requestId, err: exception instanceof Error ? exception.message : String(exception) },
@@ -115,6 +118,14 @@ export class HttpErrorFilter implements ExceptionFilter {
     }
     if (exception instanceof InvalidCursorError) {
       return { status: 400, code: 'INVALID_CURSOR', message: exception.message };
+    }
+    if (exception instanceof RateLimitUnavailableError) {
+      return {
+        status: 503,
+        code: 'RATE_LIMIT_UNAVAILABLE',
+        message: 'the rate limit store is unavailable; retry shortly',
+        retryAfter: 5,
+      };
     }
     if (exception instanceof DatabaseUnavailableError || isConnectionError(exception)) {
       return {
