@@ -1,6 +1,7 @@
 import { ChildProcess, fork } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
+import { DataDirectoryLock } from './data-dir-lock';
 
 /** Finds libs/database/pglite-server.cjs from src/ or dist/ alike. */
 function serverScript(): string {
@@ -25,13 +26,30 @@ export class EmbeddedPostgres {
     private readonly child: ChildProcess,
     readonly port: number,
     readonly dataDir: string,
+    private readonly lock: DataDirectoryLock,
   ) {}
 
+  /** Starts the server on `dataDir`, or fails with DataDirectoryLockedError while another process holds it. */
   static async start(dataDir: string, timeoutMs = 60000): Promise<EmbeddedPostgres> {
     const absolute = resolve(dataDir);
     mkdirSync(absolute, { recursive: true });
-    const child = fork(serverScript(), [absolute], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-    const port = await new Promise<number>((resolvePort, reject) => {
+    const lock = DataDirectoryLock.acquire(absolute);
+    try {
+      const child = fork(serverScript(), [absolute], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+      if (child.pid !== undefined) lock.recordServer(child.pid);
+      const port = await EmbeddedPostgres.reportedPort(child, absolute, timeoutMs);
+      // The child never keeps the parent alive; it stops itself when the parent goes away (IPC disconnect).
+      child.unref();
+      child.channel?.unref();
+      return new EmbeddedPostgres(child, port, absolute, lock);
+    } catch (error) {
+      lock.release();
+      throw error;
+    }
+  }
+
+  private static reportedPort(child: ChildProcess, dataDir: string, timeoutMs: number): Promise<number> {
+    return new Promise<number>((resolvePort, reject) => {
       const timer = setTimeout(() => {
         child.kill('SIGKILL');
         reject(new Error(`embedded Postgres did not start within ${timeoutMs} ms`));
@@ -44,17 +62,9 @@ export class EmbeddedPostgres {
       });
       child.once('exit', (code) => {
         clearTimeout(timer);
-        reject(
-          new Error(
-            `embedded Postgres exited during start (code ${String(code)}); is ${absolute} used by another process?`,
-          ),
-        );
+        reject(new Error(`embedded Postgres exited during start (code ${String(code)}) in ${dataDir}`));
       });
     });
-    // The child never keeps the parent alive; it stops itself when the parent goes away (IPC disconnect).
-    child.unref();
-    child.channel?.unref();
-    return new EmbeddedPostgres(child, port, absolute);
   }
 
   get url(): string {
@@ -62,7 +72,10 @@ export class EmbeddedPostgres {
   }
 
   async stop(): Promise<void> {
-    if (this.child.exitCode !== null) return;
+    if (this.child.exitCode !== null) {
+      this.lock.release();
+      return;
+    }
     await new Promise<void>((resolveStop) => {
       const timer = setTimeout(() => {
         this.child.kill('SIGKILL');
@@ -74,5 +87,6 @@ export class EmbeddedPostgres {
       });
       this.child.send('stop');
     });
+    this.lock.release();
   }
 }

@@ -2,3 +2,4 @@ export * from './database.module';
 export * from './database.service';
 export * from './data-source.factory';
 export * from './embedded-postgres';
+export * from './data-dir-lock';
