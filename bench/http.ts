@@ -10,6 +10,7 @@
  * BENCH_CONCURRENCY (default 8), BENCH_LOG_LEVEL (default silent: logging off).
  */
 import { fork } from 'node:child_process';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import fastify from 'fastify';
 import { TurnService } from '@agent/workflow';
@@ -17,7 +18,7 @@ import { FakeLlmServer } from '../test/support/fake-llm';
 import { scriptStages } from '../test/support/scripted-stages';
 import { startTestApp } from '../test/support/test-app';
 import type { LoadJob, LoadResult } from './http-load';
-import { percentile, pool, REPO_ROOT, round, writeReport } from './lib';
+import { consoleTable, percentile, pool, REPO_ROOT, round, writeReport } from './lib';
 
 interface Measured {
   cpuMsPerRequest: number;
@@ -171,11 +172,15 @@ async function main(): Promise<void> {
       `HTTP layer above the floor, refused request: **${round(refused.cpuMsPerRequest - floor.cpuMsPerRequest, 3)} ms CPU**.`,
       `HTTP layer of a turn (over HTTP − in-process): **${round(overHttp.cpuMsPerRequest - direct, 2)} ms CPU** (noisier: a turn's own CPU varies by more than this).`,
       '',
+      `Machine load average when the run ended (as uptime shows it): ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(', ')}.`,
+      '',
       'Reproduce: `DATABASE_URL=postgres://... npm run bench:http`.',
       '',
     ];
     const path = writeReport('http.md', lines.join('\n'));
-    console.log(lines.slice(6, 15).join('\n'));
+    console.log(consoleTable(lines));
     console.log(`report: ${path}`);
   } finally {
     await app.close();
