@@ -1,7 +1,7 @@
 import { ChildProcess, spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { Client } from 'pg';
+import { freePort } from '../support/app-process';
 import { FakeLlmServer } from '../support/fake-llm';
 import { REPO_ROOT, TEST_LLM_PROFILES, uniqueId } from '../support/test-app';
 
@@ -12,18 +12,6 @@ import { REPO_ROOT, TEST_LLM_PROFILES, uniqueId } from '../support/test-app';
 const databaseUrl = process.env.DATABASE_URL;
 const describeWithPostgres = databaseUrl ? describe : describe.skip;
 if (!databaseUrl) console.warn('reliability-processes: skipped, it needs a real Postgres (DATABASE_URL)');
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
-      );
-    });
-  });
-}
 
 async function startProcess(port: number, fake: FakeLlmServer): Promise<ChildProcess> {
   const child = spawn(
