@@ -2,3 +2,4 @@ export * from './agent-state';
 export * from './route-decision';
 export * from './events';
 export * from './llm-contracts';
+export * from './text-folding';

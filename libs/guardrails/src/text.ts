@@ -1,24 +1,91 @@
+import unhomoglyph from 'unhomoglyph';
+import { foldText } from '@agent/contracts';
+
+const FORMAT_CHARACTERS = /\p{Cf}/gu;
+const NON_ASCII_LETTER = /[^\p{ASCII}]/gu;
+const ASCII = /^\p{ASCII}+$/u;
+/** The skeleton per character, computed once: the confusables lookup is a large alternation. */
+const SKELETONS = new Map<string, string>();
+
 /**
- * Lower-cases, strips accents and collapses whitespace, so one pattern covers "instruções" and
- * "instrucoes" and the deterministic screens hold in Portuguese and English alike.
+ * Replaces letters of other scripts that look like Latin ones (Cyrillic "о", Greek "Ι", Cherokee "Ꭵ") by their
+ * Latin prototype from Unicode's confusables table (UTS #39). ASCII is left alone: the table also maps Latin to
+ * Latin ("m" → "rn"), which only makes sense for comparing two skeletons, not for matching words.
  */
-export function normalizeText(text: string): string {
-  return text
-    .normalize('NFD')
-    .replace(/[\u0300-\u036f]/g, '')
-    .toLowerCase()
-    .replace(/\s+/g, ' ')
-    .trim();
+function latinSkeleton(text: string): string {
+  return text.replace(NON_ASCII_LETTER, (char) => {
+    let latin = SKELETONS.get(char);
+    if (latin === undefined) {
+      const prototype = unhomoglyph(char);
+      // The table's prototype of every I-shaped glyph is "l"; a capital one stood for an "I".
+      latin = !ASCII.test(prototype)
+        ? char
+        : prototype === 'l' && char !== char.toLowerCase()
+          ? 'I'
+          : prototype;
+      SKELETONS.set(char, latin);
+    }
+    return latin;
+  });
 }
 
-/** The first pattern that matches the normalized text, or null. */
+/** Three or more single letters joined by one repeated separator ("i g n o r e", "i.g.n.o.r.e", "i-g-n"). */
+const SPACED_LETTERS = /(?<![\p{L}\p{N}])\p{L}([ .\-_*·•|/])\p{L}(?:\1\p{L})+(?![\p{L}\p{N}])/gu;
+
+/** Rejoins letters spelled out one by one; a wider gap (two spaces, " / ") still separates the words. */
+function rejoinSpacedLetters(text: string): string {
+  return text.replace(SPACED_LETTERS, (run) => run.replace(/[^\p{L}]/gu, ''));
+}
+
+/** Digits and symbols standing for letters inside a word ("1gn0r3", "@ll", "in$truction$"). */
+const LEET: Record<string, string> = {
+  '0': 'o',
+  '1': 'i',
+  '!': 'i',
+  '3': 'e',
+  '4': 'a',
+  '@': 'a',
+  '5': 's',
+  $: 's',
+  '7': 't',
+};
+const LEET_WORD = /[\p{L}\p{N}@$!]+/gu;
+
+/**
+ * Folds leetspeak in words that have at least one letter; `one` is what "1" becomes ("i" or "l"). A trailing
+ * "!" is punctuation, not a letter.
+ */
+function foldLeet(text: string, one: 'i' | 'l'): string {
+  return text.replace(LEET_WORD, (word) => {
+    if (!/\p{L}/u.test(word)) return word;
+    const body = word.replace(/!+$/, '');
+    const folded = body.replace(/[0-9@$!]/g, (c) => (c === '1' ? one : (LEET[c] ?? c)));
+    return folded + word.slice(body.length);
+  });
+}
+
+/**
+ * The forms a deterministic screen tests, all folded (see `foldText`): the text as written, and the text
+ * with its disguises undone — NFKC and invisible format characters first, then confusable letters to their
+ * Latin skeleton, letters spelled out with spaces or dots rejoined and leetspeak folded ("1" read as "i" and
+ * as "l"). A pattern that matches any form matches the text.
+ */
+export function screenForms(text: string): string[] {
+  const plain = foldText(text);
+  const revealed = rejoinSpacedLetters(latinSkeleton(text.normalize('NFKC').replace(FORMAT_CHARACTERS, '')));
+  return [...new Set([plain, foldText(foldLeet(revealed, 'i')), foldText(foldLeet(revealed, 'l'))])];
+}
+
+/** The first pattern that matches one of the texts (e.g. the `screenForms` of a message), or null. */
 export function firstMatch(
-  text: string,
+  texts: string | readonly string[],
   patterns: readonly RegExp[],
 ): { pattern: RegExp; match: string } | null {
-  for (const pattern of patterns) {
-    const found = pattern.exec(text);
-    if (found) return { pattern, match: found[0] };
+  for (const text of typeof texts === 'string' ? [texts] : texts) {
+    for (const pattern of patterns) {
+      const found = pattern.exec(text);
+      if (found) return { pattern, match: found[0] };
+    }
   }
   return null;
 }
@@ -35,9 +102,9 @@ export function compileUserPattern(source: string): RegExp | string {
   }
 }
 
-/** Matches the raw text or its accent-free form, so operators need not write both spellings. */
+/** Matches the raw text or its folded form, so operators need not write both spellings. */
 export function matchesEither(pattern: RegExp, text: string): boolean {
-  return pattern.test(text) || pattern.test(normalizeText(text));
+  return pattern.test(text) || pattern.test(foldText(text));
 }
 
 /** Splits an answer into sentences (., !, ?, ; or line breaks), keeping the terminator. */

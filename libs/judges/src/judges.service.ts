@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { ConfigFilesService } from '@agent/config';
-import type { AgentState, JsonRecord } from '@agent/contracts';
+import { foldText, type AgentState, type JsonRecord } from '@agent/contracts';
 import { LlmService } from '@agent/llm';
 import { EventBusService } from '@agent/observability';
 import {
@@ -14,7 +14,6 @@ import {
 import { DETERMINISTIC_JUDGES, JudgeScore } from './judges/deterministic';
 import { buildJudgeContext, isTransactionalTurn, JudgeContext } from './judges/evidence';
 import { llmJudge } from './judges/llm-judge';
-import { normalizeText } from './text';
 
 /** Injection token for the sampler's random source (tests pin it). */
 export const JUDGES_RANDOM = Symbol('JUDGES_RANDOM');
@@ -122,7 +121,7 @@ export class JudgesService {
     const texts = DEFAULT_JUDGE_TEXTS[this.config.language];
     const violations: JsonRecord[] = [];
     let replacement: string | null = null;
-    const normalized = normalizeText(answer);
+    const normalized = foldText(answer);
     for (const rule of review.rules) {
       const pattern = new RegExp(rule.pattern, 'iu');
       if (!pattern.test(answer) && !pattern.test(normalized)) continue;

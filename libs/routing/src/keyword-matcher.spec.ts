@@ -1,5 +1,6 @@
 import { intentSchema, IntentConfig } from '@agent/config';
-import { foldText, KeywordIndex, matchKeyword, tokenize } from './keyword-matcher';
+import { foldText } from '@agent/contracts';
+import { KeywordIndex, matchKeyword, tokenize } from './keyword-matcher';
 
 const intent = (fields: Partial<IntentConfig> & Pick<IntentConfig, 'name' | 'agent'>): IntentConfig =>
   intentSchema.parse({ description: fields.name, domain: 'retail', ...fields });

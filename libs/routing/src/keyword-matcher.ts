@@ -1,4 +1,5 @@
 import type { IntentConfig } from '@agent/config';
+import { foldText } from '@agent/contracts';
 
 /** How a keyword matched the message, from the strictest to the loosest (reference §5.4). */
 export type KeywordStrategy = 'exact' | 'ordered_tokens' | 'ordered_content_tokens';
@@ -21,11 +22,6 @@ const ORDERED_MAX_GAP = 3;
 const CONTENT_MAX_GAP = 4;
 /** Keyword tokens this short (articles, prepositions) may be omitted by the user. */
 const CONNECTOR_MAX_LENGTH = 2;
-
-/** Lower-cases, strips accents and unfolds compatibility forms ("2ª" → "2a"), so "Cobrança" equals "cobranca". */
-export function foldText(text: string): string {
-  return text.normalize('NFKD').replace(/\p{M}/gu, '').toLowerCase();
-}
 
 /** Accent- and case-folded word tokens (letters and digits). */
 export function tokenize(text: string): string[] {

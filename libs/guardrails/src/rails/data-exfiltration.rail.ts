@@ -2,11 +2,11 @@ import { z } from 'zod';
 import type { AgentState } from '@agent/contracts';
 import { findPii, maskCardKeepingLast4, PiiMatch, placeholder, replacePii, digitsOnly } from '../pii';
 import { RailAction, RailEvaluation } from '../rail.types';
-import { firstMatch, normalizeText } from '../text';
+import { firstMatch, screenForms } from '../text';
 import { inputContent, llmCheck, llmParamsShape, outputContent } from './llm-verdict';
 import { defineRail } from './rail-definition';
 
-/** Attempts to obtain other people's or bulk data (accent-free lower-case, Portuguese and English). */
+/** Attempts to obtain other people's or bulk data (folded text, Portuguese, English, Spanish and German). */
 export const EXFILTRATION_PATTERNS: readonly RegExp[] = [
   /\b(liste|listar|lista|mostre|mostrar|mostra|exporte|exportar|extraia|extrair|baixe|baixar|envie|enviar|quero|me (passe|passa|de|da|envie|envia|mande|manda))\b.{0,15}\b(todos|todas)\b.{0,6}\b(os |as )?(dados|clientes|usuarios|contas|cpfs|senhas|emails|e-mails|telefones|cartoes|registros|assinantes|faturas)\b/,
   /\b(dados|cpf|cpfs|endereco|telefone|email|e-mail|fatura|faturas|senha|conta|cartao|pedidos?)\b.{0,12}\b(de|do|da|dos|das)\b.{0,4}\b(outr[oa]s? (clientes?|pessoas?|usuarios?|assinantes?|titulares?)|terceiros|todos os clientes)\b/,
@@ -15,6 +15,8 @@ export const EXFILTRATION_PATTERNS: readonly RegExp[] = [
   /\b(someone else'?s|other people'?s) (data|details|information|info|address|email|phone|cpf|accounts?|bills?|invoices?|passwords?|orders?)\b/,
   /\b(dump|export|exporte|exportar)\b.{0,10}\b(the )?(database|db|table|banco de dados|base de dados|tabela)\b/,
   /\bselect \* from\b|\bunion select\b/,
+  /\b(lista|listame|muestra|muestrame|exporta|extrae|descarga|envia|enviame|dame)\b.{0,15}\b(todos|todas)\b.{0,6}\b(los |las )?(datos|clientes|usuarios|cuentas|contrasenas|correos|telefonos|tarjetas|registros|abonados|facturas)\b/,
+  /\b(zeige|zeig|liste|exportiere|extrahiere|schicke|schick|gib)\b.{0,15}\b(alle)\b.{0,10}\b(daten|kunden|kundendaten|benutzer|konten|passworter|e-mails|telefonnummern|karten|datensatze)\b/,
 ];
 
 const DLEX_IN_INSTRUCTION =
@@ -29,7 +31,7 @@ export const dataExfiltrationInputRail = defineRail({
   create: (params, deps) => ({
     code: 'DLEX_IN',
     evaluate: async ({ text, state, signal }): Promise<RailEvaluation> => {
-      const hit = firstMatch(normalizeText(text), EXFILTRATION_PATTERNS);
+      const hit = firstMatch(screenForms(text), EXFILTRATION_PATTERNS);
       if (hit) {
         return {
           action: RailAction.BLOCK,

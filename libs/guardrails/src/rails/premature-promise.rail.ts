@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import type { AgentState, JsonRecord } from '@agent/contracts';
+import { foldText, type AgentState, type JsonRecord } from '@agent/contracts';
 import { RailAction, RailEvaluation } from '../rail.types';
-import { normalizeText, sentences } from '../text';
+import { sentences } from '../text';
 import { llmCheck, llmParamsShape, outputContent } from './llm-verdict';
 import { defineRail } from './rail-definition';
 
@@ -36,7 +36,7 @@ export interface ClaimHit {
 export function findOperationClaims(answer: string): ClaimHit[] {
   const hits: ClaimHit[] = [];
   for (const raw of sentences(answer)) {
-    const sentence = normalizeText(raw);
+    const sentence = foldText(raw);
     for (const pattern of CLAIM_PATTERNS) {
       const found = pattern.exec(sentence);
       if (!found) continue;
@@ -75,7 +75,7 @@ export function operationEvidence(state: Readonly<AgentState>): JsonRecord[] {
 export function citedNumbers(answer: string): string[] {
   const pattern =
     /\b(protocolo|protocol|ticket|chamado|confirmation|confirmacao|case|reference|referencia)\b[^0-9.!?]{0,20}(\d{5,})/g;
-  return [...normalizeText(answer).matchAll(pattern)].map((m) => m[2]);
+  return [...foldText(answer).matchAll(pattern)].map((m) => m[2]);
 }
 
 const GUIDANCE =

@@ -1,13 +1,14 @@
 import { z } from 'zod';
 import type { AgentState } from '@agent/contracts';
 import { RailAction, RailEvaluation } from '../rail.types';
-import { compileUserPattern, firstMatch, normalizeText } from '../text';
+import { compileUserPattern, firstMatch, screenForms } from '../text';
 import { inputContent, llmCheck, llmParamsShape, outputContent } from './llm-verdict';
 import { defineRail } from './rail-definition';
 
 /**
- * Blatant injection attempts, over accent-free lower-case text (Portuguese and English). Anything subtler
- * is the guardrail model's job; these only spare it the obvious cases.
+ * Blatant injection attempts, over folded text (`screenForms`: accent-free lower case, disguises undone) in
+ * Portuguese, English, Spanish and German. Anything subtler is the guardrail model's job; these only spare it
+ * the obvious cases and hold while it is down.
  */
 export const INJECTION_PATTERNS: readonly RegExp[] = [
   // "ignore / disregard / forget (all) (the|your) previous instructions"
@@ -15,10 +16,19 @@ export const INJECTION_PATTERNS: readonly RegExp[] = [
   /\b(ignore|ignora|desconsidere|desconsidera|esqueca|esquece|despreze|burle)\b.{0,25}\b(instrucoes|instrucao|regras|orientacoes|diretrizes)\b.{0,20}\b(anteriores|acima|do sistema|de sistema|iniciais|originais|que (te|lhe) (deram|passaram|foram dadas))\b/,
   /\b(ignore|ignora|desconsidere|desconsidera|esqueca|esquece|despreze|burle)\b.{0,12}\b(suas|tuas)\b.{0,12}\b(instrucoes|regras|orientacoes|diretrizes)\b/,
   /\b(ignore|ignora|desconsidere|desconsidera|esqueca|esquece|despreze|burle)\b.{0,12}\b(o|seu|teu) (system )?prompt\b/,
+  // Spanish
+  /\b(ignora|ignore|ignoren|olvida|olvide|olviden|descarta|descarte|omite|omita|desobedece)\b.{0,25}\b(instrucciones|instruccion|reglas|indicaciones|directrices|ordenes)\b.{0,20}\b(anteriores|previas|de arriba|del sistema|iniciales|originales|que (te|le) (dieron|han dado))\b/,
+  /\b(ignora|ignore|olvida|olvide|descarta|descarte|omite|omita)\b.{0,12}\b(tus|sus)\b.{0,12}\b(instrucciones|reglas|indicaciones|directrices)\b/,
+  // German (verb first, or at the end: "alle vorherigen Anweisungen ignorieren")
+  /\b(ignoriere|ignorier|ignorieren|vergiss|vergessen|missachte|missachten|uberspringe)\b.{0,30}\b(vorherigen|vorigen|bisherigen|obigen|alle|alles|deine|ihre|system)\b.{0,20}\b(anweisungen|anweisung|instruktionen|regeln|vorgaben|richtlinien|befehle)\b/,
+  /\b(vorherigen|vorigen|bisherigen|obigen|alle|deine|ihre)\b.{0,20}\b(anweisungen|instruktionen|regeln|vorgaben|richtlinien)\b.{0,20}\b(ignorieren|vergessen|missachten)\b/,
   // role override / jailbreak personas
   /\byou are (now|no longer)\b.{0,40}\b(unrestricted|jailbroken|without (any )?(rules|restrictions|limits)|dan|evil|uncensored)\b/,
   /\b(dan|developer|god|jailbreak) mode\b/,
-  /\bmodo (desenvolvedor|dan|deus|jailbreak|sem restricoes)\b/,
+  /\bmodo (desenvolvedor|desarrollador|dan|deus|dios|jailbreak|sem restricoes|sin restricciones)\b/,
+  /\b(entwicklermodus|entwickler-modus|jailbreak-modus|dan-modus)\b/,
+  /\b(ahora )?(eres|seras) (un|una) (ia|asistente|modelo|bot)\b.{0,30}\bsin (restricciones|reglas|limites|filtros)\b/,
+  /\bdu bist (jetzt|nun|ab sofort)\b.{0,40}\b(uneingeschrankt|ohne (regeln|einschrankungen|filter|grenzen)|jailbroken|dan)\b/,
   /\b(voce|vc) (agora )?(e|sera|vai ser) (um|uma) (ia|assistente|modelo|bot)\b.{0,30}\bsem (restricoes|regras|limites|filtros)\b/,
   /\b(act|behave|pretend|respond) as (if you (were|are) )?(an? )?(unrestricted|unfiltered|jailbroken|uncensored)\b/,
   /\b(aja|finja|comporte-se|responda) como (se fosse )?(uma? )?(ia|assistente|modelo)? ?(sem (restricoes|regras|filtros)|irrestrit[oa])\b/,
@@ -27,6 +37,8 @@ export const INJECTION_PATTERNS: readonly RegExp[] = [
   // prompt extraction
   /\b(reveal|show|print|repeat|output|tell me|give me|leak)\b.{0,25}\b(your|the)\b.{0,15}\b(system prompt|initial prompt|hidden (instructions|prompt)|instructions you (were|have been) given|prompt)\b/,
   /\b(revele|revela|mostre|mostra|repita|repete|imprima|diga|me (passe|passa|mostre|mostra|diga|de))\b.{0,25}\b(seu|teu|o)\b.{0,10}\b(prompt|instrucoes (de|do) sistema|instrucoes (iniciais|originais|ocultas|internas))\b/,
+  /\b(revela|revelame|muestra|muestrame|dime|repite|imprime|ensename)\b.{0,25}\b(tu|el|su)\b.{0,10}\b(prompt|instrucciones (de|del) sistema|instrucciones (iniciales|originales|ocultas|internas))\b/,
+  /\b(zeige|zeig|verrate|verrat|gib|nenne|wiederhole|drucke)\b.{0,25}\b(dein|deinen|deine|ihren|ihre|den|die)\b.{0,15}\b(system ?prompt|prompt|systemanweisungen|(versteckten|geheimen|internen|ursprunglichen) anweisungen)\b/,
 ];
 
 const pinjParams = z
@@ -57,20 +69,24 @@ function previousUserMessage(state: Readonly<AgentState>): string | null {
   return users.length > 0 ? users[users.length - 1].content : null;
 }
 
+/**
+ * The deterministic injection screen. An instruction split across two messages is flagged only when the pair
+ * matches while neither message does alone: a harmless message is never blocked for the one before it.
+ */
 export function screenInjection(
   text: string,
   extra: readonly RegExp[],
   previous: string | null,
 ): { match: string; split: boolean } | null {
-  const normalized = normalizeText(text);
-  const direct = firstMatch(normalized, INJECTION_PATTERNS) ?? firstMatch(text, extra);
+  const forms = screenForms(text);
+  const direct = firstMatch(forms, INJECTION_PATTERNS) ?? firstMatch([text, ...forms], extra);
   if (direct) return { match: direct.match, split: false };
-  if (previous) {
-    const joined = `${normalizeText(previous)} ${normalized}`;
-    const split = firstMatch(joined, INJECTION_PATTERNS);
-    if (split) return { match: split.match, split: true };
-  }
-  return null;
+  if (!previous) return null;
+  const previousForms = screenForms(previous);
+  if (firstMatch(previousForms, INJECTION_PATTERNS)) return null;
+  const joined = previousForms.flatMap((before) => forms.map((after) => `${before} ${after}`));
+  const split = firstMatch(joined, INJECTION_PATTERNS);
+  return split ? { match: split.match, split: true } : null;
 }
 
 const PINJ_INSTRUCTION =
@@ -143,7 +159,7 @@ export const promptInjectionOutputRail = defineRail({
   create: (params, deps) => ({
     code: 'PINJ_OUT',
     evaluate: async ({ text, state, signal }): Promise<RailEvaluation> => {
-      const hit = firstMatch(normalizeText(text), OBEYED_INJECTION_PATTERNS);
+      const hit = firstMatch(screenForms(text), OBEYED_INJECTION_PATTERNS);
       if (hit) {
         return {
           action: RailAction.BLOCK,

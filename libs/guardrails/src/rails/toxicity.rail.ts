@@ -1,11 +1,12 @@
 import { z } from 'zod';
 import { RailAction, RailEvaluation } from '../rail.types';
-import { firstMatch, normalizeText } from '../text';
+import { foldText } from '@agent/contracts';
+import { firstMatch, screenForms } from '../text';
 import { inputContent, llmCheck, llmParamsShape } from './llm-verdict';
 import { defineRail } from './rail-definition';
 
 /**
- * Threats and abuse aimed at a person (accent-free lower-case, Portuguese and English). Frustration with the
+ * Threats and abuse aimed at a person (folded text, Portuguese, English, Spanish and German). Frustration with the
  * service ("que absurdo", "this is ridiculous") is not toxic: the sentiment judge tracks it instead.
  */
 export const TOXIC_PATTERNS: readonly RegExp[] = [
@@ -16,6 +17,8 @@ export const TOXIC_PATTERNS: readonly RegExp[] = [
   /\b(fuck (you|off)|motherfucker|son of a bitch|piece of shit)\b/,
   /\byou('re| are)? (a |an )?(stupid|fucking|worthless|useless|dumb) (bot|idiot|piece of|moron|machine|bitch)\b/,
   /\b(you|u) (idiot|moron|imbecile|bitch)\b/,
+  /\b(te voy a|voy a) (matar|golpear|partir la cara)\b|\b(hijo de puta|hija de puta|vete a la mierda|pendejo de mierda)\b/,
+  /\bich (bringe|bring|werde) dich (um|umbringen|toten|fertigmachen)\b|\b(fick dich|hurensohn|du arschloch|du vollidiot)\b/,
 ];
 
 const escapeRegex = (value: string) => value.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
@@ -37,11 +40,11 @@ export const toxicityRail = defineRail({
     .strict(),
   usesLlm: (params) => params.llm,
   create: (params, deps) => {
-    const blocklist = params.blocklist.map((term) => new RegExp(`\\b${escapeRegex(normalizeText(term))}\\b`));
+    const blocklist = params.blocklist.map((term) => new RegExp(`\\b${escapeRegex(foldText(term))}\\b`));
     return {
       code: 'TOX',
       evaluate: async ({ text, state, signal }): Promise<RailEvaluation> => {
-        const hit = firstMatch(normalizeText(text), [...TOXIC_PATTERNS, ...blocklist]);
+        const hit = firstMatch(screenForms(text), [...TOXIC_PATTERNS, ...blocklist]);
         if (hit) {
           return {
             action: RailAction.BLOCK,

@@ -1,6 +1,6 @@
-import type { JsonRecord } from '@agent/contracts';
+import { foldText, type JsonRecord } from '@agent/contracts';
 import type { JudgeName } from '../judges.config';
-import { clamp01, countMatches, normalizeText, round2 } from '../text';
+import { clamp01, countMatches, round2 } from '../text';
 import { JudgeContext, evidenceText } from './evidence';
 
 export interface JudgeScore {
@@ -30,7 +30,7 @@ export function responseQuality(context: JudgeContext): JudgeScore {
     score -= 0.5;
     problems.push('template placeholder left in the answer');
   }
-  const sentenceList = normalizeText(answer)
+  const sentenceList = foldText(answer)
     .split(/[.!?]+/)
     .map((s) => s.trim())
     .filter((s) => s.length > 10);
@@ -110,7 +110,7 @@ const POSITIVE = [
 /** The customer's sentiment in their message: 0 very negative, 0.5 neutral, 1 very positive. */
 export function sentiment(context: JudgeContext): JudgeScore {
   const raw = context.userText;
-  const text = normalizeText(raw);
+  const text = foldText(raw);
   const negative = countMatches(text, NEGATIVE);
   const escalation = countMatches(text, ESCALATION);
   const positive = countMatches(text, POSITIVE);
@@ -144,7 +144,7 @@ const COURTEOUS = [
 /** Polite, professional answer: no rudeness, blame or shouting. */
 export function tone(context: JudgeContext): JudgeScore {
   const raw = context.answer;
-  const text = normalizeText(raw);
+  const text = foldText(raw);
   const rude = countMatches(text, RUDE);
   const blaming = countMatches(text, BLAMING);
   const courteous = countMatches(text, COURTEOUS);
