@@ -11,6 +11,26 @@ export interface HistoryMessage {
   route?: string;
   intent?: string;
   at?: string;
+  /** The input guardrails blocked this turn: the message and its safe reply are kept for audit only. */
+  blocked?: boolean;
+}
+
+/** The route an input-guardrail block gives a turn. */
+export const BLOCKED_ROUTE = 'blocked';
+
+/**
+ * The history a prompt may show: without the turns the input guardrails blocked, so a blocked message never
+ * reaches a model again. A turn counts as blocked when one of its messages is flagged, or (histories stored
+ * before the flag existed) when its reply was routed to `blocked`.
+ */
+export function promptHistory(history: readonly HistoryMessage[] | undefined): HistoryMessage[] {
+  const messages = history ?? [];
+  const blockedTurns = new Set(
+    messages
+      .filter((m) => m.blocked === true || (m.role === 'assistant' && m.route === BLOCKED_ROUTE))
+      .flatMap((m) => (m.turn === undefined ? [] : [m.turn])),
+  );
+  return messages.filter((m) => m.blocked !== true && !(m.turn !== undefined && blockedTurns.has(m.turn)));
 }
 
 export interface AgentState {

@@ -6,11 +6,13 @@ import { checkpointConfig, ConfigFilesService, continuityConfig } from '@agent/c
 import { ContinuityOutcome, ContinuityService } from '@agent/continuity';
 import {
   AgentState,
+  BLOCKED_ROUTE,
   DomainAgentNode,
   HistoryMessage,
   isDomainAgentNode,
   isRoutableNode,
   JsonRecord,
+  promptHistory,
   RouteDecision,
 } from '@agent/contracts';
 import { GuardrailsService } from '@agent/guardrails';
@@ -23,10 +25,16 @@ import { END, nextNode, WorkflowNode } from './workflow.graph';
 
 type NodePatch = Partial<AgentState>;
 
+/** What a turn holds outside the state its nodes see. */
+interface TurnScope {
+  /** The conversation's whole stored history, blocked turns included; nodes see only `promptHistory` of it. */
+  storedHistory: HistoryMessage[];
+}
+
 /** The turn graph (docs/architecture.md#the-turn); `runTurn` is its public entry point. */
 @Injectable()
 export class WorkflowService {
-  private readonly nodes: Record<WorkflowNode, (state: AgentState) => Promise<NodePatch>>;
+  private readonly nodes: Record<WorkflowNode, (state: AgentState, scope: TurnScope) => Promise<NodePatch>>;
 
   constructor(
     private readonly files: ConfigFilesService,
@@ -60,7 +68,7 @@ export class WorkflowService {
       judge: (s) => this.judge(s),
       supervisor_review: (s) => this.supervisorReview(s),
       persist_long_term_memory: (s) => this.persistLongTermMemory(s),
-      persist: (s) => Promise.resolve(this.persist(s)),
+      persist: (s, scope) => Promise.resolve(this.persist(s, scope)),
     };
   }
 
@@ -70,7 +78,13 @@ export class WorkflowService {
    */
   async runTurn(initial: AgentState): Promise<AgentState> {
     const workflowId = initial.workflow_id ?? randomUUID();
-    let state: AgentState = { ...initial, workflow_id: workflowId };
+    // Every node, and so every prompt built in this turn, sees the history without blocked turns.
+    const scope: TurnScope = { storedHistory: initial.history ?? [] };
+    let state: AgentState = {
+      ...initial,
+      workflow_id: workflowId,
+      history: promptHistory(scope.storedHistory),
+    };
     this.events.emit('NOC.001', { channel: state.channel, message_id: state.message_id });
     this.events.emit('AGENT_STARTED', { workflow_id: workflowId });
     const started = performance.now();
@@ -79,7 +93,7 @@ export class WorkflowService {
       const fallback = this.files.routing.router.fallback_agent as WorkflowNode;
       while (node !== END) {
         const current: WorkflowNode = node;
-        const patch = await this.telemetry.run(current, () => this.nodes[current](state));
+        const patch = await this.telemetry.run(current, () => this.nodes[current](state, scope));
         state = { ...state, ...patch };
         if (current === 'persist') {
           this.events.emit('AGENT_COMPLETED', {
@@ -110,7 +124,7 @@ export class WorkflowService {
       return { sanitized_input: result.sanitizedText, guardrail_decisions: result.decisions };
     }
     const decision: RouteDecision = {
-      route: 'blocked',
+      route: BLOCKED_ROUTE,
       agent: null,
       intent: 'input_guardrail_blocked',
       domain: null,
@@ -126,7 +140,7 @@ export class WorkflowService {
       blocked: true,
       answer: result.message,
       guardrail_decisions: result.decisions,
-      route: 'blocked',
+      route: BLOCKED_ROUTE,
       intent: 'input_guardrail_blocked',
       route_decision: decision as unknown as JsonRecord,
       mcp_tools: [],
@@ -319,17 +333,27 @@ export class WorkflowService {
     }
   }
 
-  /** Appends the turn to the bounded history; the store commit itself happens after the graph. */
-  private persist(state: AgentState): NodePatch {
+  /**
+   * Appends the turn to the bounded stored history (an input-blocked turn flagged, for audit only); the store
+   * commit itself happens after the graph.
+   */
+  private persist(state: AgentState, scope: TurnScope): NodePatch {
     const at = new Date().toISOString();
     const answer = state.final_answer ?? state.answer ?? '';
+    const flag = state.route === BLOCKED_ROUTE ? { blocked: true } : {};
     const turnMessages: HistoryMessage[] = [
-      { role: 'user', content: state.user_text ?? '', turn: state.turn, at },
-      { role: 'assistant', content: answer, turn: state.turn, route: state.route, intent: state.intent, at },
+      { role: 'user', content: state.user_text ?? '', turn: state.turn, at, ...flag },
+      {
+        role: 'assistant',
+        content: answer,
+        turn: state.turn,
+        route: state.route,
+        intent: state.intent,
+        at,
+        ...flag,
+      },
     ];
-    const history = [...(state.history ?? []), ...turnMessages].slice(
-      -this.checkpointEnv.MEMORY_HISTORY_LIMIT,
-    );
+    const history = [...scope.storedHistory, ...turnMessages].slice(-this.checkpointEnv.MEMORY_HISTORY_LIMIT);
     return { final_answer: answer, history };
   }
 }
