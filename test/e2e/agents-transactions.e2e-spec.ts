@@ -1,5 +1,6 @@
 import { AgentsService } from '@agent/agents';
 import type { AgentState } from '@agent/contracts';
+import { GuardrailsService } from '@agent/guardrails';
 import { TurnContextStore } from '@agent/observability';
 import { FakeChatRequest, FakeLlmServer, FakeReply, lastUserMessage, requestText } from '../support/fake-llm';
 import { ReferenceMcpProcess } from '../support/reference-mcp';
@@ -276,13 +277,17 @@ describe('domain agents with the reference MCP server', () => {
         nodes: [],
       },
       () =>
-        agents.run('orders_agent', {
-          ...waiting,
-          user_text: 'sim, pode cancelar',
-          sanitized_input: 'sim, pode cancelar',
-          turn: 3,
-          route_decision: { method: 'state_policy' },
-        }),
+        agents.run(
+          'orders_agent',
+          {
+            ...waiting,
+            user_text: 'sim, pode cancelar',
+            sanitized_input: 'sim, pode cancelar',
+            turn: 3,
+            route_decision: { method: 'state_policy' },
+          },
+          app.app.get(GuardrailsService).contentScreen(),
+        ),
     );
     expect(retried.transaction_status).toBe('COMPLETED');
     expect(retried.last_transaction_evidence).toMatchObject({

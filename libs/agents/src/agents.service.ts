@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { ConfigFilesService } from '@agent/config';
-import type { AgentState, DomainAgentNode, JsonRecord } from '@agent/contracts';
+import type { AgentState, ContentScreen, DomainAgentNode, JsonRecord } from '@agent/contracts';
 import { ChatMessage, ChatTool, LlmError, LlmService, ToolCall } from '@agent/llm';
 import { McpService, McpToolResult, ToolDescriptor } from '@agent/mcp';
 import { EventBusService } from '@agent/observability';
@@ -8,6 +8,7 @@ import { formatPassages, RagContext, RagService } from '@agent/rag';
 import { AgentPrompts } from './agent-prompts';
 import { stripAgentPrefix } from './answer-text';
 import { ParameterExtractor } from './parameter-extractor';
+import { ScreenedTools, screenPassages } from './screened-content';
 import { requestContext, TransactionEngine, userText } from './transaction.engine';
 
 /** Said when the agent's LLM cannot answer (not configured, timeout, error). */
@@ -37,14 +38,19 @@ export class AgentsService {
     private readonly events: EventBusService,
   ) {}
 
-  async run(node: DomainAgentNode, state: AgentState): Promise<Partial<AgentState>> {
+  /**
+   * One agent turn. `screen` runs the retrieval and tool guardrails: every retrieved passage and every tool
+   * result passes it before the model or an answer sees it.
+   */
+  async run(node: DomainAgentNode, state: AgentState, screen: ContentScreen): Promise<Partial<AgentState>> {
+    const tools = new ScreenedTools(this.mcp, screen, state);
     const resumable = this.transactions.resumable(state);
     let interruption: Partial<AgentState> = {};
     let interruptedNote: string | null = null;
     if (resumable) {
       const shift = state.transaction_interruption;
       if (!shift && resumable.transaction.agent === node) {
-        return this.transactions.resume(node, state, resumable);
+        return this.transactions.resume(node, state, resumable, tools);
       }
       // The router sent the turn elsewhere (intent shift, replacement, abandonment) or to another agent.
       const reason = shift ?? 'routed_to_another_agent';
@@ -58,7 +64,7 @@ export class AgentsService {
       }
       interruptedNote = `${this.transactions.message('interrupted', resumable.transaction)} (motivo: ${reason})`;
     }
-    const patch = await this.answer(node, { ...state, ...interruption }, interruptedNote);
+    const patch = await this.answer(node, { ...state, ...interruption }, interruptedNote, { tools, screen });
     return { ...interruption, ...patch };
   }
 
@@ -96,13 +102,14 @@ export class AgentsService {
     node: DomainAgentNode,
     state: AgentState,
     interruptedNote: string | null,
+    guarded: { tools: ScreenedTools; screen: ContentScreen },
   ): Promise<Partial<AgentState>> {
     const graphAgent = this.files.agents.graph_agents[node];
     const allowed = this.allowedTools(state);
     const tools =
       allowed.length > 0 && graphAgent.max_tool_steps > 0 ? await this.mcp.describeTools(allowed) : [];
     const rag = graphAgent.rag_namespace
-      ? await this.retrieve(graphAgent.state_domain, graphAgent.rag_namespace, state)
+      ? await this.retrieve(graphAgent.state_domain, graphAgent.rag_namespace, state, guarded.screen)
       : null;
     const extra: string[] = [];
     if (rag) extra.push(ragSection(rag));
@@ -153,10 +160,10 @@ export class AgentsService {
           const config = allowed.includes(call.name) ? this.mcp.toolConfig(call.name) : null;
           if (config?.operation_type === 'transactional' && args !== null) {
             // A transaction takes over the turn: its own messages ask for parameters or confirmation.
-            const patch = await this.transactions.start(node, state, call.name, args, results);
+            const patch = await this.transactions.start(node, state, call.name, args, results, guarded.tools);
             return { ...base, ...patch };
           }
-          const result = await this.readOnlyCall(call, args, allowed, state);
+          const result = await this.readOnlyCall(call, args, allowed, state, guarded.tools);
           results.push(result);
           messages.push({
             role: 'tool',
@@ -182,6 +189,7 @@ export class AgentsService {
     args: JsonRecord | null,
     allowed: readonly string[],
     state: AgentState,
+    tools: ScreenedTools,
   ): Promise<McpToolResult> {
     const refused = (error: string): McpToolResult => ({
       ok: false,
@@ -202,7 +210,7 @@ export class AgentsService {
           userText(state),
         )
       : {};
-    return this.mcp.callTool(call.name, { ...fromText, ...args }, { context: requestContext(state) });
+    return tools.callTool(call.name, { ...fromText, ...args }, { context: requestContext(state) });
   }
 
   /** The intent's mcp_tools, restricted to declared, non-internal tools: the allowlist offered to the model. */
@@ -213,8 +221,18 @@ export class AgentsService {
     });
   }
 
-  private async retrieve(domain: string, namespace: string, state: AgentState): Promise<RagContext> {
-    const context = await this.rag.retrieveContext(userText(state), namespace);
+  /** Retrieval through the retrieval rails: what they block never reaches the prompt, the state or the events. */
+  private async retrieve(
+    domain: string,
+    namespace: string,
+    state: AgentState,
+    screen: ContentScreen,
+  ): Promise<RagContext> {
+    const context = await this.screenedContext(
+      await this.rag.retrieveContext(userText(state), namespace),
+      screen,
+      state,
+    );
     this.events.emit(`IC.${domain}_RAG_CONTEXT_EVALUATED`, {
       namespace,
       status: context.status,
@@ -229,6 +247,25 @@ export class AgentsService {
       });
     }
     return context;
+  }
+
+  /** The retrieval with only the passages the rails let through (masked where they sanitized). */
+  private async screenedContext(
+    context: RagContext,
+    screen: ContentScreen,
+    state: AgentState,
+  ): Promise<RagContext> {
+    if (context.status !== 'executed' || !context.documents) return context;
+    const documents = await screenPassages(context.documents, screen, state);
+    return {
+      ...context,
+      status: documents.length > 0 ? 'executed' : 'empty',
+      document_count: documents.length,
+      top_document_ids: documents.map((d) => d.document_id),
+      top_scores: documents.map((d) => d.score),
+      documents,
+      withheld_passages: context.documents.length - documents.length,
+    };
   }
 
   private history(state: AgentState): ChatMessage[] {

@@ -10,6 +10,7 @@ import { AgentPrompts } from './agent-prompts';
 import { stripAgentPrefix } from './answer-text';
 import { ConfirmationClassifier } from './confirmation-classifier';
 import { ParameterExtractor } from './parameter-extractor';
+import { executedButWithheld, ScreenedTools } from './screened-content';
 import {
   fillTemplate,
   TransactionMessageKey,
@@ -86,6 +87,7 @@ export class TransactionEngine {
     toolName: string,
     modelArguments: JsonRecord,
     turnResults: McpToolResult[],
+    tools: ScreenedTools,
   ): Promise<Patch> {
     const config = this.toolConfig(toolName);
     const fromText = this.extractor.byPattern(
@@ -129,11 +131,16 @@ export class TransactionEngine {
       missing_parameters: [],
       attempts: 0,
     };
-    return this.advance(node, state, transaction, turnResults, false);
+    return this.advance(node, state, transaction, turnResults, false, tools);
   }
 
   /** The turn after the agent asked for parameters or for a confirmation. */
-  async resume(node: DomainAgentNode, state: AgentState, resumable: ResumableTransaction): Promise<Patch> {
+  async resume(
+    node: DomainAgentNode,
+    state: AgentState,
+    resumable: ResumableTransaction,
+    tools: ScreenedTools,
+  ): Promise<Patch> {
     const { transaction, pending } = resumable;
     const config = this.toolConfig(transaction.tool_name);
     if (transaction.status === 'COLLECTING_PARAMETERS') {
@@ -158,11 +165,17 @@ export class TransactionEngine {
         attempts: progressed ? 0 : transaction.attempts + 1,
       };
       if (!progressed && next.attempts >= this.settings.max_attempts) return this.giveUp(state, next);
-      return this.advance(node, state, next, [], !progressed);
+      return this.advance(node, state, next, [], !progressed, tools);
     }
     if (!pending || pending.transaction_id !== transaction.transaction_id) {
       // The confirmation latch lost its call (older checkpoint): validate and ask again rather than guess.
-      return this.validateAndConfirm(node, state, { ...transaction, status: 'COLLECTING_PARAMETERS' }, []);
+      return this.validateAndConfirm(
+        node,
+        state,
+        { ...transaction, status: 'COLLECTING_PARAMETERS' },
+        [],
+        tools,
+      );
     }
     const decision = await this.classifier.classify({
       operation: `${this.operationLabel(transaction.tool_name)} (${this.argumentsText(transaction.tool_name, pending.arguments)})`,
@@ -177,7 +190,7 @@ export class TransactionEngine {
       accepted: decision.accepted,
       fallback_reason: decision.fallback_reason,
     });
-    if (decision.decision === 'CONFIRM') return this.execute(node, state, transaction, pending, []);
+    if (decision.decision === 'CONFIRM') return this.execute(node, state, transaction, pending, [], tools);
     if (decision.decision === 'REJECT') {
       this.emit('IC.TRANSACTION_CANCELLED', transaction, { source: 'customer' });
       return this.terminal(state, transaction, 'CANCELLED', this.message('cancelled', transaction), {
@@ -254,9 +267,10 @@ export class TransactionEngine {
     transaction: ActiveTransaction,
     turnResults: McpToolResult[],
     again: boolean,
+    tools: ScreenedTools,
   ): Promise<Patch> {
     const missing = transaction.requires.filter((field) => isMissing(transaction.arguments[field]));
-    if (missing.length === 0) return this.validateAndConfirm(node, state, transaction, turnResults);
+    if (missing.length === 0) return this.validateAndConfirm(node, state, transaction, turnResults, tools);
     const collecting: ActiveTransaction = {
       ...transaction,
       status: 'COLLECTING_PARAMETERS',
@@ -297,6 +311,7 @@ export class TransactionEngine {
     state: AgentState,
     transaction: ActiveTransaction,
     turnResults: McpToolResult[],
+    tools: ScreenedTools,
   ): Promise<Patch> {
     const config = this.toolConfig(transaction.tool_name);
     const results = [...turnResults];
@@ -311,7 +326,7 @@ export class TransactionEngine {
         ),
       );
       this.emit('IC.TRANSACTION_PREVALIDATION_REQUESTED', transaction, { validator });
-      const result = await this.mcp.callTool(validator, args, { context: requestContext(state) });
+      const result = await tools.callTool(validator, args, { context: requestContext(state) });
       results.push(result);
       const body = asObject(result.result);
       const eligible = result.ok ? body.eligible !== false : null;
@@ -358,7 +373,7 @@ export class TransactionEngine {
       arguments: transaction.arguments,
       requested_turn: state.turn ?? null,
     };
-    if (!config.require_confirmation) return this.execute(node, state, transaction, pending, results);
+    if (!config.require_confirmation) return this.execute(node, state, transaction, pending, results, tools);
     const waiting: ActiveTransaction = {
       ...transaction,
       status: 'AWAITING_CONFIRMATION',
@@ -391,13 +406,14 @@ export class TransactionEngine {
     transaction: ActiveTransaction,
     pending: PendingToolCall,
     turnResults: McpToolResult[],
+    tools: ScreenedTools,
   ): Promise<Patch> {
     const key = idempotencyKey(state.conversation_key ?? '', pending);
-    const result = await this.mcp.call(
+    const result = await tools.call(
       { tool_name: pending.tool_name, server: pending.server, arguments: pending.arguments },
       { confirmed: true, idempotencyKey: key },
     );
-    const status: TransactionStatus = result.ok ? 'COMPLETED' : 'FAILED';
+    const status: TransactionStatus = result.ok || executedButWithheld(result) ? 'COMPLETED' : 'FAILED';
     const body = asObject(result.result);
     const evidence: JsonRecord = {
       transaction_id: transaction.transaction_id,

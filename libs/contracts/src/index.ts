@@ -3,3 +3,4 @@ export * from './route-decision';
 export * from './events';
 export * from './llm-contracts';
 export * from './text-folding';
+export * from './content-screen';

@@ -30,10 +30,13 @@ export interface StageRun {
   state: Readonly<AgentState>;
   /** The caller giving up on the whole stage (e.g. the workflow no longer needs an early input verdict). */
   signal?: AbortSignal;
+  /** Where retrieval or tool content comes from (a document, a tool): carried into the events. */
+  source?: string;
 }
 
 export interface StageOutcome {
   stage: RailStage;
+  source?: string;
   /** Completed rails, in configured order. */
   results: RailResult[];
   /** The stage's text after every sanitization, applied in configured order. */
@@ -50,7 +53,7 @@ export interface StageOutcome {
 
 /** Where the executor reports: events, metrics and logs live in the service, not here. */
 export interface ExecutorObserver {
-  result(stage: RailStage, result: RailResult): void;
+  result(stage: RailStage, result: RailResult, source: string | undefined): void;
   railFailed(stage: RailStage, code: string, error: Error, failClosed: boolean): void;
   completed(outcome: StageOutcome): void;
 }
@@ -76,7 +79,12 @@ export class ParallelRailExecutor {
       this.policy.parallel && rails.length > 1
         ? await this.runParallel(rails, run)
         : await this.runSequential(rails, run);
-    const result: StageOutcome = { ...outcome, stage: run.stage, durationMs: elapsed(started) };
+    const result: StageOutcome = {
+      ...outcome,
+      stage: run.stage,
+      ...(run.source === undefined ? {} : { source: run.source }),
+      durationMs: elapsed(started),
+    };
     this.observer.completed(result);
     return result;
   }
@@ -84,7 +92,7 @@ export class ParallelRailExecutor {
   private async runParallel(
     rails: readonly ConfiguredRail[],
     run: StageRun,
-  ): Promise<Omit<StageOutcome, 'stage' | 'durationMs'>> {
+  ): Promise<Omit<StageOutcome, 'stage' | 'source' | 'durationMs'>> {
     const controllers = rails.map(() => new AbortController());
     const abortAll = () => controllers.forEach((c) => c.abort(run.signal?.reason));
     run.signal?.addEventListener('abort', abortAll, { once: true });
@@ -109,7 +117,7 @@ export class ParallelRailExecutor {
         if (settled.kind === 'cancelled') continue;
         byIndex.set(index, settled.result);
         completionOrder.push(settled.result.code);
-        this.observer.result(run.stage, settled.result);
+        this.observer.result(run.stage, settled.result, run.source);
         if (this.policy.failFast && isTerminal(settled.result.action)) {
           terminal = settled.result;
           break;
@@ -141,7 +149,7 @@ export class ParallelRailExecutor {
   private async runSequential(
     rails: readonly ConfiguredRail[],
     run: StageRun,
-  ): Promise<Omit<StageOutcome, 'stage' | 'durationMs'>> {
+  ): Promise<Omit<StageOutcome, 'stage' | 'source' | 'durationMs'>> {
     const results: RailResult[] = [];
     let text = run.text;
     let terminal: RailResult | null = null;
@@ -156,7 +164,7 @@ export class ParallelRailExecutor {
       if (run.signal?.aborted) throw toError(run.signal.reason);
       if (settled.kind === 'cancelled') continue;
       results.push(settled.result);
-      this.observer.result(run.stage, settled.result);
+      this.observer.result(run.stage, settled.result, run.source);
       if (settled.result.action === RailAction.SANITIZE && settled.result.sanitize) {
         text = settled.result.sanitize(text);
       }

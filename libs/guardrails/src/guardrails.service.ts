@@ -1,7 +1,14 @@
-import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleInit } from '@nestjs/common';
 import { ConfigType } from '@nestjs/config';
-import { ConfigFilesService, guardrailsConfig } from '@agent/config';
-import type { AgentState, JsonRecord } from '@agent/contracts';
+import { ConfigFileError, ConfigFilesService, guardrailsConfig } from '@agent/config';
+import type {
+  AgentState,
+  ContentScreen,
+  ContentScreenRequest,
+  ContentScreenResult,
+  JsonRecord,
+  ScreenedStage,
+} from '@agent/contracts';
 import { LlmError, LlmService } from '@agent/llm';
 import { EventBusService, MetricsService } from '@agent/observability';
 import { ConfiguredRail, ExecutorObserver, ParallelRailExecutor, StageOutcome } from './executor';
@@ -32,13 +39,6 @@ export interface OutputGuardrailsResult {
   answer: string;
 }
 
-export interface StageGuardrailsResult {
-  blocked: boolean;
-  decisions: JsonRecord[];
-  /** The text after sanitizing rails. */
-  text: string;
-}
-
 /** GRL catalogue codes of the reference (python-implementation §12). */
 type GrlEvent = `GRL.${string}`;
 const GRL_BY_ACTION: Record<RailAction, GrlEvent> = {
@@ -52,21 +52,25 @@ const GRL_BY_ACTION: Record<RailAction, GrlEvent> = {
 const GRL_FAIL_CLOSED: GrlEvent = 'GRL.008';
 const GRL_SUMMARY: GrlEvent = 'GRL.009';
 
+const SCREENED_STAGES: readonly ScreenedStage[] = ['retrieval', 'tool'];
+
 /** Routes whose answer is a session-control message: never rewritten by output rails. */
 const SESSION_CONTROL_ROUTES = new Set(['human_handoff', 'end_session']);
 
 /** Facade of GuardrailsModule: input rails, output supervisor and output rails. */
 @Injectable()
-export class GuardrailsService implements OnModuleInit {
+export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
   private readonly logger = new Logger(GuardrailsService.name);
   readonly config: ResolvedGuardrailsConfig;
   private readonly rails: Record<RailStage, ConfiguredRail[]>;
   private readonly executor: ParallelRailExecutor;
   /** Rails already reported as unusable for lack of an LLM endpoint: logged once, not every turn. */
   private readonly notConfiguredReported = new Set<string>();
+  /** Stages some part of the runtime asked to run (see `contentScreen`). */
+  private readonly screenedStages = new Set<ScreenedStage>();
 
   constructor(
-    files: ConfigFilesService,
+    private readonly files: ConfigFilesService,
     @Inject(guardrailsConfig.KEY) private readonly env: ConfigType<typeof guardrailsConfig>,
     private readonly llm: LlmService,
     private readonly events: EventBusService,
@@ -117,6 +121,47 @@ export class GuardrailsService implements OnModuleInit {
         `LLM profile "${file.llm_profile}" has no endpoint and ${closed.join(', ')} are fail_closed: every text they see will be BLOCKED until an endpoint is configured.`,
       );
     }
+  }
+
+  /**
+   * Rails configured on a stage nothing runs would be silently dead: a start-up error naming guardrails.yaml.
+   * Runs after every provider was built, so the consumers have asked for their port by then.
+   */
+  onApplicationBootstrap(): void {
+    const unreachable = SCREENED_STAGES.filter(
+      (stage) => this.config.stages[stage].length > 0 && !this.screenedStages.has(stage),
+    );
+    if (unreachable.length === 0) return;
+    throw new ConfigFileError(
+      this.files.path(GUARDRAILS_FILE),
+      unreachable.map(
+        (stage) => `${stage}: rails are configured but nothing in this runtime runs the ${stage} stage`,
+      ),
+    );
+  }
+
+  /**
+   * The retrieval and tool guardrails as the port the agents take; asking for it records that both stages
+   * run (checked at start-up).
+   */
+  contentScreen(): ContentScreen {
+    for (const stage of SCREENED_STAGES) this.screenedStages.add(stage);
+    return (request) => this.screenContent(request);
+  }
+
+  /**
+   * Retrieval and tool content through its stage's rails: the text after sanitization, or blocked. Each
+   * decision's GRL event carries the stage and the content's source.
+   */
+  async screenContent({ stage, source, text, state }: ContentScreenRequest): Promise<ContentScreenResult> {
+    if (this.rails[stage].length === 0) return { blocked: false, text, codes: [] };
+    const outcome = await this.executor.run(this.rails[stage], { stage, text, state, source });
+    const blocking = outcome.results.filter((r) => !isApproving(r.action));
+    return {
+      blocked: blocking.length > 0,
+      text: blocking.length > 0 ? text : outcome.text,
+      codes: blocking.map((r) => r.code),
+    };
   }
 
   /**
@@ -246,18 +291,6 @@ export class GuardrailsService implements OnModuleInit {
     };
   }
 
-  /** Retrieval and tool stages, for the RAG and MCP layers: the text after sanitization, or blocked. */
-  async runStage(
-    stage: 'retrieval' | 'tool',
-    text: string,
-    state: AgentState,
-    signal?: AbortSignal,
-  ): Promise<StageGuardrailsResult> {
-    const outcome = await this.executor.run(this.rails[stage], { stage, text, state, signal });
-    const blocked = outcome.results.some((r) => !isApproving(r.action));
-    return { blocked, decisions: decisionsOf(outcome), text: blocked ? text : outcome.text };
-  }
-
   private supervised(
     action: RailAction,
     answer: string,
@@ -306,10 +339,11 @@ export class GuardrailsService implements OnModuleInit {
 
   private observer(): ExecutorObserver {
     return {
-      result: (stage, result) => {
+      result: (stage, result, source) => {
         const failClosed = result.error !== undefined && result.action === RailAction.BLOCK;
         this.events.emit(failClosed ? GRL_FAIL_CLOSED : GRL_BY_ACTION[result.action], {
           stage,
+          ...(source === undefined ? {} : { source }),
           code: result.code,
           action: result.action,
           reason: result.reason,
@@ -336,6 +370,7 @@ export class GuardrailsService implements OnModuleInit {
         }
         this.events.emit(GRL_SUMMARY, {
           stage: outcome.stage,
+          ...(outcome.source === undefined ? {} : { source: outcome.source }),
           rail_codes: this.rails[outcome.stage].map((r) => r.rail.code),
           result_count: outcome.results.length,
           completion_order: outcome.completionOrder,

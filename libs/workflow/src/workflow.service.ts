@@ -7,6 +7,7 @@ import { ContinuityOutcome, ContinuityService } from '@agent/continuity';
 import {
   AgentState,
   BLOCKED_ROUTE,
+  ContentScreen,
   DomainAgentNode,
   HistoryMessage,
   isDomainAgentNode,
@@ -35,6 +36,8 @@ interface TurnScope {
 @Injectable()
 export class WorkflowService {
   private readonly nodes: Record<WorkflowNode, (state: AgentState, scope: TurnScope) => Promise<NodePatch>>;
+  /** Retrieval and tool guardrails, handed to every agent run. */
+  private readonly screen: ContentScreen;
 
   constructor(
     private readonly files: ConfigFilesService,
@@ -50,7 +53,9 @@ export class WorkflowService {
     private readonly agents: AgentsService,
     private readonly judges: JudgesService,
   ) {
-    const agentNode = (node: DomainAgentNode) => (state: AgentState) => this.agents.run(node, state);
+    this.screen = guardrails.contentScreen();
+    const agentNode = (node: DomainAgentNode) => (state: AgentState) =>
+      this.agents.run(node, state, this.screen);
     this.nodes = {
       input_guardrails: (s) => this.inputGuardrails(s),
       load_long_term_memory: (s) => this.loadLongTermMemory(s),
@@ -276,13 +281,15 @@ export class WorkflowService {
       reason: decision.reason ?? '',
       turn: state.turn ?? null,
     };
-    const patch = await this.agents.run(to, state);
+    const patch = await this.agents.run(to, state, this.screen);
     return { ...patch, active_agent: to, handoff_transfers: [...(state.handoff_transfers ?? []), transfer] };
   }
 
   /** Supervisor mode: RoutingService plans the intents and runs each agent on an isolated copy of the state. */
   private supervisorAgent(state: AgentState): Promise<NodePatch> {
-    return this.routing.superviseTurn(state, (node, isolated) => this.agents.run(node, isolated));
+    return this.routing.superviseTurn(state, (node, isolated) =>
+      this.agents.run(node, isolated, this.screen),
+    );
   }
 
   /** Output rails over the candidate answer; RETRY regenerates it through the agent that produced it. */
