@@ -2,7 +2,7 @@
  * The scripted model of bench:overhead, in its own process so its CPU is not the runtime's. It answers every
  * stage instantly with a valid reply (and token usage), reports its port over IPC and stops with its parent.
  */
-import { FakeLlmServer } from '../test/support/fake-llm';
+import { FakeLlmServer, guardrailVerdict } from '../test/support/fake-llm';
 
 async function main(): Promise<void> {
   const fake = await FakeLlmServer.start();
@@ -19,10 +19,7 @@ async function main(): Promise<void> {
     model: 'route_continuity',
     reply: { json: { decision: 'CONTINUE', confidence: 0.97, reason: 'same subject' }, usage },
   });
-  fake.script({
-    model: 'guardrail',
-    reply: { json: { verdict: 'allow', confidence: 0.99, reason: 'bench' }, usage },
-  });
+  fake.script({ model: 'guardrail', reply: (request) => ({ ...guardrailVerdict(request), usage }) });
   fake.script({ model: 'judge', reply: { json: { score: 1, passed: true, reason: 'bench' }, usage } });
   fake.setFallback({ json: {}, usage });
   // Only the count of requests matters here; keeping every request would grow without bound.

@@ -2,6 +2,7 @@ import {
   FakeChatRequest,
   FakeLlmServer,
   FakeReply,
+  guardrailVerdict,
   lastUserMessage,
   requestText,
 } from '../test/support/fake-llm';
@@ -134,10 +135,7 @@ export function scriptFakeLlm(
   });
   fake.script({
     model: 'guardrail',
-    reply: () => ({
-      json: { verdict: 'allow', confidence: 0.99, reason: 'scripted' },
-      delayMs: wait('guardrail'),
-    }),
+    reply: (request): FakeReply => ({ ...guardrailVerdict(request), delayMs: wait('guardrail') }),
   });
   fake.script({
     model: 'judge',

@@ -1,4 +1,4 @@
-import { FakeLlmServer } from '../support/fake-llm';
+import { FakeLlmServer, GUARDRAILS_ALLOW } from '../support/fake-llm';
 import { startTestApp, TestApp, uniqueId } from '../support/test-app';
 
 // Tenants of their own, so listings are exact even when other suites share the database.
@@ -69,6 +69,7 @@ describe('admin API', () => {
   beforeEach(() => {
     fake.reset();
     fake.script({ model: 'agent', reply: { content: 'Resposta do agente.' } });
+    fake.script(GUARDRAILS_ALLOW);
     fake.setFallback({ json: { intent: 'unknown', confidence: 0, reason: 'test' } });
   });
 

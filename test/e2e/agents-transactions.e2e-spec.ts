@@ -2,7 +2,14 @@ import { AgentsService } from '@agent/agents';
 import type { AgentState } from '@agent/contracts';
 import { GuardrailsService } from '@agent/guardrails';
 import { TurnContextStore } from '@agent/observability';
-import { FakeChatRequest, FakeLlmServer, FakeReply, lastUserMessage, requestText } from '../support/fake-llm';
+import {
+  FakeChatRequest,
+  FakeLlmServer,
+  FakeReply,
+  GUARDRAILS_ALLOW,
+  lastUserMessage,
+  requestText,
+} from '../support/fake-llm';
 import { ReferenceMcpProcess } from '../support/reference-mcp';
 import { startTestApp, TestApp, uniqueId } from '../support/test-app';
 
@@ -79,6 +86,7 @@ describe('domain agents with the reference MCP server', () => {
 
   beforeEach(() => {
     fake.reset();
+    fake.script(GUARDRAILS_ALLOW);
     fake.script({ model: 'router', reply: routerReply });
   });
 

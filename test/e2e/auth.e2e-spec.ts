@@ -1,4 +1,4 @@
-import { FakeLlmServer } from '../support/fake-llm';
+import { FakeLlmServer, GUARDRAILS_ALLOW } from '../support/fake-llm';
 import { startTestApp, TestApp, uniqueId } from '../support/test-app';
 
 const TENANT = `auth${Date.now().toString(36)}`;
@@ -24,6 +24,7 @@ describe('authentication and tenant isolation', () => {
 
   beforeAll(async () => {
     fake = await FakeLlmServer.start();
+    fake.script(GUARDRAILS_ALLOW);
     fake.setFallback({ content: 'ok' });
     app = await startTestApp({
       fakeLlm: fake,

@@ -1,4 +1,4 @@
-import { FakeChatRequest, FakeLlmServer, lastUserMessage } from '../support/fake-llm';
+import { FakeChatRequest, FakeLlmServer, GUARDRAILS_ALLOW, lastUserMessage } from '../support/fake-llm';
 import { startTestApp, TestApp, uniqueId } from '../support/test-app';
 
 /** Booting the app with a fresh embedded PGlite can take minutes on a busy machine. */
@@ -65,7 +65,7 @@ describe('continuity shadow mode (ROUTE_STICKINESS_SHADOW_RATE=1)', () => {
           : { json: { intent: 'none', confidence: 0, reason: 'none' } },
     });
     fake.script({ model: 'agent', reply: { content: 'Seu plano é Controle 50GB.' } });
-    fake.script({ model: 'guardrail', reply: { json: { verdict: 'allow', confidence: 1, reason: 'ok' } } });
+    fake.script(GUARDRAILS_ALLOW);
     fake.script({ model: 'judge', reply: { json: { score: 1, passed: true, reason: 'ok' } } });
 
     const sessionId = uniqueId('shadow');

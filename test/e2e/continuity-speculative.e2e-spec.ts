@@ -1,4 +1,4 @@
-import { FakeLlmServer, lastUserMessage } from '../support/fake-llm';
+import { FakeLlmServer, GUARDRAILS_ALLOW, lastUserMessage } from '../support/fake-llm';
 import { startTestApp, TestApp, uniqueId } from '../support/test-app';
 
 /** ROUTE_STICKINESS_STRATEGY=speculative: the router's LLM stage starts together with the classifier. */
@@ -48,6 +48,7 @@ describe('speculative stickiness strategy', () => {
       },
     });
     fake.script({ model: 'agent', reply: { content: 'Seu pacote inclui 50GB.' } });
+    fake.script(GUARDRAILS_ALLOW);
     fake.setFallback({ json: { verdict: 'allow', confidence: 0.99, reason: 'ok', score: 1, passed: true } });
 
     const sessionId = uniqueId('spec');

@@ -1,6 +1,12 @@
 import { CheckpointService, ConversationIdentity } from '@agent/checkpoint';
 import type { AgentState } from '@agent/contracts';
-import { FakeChatRequest, FakeLlmServer, FakeReply, lastUserMessage } from '../support/fake-llm';
+import {
+  FakeChatRequest,
+  FakeLlmServer,
+  FakeReply,
+  GUARDRAILS_ALLOW,
+  lastUserMessage,
+} from '../support/fake-llm';
 import { HttpResult, startTestApp, TestApp, uniqueId } from '../support/test-app';
 
 /** Booting the app with a fresh embedded PGlite can take minutes on a busy machine. */
@@ -113,7 +119,7 @@ function scriptStages(fake: FakeLlmServer, labels: Labels): void {
       return { content: 'Certo, como posso ajudar?' };
     },
   });
-  fake.script({ model: 'guardrail', reply: { json: { verdict: 'allow', confidence: 1, reason: 'ok' } } });
+  fake.script(GUARDRAILS_ALLOW);
   fake.script({ model: 'judge', reply: { json: { score: 1, passed: true, reason: 'ok' } } });
   fake.script({ model: 'confirmation', reply: { json: { decision: 'OTHER', confidence: 0.9 } } });
   fake.script({ model: 'memory_extraction', reply: { json: { facts: [] } } });

@@ -2,7 +2,13 @@ import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { FakeChatRequest, FakeLlmServer, FakeReply, requestText } from '../support/fake-llm';
+import {
+  FakeChatRequest,
+  FakeLlmServer,
+  FakeReply,
+  guardrailVerdict,
+  requestText,
+} from '../support/fake-llm';
 import { REPO_ROOT, startTestApp, TestApp, uniqueId } from '../support/test-app';
 
 /**
@@ -32,15 +38,9 @@ function configDir(): string {
 }
 
 /** The guardrail model blocks the message carrying MODEL_MARKER as an injection and allows the rest. */
-function guardrailVerdict(request: FakeChatRequest): FakeReply {
+function guardrailReply(request: FakeChatRequest): FakeReply {
   const latest = /Latest user message[^<]*<<<\n([\s\S]*?)\n>>>/.exec(requestText(request))?.[1] ?? '';
-  const rail = /You are the (\w+) guardrail/.exec(requestText(request))?.[1];
-  const block = latest.includes(MODEL_MARKER) && rail === 'PINJ';
-  return {
-    json: block
-      ? { verdict: 'block', confidence: 0.97, reason: 'role override' }
-      : { verdict: 'allow', confidence: 0.95, reason: 'fine' },
-  };
+  return guardrailVerdict(request, latest.includes(MODEL_MARKER) ? ['PINJ'] : []);
 }
 
 describe('a blocked turn never reaches a model again (e2e)', () => {
@@ -65,7 +65,7 @@ describe('a blocked turn never reaches a model again (e2e)', () => {
 
   beforeEach(() => {
     fake.reset();
-    fake.script({ model: 'guardrail', reply: guardrailVerdict });
+    fake.script({ model: 'guardrail', reply: guardrailReply });
     fake.script({
       model: 'router',
       reply: { json: { intent: 'billing_invoice_explanation', confidence: 0.9, reason: 'billing question' } },

@@ -7,7 +7,14 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AgentState } from '@agent/contracts';
-import { FakeChatRequest, FakeLlmServer, FakeReply, lastUserMessage, requestText } from '../support/fake-llm';
+import {
+  FakeChatRequest,
+  FakeLlmServer,
+  FakeReply,
+  GUARDRAILS_ALLOW,
+  lastUserMessage,
+  requestText,
+} from '../support/fake-llm';
 import { REPO_ROOT, startTestApp, TestApp, uniqueId } from '../support/test-app';
 
 /**
@@ -131,10 +138,7 @@ describe('retrieval and tool guardrails (e2e)', () => {
 
   beforeEach(() => {
     fake.reset();
-    fake.script({
-      model: 'guardrail',
-      reply: { json: { verdict: 'allow', confidence: 0.95, reason: 'ok' } },
-    });
+    fake.script(GUARDRAILS_ALLOW);
     fake.script({
       model: 'router',
       reply: (request): FakeReply => ({

@@ -2,7 +2,7 @@ import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { FakeLlmServer } from '../support/fake-llm';
+import { FakeLlmServer, GUARDRAILS_ALLOW } from '../support/fake-llm';
 import { REPO_ROOT, startTestApp, TestApp, uniqueId } from '../support/test-app';
 
 /**
@@ -55,7 +55,7 @@ describe('judges (e2e)', () => {
 
   beforeEach(() => {
     fake.reset();
-    fake.script({ model: 'guardrail', reply: { json: { verdict: 'allow', confidence: 0.9, reason: 'ok' } } });
+    fake.script(GUARDRAILS_ALLOW);
     fake.script({ model: 'router', reply: { json: { intent: 'unknown', confidence: 0 } } });
     fake.script({
       model: 'judge',

@@ -1,5 +1,11 @@
 import { Client } from 'pg';
-import { FakeChatRequest, FakeLlmServer, lastUserMessage, requestText } from '../support/fake-llm';
+import {
+  FakeChatRequest,
+  FakeLlmServer,
+  GUARDRAILS_ALLOW,
+  lastUserMessage,
+  requestText,
+} from '../support/fake-llm';
 import { startTestApp, TestApp, uniqueId } from '../support/test-app';
 
 /**
@@ -57,6 +63,7 @@ describe('long-term memory', () => {
         json: { facts: factsFor.get(customerMessage(request)) ?? [] },
       }),
     });
+    server.script(GUARDRAILS_ALLOW);
     server.setFallback({ json: { intent: 'unknown', confidence: 0, reason: 'test fallback' } });
   }
 

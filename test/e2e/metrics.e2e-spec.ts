@@ -1,4 +1,4 @@
-import { FakeLlmServer } from '../support/fake-llm';
+import { FakeLlmServer, GUARDRAILS_ALLOW } from '../support/fake-llm';
 import { startTestApp, TestApp, uniqueId } from '../support/test-app';
 
 /** One sample line of the Prometheus text format. */
@@ -57,7 +57,7 @@ describe('GET /metrics after a scripted conversation', () => {
       model: 'agent',
       reply: { content: 'Sua fatura é R$ 99,90.', usage: { prompt_tokens: 40, completion_tokens: 7 } },
     });
-    fake.script({ model: 'guardrail', reply: { json: { verdict: 'allow', confidence: 1, reason: 'ok' } } });
+    fake.script(GUARDRAILS_ALLOW);
     fake.script({ model: 'judge', reply: { json: { score: 1, passed: true, reason: 'ok' } } });
     fake.setFallback({ json: { intent: 'unknown', confidence: 0, reason: 'no intent' } });
 
@@ -209,7 +209,7 @@ describe('GET /metrics with route stickiness on', () => {
       reply: { json: { decision: 'CONTINUE', confidence: 0.5, reason: 'unsure' } },
     });
     fake.script({ model: 'agent', reply: { content: 'Certo.' } });
-    fake.script({ model: 'guardrail', reply: { json: { verdict: 'allow', confidence: 1, reason: 'ok' } } });
+    fake.script(GUARDRAILS_ALLOW);
     fake.script({ model: 'judge', reply: { json: { score: 1, passed: true, reason: 'ok' } } });
     fake.setFallback({ json: { intent: 'unknown', confidence: 0, reason: 'no intent' } });
 

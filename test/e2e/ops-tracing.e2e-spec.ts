@@ -1,6 +1,6 @@
 import { InMemorySpanExporter, ReadableSpan, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
-import { FakeLlmServer } from '../support/fake-llm';
+import { FakeLlmServer, GUARDRAILS_ALLOW } from '../support/fake-llm';
 import { startTestApp, TestApp, uniqueId } from '../support/test-app';
 
 /**
@@ -31,6 +31,7 @@ describe('tracing (OTEL_EXPORTER_OTLP_ENDPOINT set)', () => {
 
   it('traces a turn: the turn span, node spans beneath it, LLM spans beneath a node, with request id and conversation key', async () => {
     fake.script({ model: 'agent', reply: { content: 'Sua fatura é R$ 99,90.' } });
+    fake.script(GUARDRAILS_ALLOW);
     fake.setFallback({ json: { intent: 'unknown', confidence: 0, reason: 'no intent' } });
     const sessionId = uniqueId('trace');
     const key = `trace:${sessionId}`;

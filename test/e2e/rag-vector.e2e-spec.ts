@@ -2,7 +2,7 @@ import { cpSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AgentState } from '@agent/contracts';
-import { FakeLlmServer } from '../support/fake-llm';
+import { FakeLlmServer, GUARDRAILS_ALLOW } from '../support/fake-llm';
 import { freePort } from '../support/reference-mcp';
 import { REPO_ROOT, startTestApp, TestApp, uniqueId } from '../support/test-app';
 
@@ -65,6 +65,7 @@ describe('product agent with RAG vector search', () => {
   });
 
   it('embeds the knowledge base at start-up and the product agent retrieves by vector', async () => {
+    fake.script(GUARDRAILS_ALLOW);
     fake.script({
       model: 'router',
       reply: { json: { intent: 'product_services_information', confidence: 0.95 } },

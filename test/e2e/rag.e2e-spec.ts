@@ -2,7 +2,13 @@ import { cpSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AgentState } from '@agent/contracts';
-import { FakeChatRequest, FakeLlmServer, FakeReply, lastUserMessage } from '../support/fake-llm';
+import {
+  FakeChatRequest,
+  FakeLlmServer,
+  FakeReply,
+  GUARDRAILS_ALLOW,
+  lastUserMessage,
+} from '../support/fake-llm';
 import { freePort } from '../support/reference-mcp';
 import { REPO_ROOT, startTestApp, TestApp, uniqueId } from '../support/test-app';
 
@@ -59,6 +65,7 @@ describe('product agent with RAG', () => {
 
   beforeEach(() => {
     fake.reset();
+    fake.script(GUARDRAILS_ALLOW);
     fake.script({ model: 'router', reply: routerReply });
     fake.script({
       model: 'agent',

@@ -1,6 +1,6 @@
 import { EventEmitter2 } from '@nestjs/event-emitter';
 import { Client } from 'pg';
-import { FakeChatRequest, FakeLlmServer, lastUserMessage } from '../support/fake-llm';
+import { FakeChatRequest, FakeLlmServer, GUARDRAILS_ALLOW, lastUserMessage } from '../support/fake-llm';
 import { TcpProxy } from '../support/tcp-proxy';
 import { startTestApp, TestApp, uniqueId } from '../support/test-app';
 
@@ -56,6 +56,7 @@ if (!DATABASE_URL) {
     beforeEach(() => {
       llmProxy.release();
       fake.reset();
+      fake.script(GUARDRAILS_ALLOW);
       fake.setFallback({ json: { intent: 'unknown', confidence: 0, reason: 'test fallback' } });
     });
 

@@ -2,7 +2,7 @@ import { ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { freePort } from '../support/app-process';
-import { FakeLlmServer } from '../support/fake-llm';
+import { FakeLlmServer, GUARDRAILS_ALLOW } from '../support/fake-llm';
 import { REPO_ROOT, TEST_LLM_PROFILES, uniqueId } from '../support/test-app';
 
 /**
@@ -74,6 +74,7 @@ describeWithPostgres('two app processes on one database', () => {
     fake = await FakeLlmServer.start();
     // A slow agent makes the turns overlap for real.
     fake.script({ model: 'agent', reply: (req) => ({ content: `ok ${req.messages.length}`, delayMs: 150 }) });
+    fake.script(GUARDRAILS_ALLOW);
     fake.setFallback({
       json: { intent: 'unknown', confidence: 0, verdict: 'allow', score: 1, passed: true },
     });

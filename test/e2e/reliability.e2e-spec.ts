@@ -1,4 +1,4 @@
-import { FakeChatRequest, FakeLlmServer, lastUserMessage } from '../support/fake-llm';
+import { FakeChatRequest, FakeLlmServer, GUARDRAILS_ALLOW, lastUserMessage } from '../support/fake-llm';
 import { TcpProxy } from '../support/tcp-proxy';
 import { startTestApp, TestApp, uniqueId } from '../support/test-app';
 
@@ -55,6 +55,7 @@ describe('conversation reliability', () => {
   beforeEach(() => {
     llmProxy.release();
     fake.reset();
+    fake.script(GUARDRAILS_ALLOW);
     fake.setFallback({ json: { intent: 'unknown', confidence: 0, reason: 'test fallback' } });
   });
 

@@ -1,4 +1,4 @@
-import { FakeChatRequest, FakeLlmServer } from '../support/fake-llm';
+import { FakeChatRequest, FakeLlmServer, GUARDRAILS_ALLOW } from '../support/fake-llm';
 import { startTestApp, TestApp, uniqueId } from '../support/test-app';
 
 interface TurnBody {
@@ -50,6 +50,7 @@ describe('Enterprise Router over HTTP', () => {
   beforeEach(() => {
     fake.reset();
     fake.script({ model: 'agent', reply: { content: 'Certo, vou verificar isso para você.' } });
+    fake.script(GUARDRAILS_ALLOW);
     fake.setFallback({ json: NEUTRAL_JSON });
   });
 

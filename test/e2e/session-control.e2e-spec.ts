@@ -1,6 +1,6 @@
 import { CheckpointService, ConversationIdentity } from '@agent/checkpoint';
 import { SessionControlService } from '@agent/session-control';
-import { FakeChatRequest, FakeLlmServer, lastUserMessage } from '../support/fake-llm';
+import { FakeChatRequest, FakeLlmServer, GUARDRAILS_ALLOW, lastUserMessage } from '../support/fake-llm';
 import { startTestApp, TestApp, uniqueId } from '../support/test-app';
 
 /** Booting the app with a fresh embedded PGlite can take minutes on a busy machine. */
@@ -65,7 +65,7 @@ describe('HUMAN_HANDOFF_MODE=hold over HTTP', () => {
     });
     fake.script({ model: 'router', reply: { json: { intent: 'unknown', confidence: 0 } } });
     fake.script({ model: 'agent', reply: { content: 'How can I help with your plan?' } });
-    fake.script({ model: 'guardrail', reply: { json: { verdict: 'allow', confidence: 1, reason: 'ok' } } });
+    fake.script(GUARDRAILS_ALLOW);
     fake.script({ model: 'judge', reply: { json: { score: 1, passed: true, reason: 'ok' } } });
   });
 

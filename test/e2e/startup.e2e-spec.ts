@@ -1,7 +1,7 @@
 import { mkdtempSync, cpSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FakeLlmServer } from '../support/fake-llm';
+import { FakeLlmServer, GUARDRAILS_ALLOW } from '../support/fake-llm';
 import { REPO_ROOT, startTestApp, uniqueId } from '../support/test-app';
 
 describe('start-up', () => {
@@ -42,6 +42,7 @@ describe('start-up', () => {
     const fake = await FakeLlmServer.start();
     const dataDir = mkdtempSync(join(tmpdir(), 'restart-'));
     fake.script({ model: 'agent', reply: (req) => ({ content: `resposta ${req.messages.length}` }) });
+    fake.script(GUARDRAILS_ALLOW);
     fake.setFallback({ json: { intent: 'unknown', confidence: 0 } });
     const env = { DATABASE_URL: undefined, DATA_DIR: dataDir };
     const body = (text: string) => ({

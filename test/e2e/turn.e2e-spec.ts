@@ -1,4 +1,4 @@
-import { FakeLlmServer } from '../support/fake-llm';
+import { FakeLlmServer, GUARDRAILS_ALLOW } from '../support/fake-llm';
 import { startTestApp, TestApp, uniqueId } from '../support/test-app';
 
 describe('POST /v1/channels/:channel/messages', () => {
@@ -19,6 +19,7 @@ describe('POST /v1/channels/:channel/messages', () => {
 
   it('runs a turn with the agent answering through the fake LLM and stores the events in order', async () => {
     fake.script({ model: 'agent', reply: { content: 'Sua fatura de março é R$ 99,90.' } });
+    fake.script(GUARDRAILS_ALLOW);
     fake.setFallback({ json: { intent: 'unknown', confidence: 0, reason: 'test fallback' } });
     const sessionId = uniqueId();
     const res = await app.post('/v1/channels/web/messages', {
@@ -74,6 +75,7 @@ describe('POST /v1/channels/:channel/messages', () => {
 
   it('numbers turns and keeps history across turns', async () => {
     fake.script({ model: 'agent', reply: (req) => ({ content: `eco ${req.messages.length}` }) });
+    fake.script(GUARDRAILS_ALLOW);
     fake.setFallback({ json: { intent: 'unknown', confidence: 0 } });
     const sessionId = uniqueId();
     const send = (text: string) =>
@@ -109,6 +111,7 @@ describe('POST /v1/channels/:channel/messages', () => {
 
   it('rejects an unknown agent_id and a session bound to another agent', async () => {
     const sessionId = uniqueId();
+    fake.script(GUARDRAILS_ALLOW);
     fake.setFallback({ content: 'ok' });
     const unknown = await app.post<{ error: { code: string } }>('/v1/channels/web/messages', {
       tenant_id: 'acme',
@@ -136,6 +139,7 @@ describe('POST /v1/channels/:channel/messages', () => {
 
   it('answers with the fallback message when the agent LLM fails, and the turn succeeds', async () => {
     fake.script({ model: 'agent', reply: { status: 500 } });
+    fake.script(GUARDRAILS_ALLOW);
     fake.setFallback({ json: { intent: 'unknown', confidence: 0 } });
     const res = await app.post('/v1/channels/web/messages', {
       tenant_id: 'acme',

@@ -64,9 +64,11 @@ describe('guardrails and judges configuration at start-up', () => {
         [`acme:${sessionId}`],
       );
       expect(rows).toHaveLength(1);
-      // The model stage of PINJ, TOX and DLEX_IN could not run: fail-open by configuration, loudly observed.
-      const observed = rows[0].payload.decisions.filter((d) => d.action === 'observe').map((d) => d.code);
-      expect(observed.sort()).toEqual(['DLEX_IN', 'PINJ', 'TOX']);
+      // No model in the deployment: nothing to ask and nothing to protect, so the deterministic parts decide
+      // alone (PINJ's fail-closed posture applies to a model that fails, not to one that does not exist).
+      const decisions = rows[0].payload.decisions;
+      expect(decisions.map((d) => d.code).sort()).toEqual(['DLEX_IN', 'INPUT_SIZE', 'MSK', 'PINJ', 'TOX']);
+      expect(decisions.every((d) => d.action === 'allow')).toBe(true);
       // A blatant attack is still stopped by the deterministic screen.
       const attack = await app.post('/v1/channels/web/messages', {
         tenant_id: 'acme',

@@ -57,6 +57,32 @@ export function lastUserMessage(request: FakeChatRequest): string {
   return typeof last?.content === 'string' ? last.content : '';
 }
 
+/** The rail codes a guardrail verdict request asks about (the "CODE: instruction" lines of its checks). */
+export function guardrailChecks(request: FakeChatRequest): string[] {
+  const system = request.messages.find((m) => m.role === 'system')?.content;
+  return [...(typeof system === 'string' ? system : '').matchAll(/^([A-Z][A-Z_]*): /gm)].map((m) => m[1]);
+}
+
+/** The guardrail model's verdict for every rail the request asks about: `block` for `blocked`, else `allow`. */
+export function guardrailVerdict(request: FakeChatRequest, blocked: readonly string[] = []): FakeReply {
+  return {
+    json: Object.fromEntries(
+      guardrailChecks(request).map((code) => [
+        code,
+        blocked.includes(code)
+          ? { verdict: 'block', confidence: 0.95, reason: 'scripted block' }
+          : { verdict: 'allow', confidence: 0.95, reason: 'scripted allow' },
+      ]),
+    ),
+  };
+}
+
+/** The guardrail model allows every rail: for tests that are not about guardrails. */
+export const GUARDRAILS_ALLOW: FakeScript = {
+  model: 'guardrail',
+  reply: (request) => guardrailVerdict(request),
+};
+
 /**
  * A deterministic embedding: a hashed bag of words (lower-cased, accents removed), L2-normalized, so texts
  * sharing words are close in cosine distance and a test can predict the ranking.

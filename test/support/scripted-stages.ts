@@ -1,4 +1,4 @@
-import { FakeChatRequest, FakeLlmServer, lastUserMessage } from './fake-llm';
+import { FakeChatRequest, FakeLlmServer, GUARDRAILS_ALLOW, lastUserMessage } from './fake-llm';
 
 /** The continuity classifier's verdict for a customer message, as the scripted small model answers it. */
 export type ContinuityLabels = Record<string, { decision: string; confidence: number }>;
@@ -54,7 +54,7 @@ export function scriptStages(fake: FakeLlmServer, labels: ContinuityLabels): voi
       usage: { prompt_tokens: 500, completion_tokens: 40 },
     }),
   });
-  fake.script({ model: 'guardrail', reply: { json: { verdict: 'allow', confidence: 1, reason: 'ok' } } });
+  fake.script(GUARDRAILS_ALLOW);
   fake.script({ model: 'judge', reply: { json: { score: 1, passed: true, reason: 'ok' } } });
   fake.script({ model: 'confirmation', reply: { json: { decision: 'OTHER', confidence: 0.9 } } });
   fake.script({ model: 'memory_extraction', reply: { json: { facts: [] } } });

@@ -11,6 +11,7 @@ import {
   RailTimeoutError,
   toError,
 } from './rail.types';
+import { failureCause } from './rails/model-verdict';
 
 /** A rail with the policy the configuration gave it. */
 export interface ConfiguredRail {
@@ -37,6 +38,10 @@ export interface StageRun {
 export interface StageOutcome {
   stage: RailStage;
   source?: string;
+  /** `screens`: the rails' deterministic parts; `model`: the one guardrail-model call after them. */
+  phase: 'screens' | 'model';
+  /** The rails this phase ran. */
+  railCodes: string[];
   /** Completed rails, in configured order. */
   results: RailResult[];
   /** The stage's text after every sanitization, applied in configured order. */
@@ -82,6 +87,8 @@ export class ParallelRailExecutor {
     const result: StageOutcome = {
       ...outcome,
       stage: run.stage,
+      phase: 'screens',
+      railCodes: rails.map((r) => r.rail.code),
       ...(run.source === undefined ? {} : { source: run.source }),
       durationMs: elapsed(started),
     };
@@ -92,7 +99,7 @@ export class ParallelRailExecutor {
   private async runParallel(
     rails: readonly ConfiguredRail[],
     run: StageRun,
-  ): Promise<Omit<StageOutcome, 'stage' | 'source' | 'durationMs'>> {
+  ): Promise<Omit<StageOutcome, 'stage' | 'source' | 'phase' | 'railCodes' | 'durationMs'>> {
     const controllers = rails.map(() => new AbortController());
     const abortAll = () => controllers.forEach((c) => c.abort(run.signal?.reason));
     run.signal?.addEventListener('abort', abortAll, { once: true });
@@ -149,7 +156,7 @@ export class ParallelRailExecutor {
   private async runSequential(
     rails: readonly ConfiguredRail[],
     run: StageRun,
-  ): Promise<Omit<StageOutcome, 'stage' | 'source' | 'durationMs'>> {
+  ): Promise<Omit<StageOutcome, 'stage' | 'source' | 'phase' | 'railCodes' | 'durationMs'>> {
     const results: RailResult[] = [];
     let text = run.text;
     let terminal: RailResult | null = null;
@@ -212,19 +219,7 @@ export class ParallelRailExecutor {
         ),
         controller.signal,
       );
-      return {
-        kind: 'result',
-        result: {
-          code: rail.code,
-          stage: run.stage,
-          action: evaluation.action,
-          reason: evaluation.reason,
-          ...(evaluation.guidance ? { guidance: evaluation.guidance } : {}),
-          latency_ms: elapsed(started),
-          metadata: evaluation.metadata ?? {},
-          ...(evaluation.sanitize ? { sanitize: evaluation.sanitize } : {}),
-        },
-      };
+      return { kind: 'result', result: railResult(rail.code, run.stage, evaluation, elapsed(started)) };
     } catch (caught) {
       const error = toError(caught);
       const reason: unknown = controller.signal.reason;
@@ -237,27 +232,55 @@ export class ParallelRailExecutor {
       }
       const failure = controller.signal.aborted && reason instanceof RailTimeoutError ? reason : error;
       this.observer.railFailed(run.stage, rail.code, failure, configured.failClosed);
-      return {
-        kind: 'result',
-        result: {
-          code: rail.code,
-          stage: run.stage,
-          action: configured.failClosed ? RailAction.BLOCK : RailAction.OBSERVE,
-          reason: `${failure instanceof RailTimeoutError ? 'rail timed out' : 'rail failed'}; fail_closed=${configured.failClosed}`,
-          latency_ms: elapsed(started),
-          error: failure.message,
-          metadata: {
-            fail_closed: configured.failClosed,
-            error_kind: failure instanceof RailTimeoutError ? 'timeout' : 'error',
-          },
-        },
-      };
+      return { kind: 'result', result: failureResult(configured, run.stage, failure, elapsed(started)) };
     } finally {
       clearTimeout(timer);
     }
   }
 }
 
-function elapsed(started: number): number {
+export function elapsed(started: number): number {
   return Math.round((performance.now() - started) * 100) / 100;
+}
+
+/** A rail's evaluation as its recorded result. */
+export function railResult(
+  code: string,
+  stage: RailStage,
+  evaluation: RailEvaluation,
+  latencyMs: number,
+): RailResult {
+  return {
+    code,
+    stage,
+    action: evaluation.action,
+    reason: evaluation.reason,
+    ...(evaluation.guidance ? { guidance: evaluation.guidance } : {}),
+    latency_ms: latencyMs,
+    metadata: evaluation.metadata ?? {},
+    ...(evaluation.sanitize ? { sanitize: evaluation.sanitize } : {}),
+  };
+}
+
+/** A rail that threw, timed out or got no verdict: BLOCK when it is fail-closed, else OBSERVE, with the cause. */
+export function failureResult(
+  configured: ConfiguredRail,
+  stage: RailStage,
+  failure: Error,
+  latencyMs: number,
+): RailResult {
+  const cause = failureCause(failure);
+  return {
+    code: configured.rail.code,
+    stage,
+    action: configured.failClosed ? RailAction.BLOCK : RailAction.OBSERVE,
+    reason: `${cause === 'timeout' ? 'rail timed out' : 'rail failed'}; fail_closed=${configured.failClosed}`,
+    latency_ms: latencyMs,
+    error: failure.message,
+    metadata: {
+      fail_closed: configured.failClosed,
+      error_kind: cause === 'timeout' ? 'timeout' : 'error',
+      cause,
+    },
+  };
 }

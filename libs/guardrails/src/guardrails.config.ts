@@ -79,6 +79,8 @@ export const guardrailsFileSchema = z
     fail_fast: z.boolean().default(true),
     /** Per-rail time budget unless the rail sets its own. */
     timeout_ms: z.number().int().positive().max(120_000).default(3000),
+    /** Failed guardrail-model calls in a row after which readiness reports the model degraded. */
+    degraded_after_failures: z.number().int().positive().max(1000).default(3),
     /** LLM profile of the model-backed rails. */
     llm_profile: z.string().trim().min(1).default('guardrail'),
     /** Language of the default user-facing texts. */
@@ -89,6 +91,7 @@ export const guardrailsFileSchema = z
         input_blocked: codeTable.default({}),
         output_blocked: codeTable.default({}),
         output_handover: z.string().trim().min(1).optional(),
+        input_unverified: z.string().trim().min(1).optional(),
       })
       .strict()
       .default({}),
@@ -120,6 +123,7 @@ export function resolveGuardrailsConfig(file: GuardrailsFile): ResolvedGuardrail
       input_blocked: { ...defaults.input_blocked, ...file.messages.input_blocked },
       output_blocked: { ...defaults.output_blocked, ...file.messages.output_blocked },
       output_handover: file.messages.output_handover ?? defaults.output_handover,
+      input_unverified: file.messages.input_unverified ?? defaults.input_unverified,
     },
   };
 }

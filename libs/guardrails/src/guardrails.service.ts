@@ -9,9 +9,10 @@ import type {
   JsonRecord,
   ScreenedStage,
 } from '@agent/contracts';
+import { Counter } from 'prom-client';
 import { LlmError, LlmService } from '@agent/llm';
 import { EventBusService, MetricsService } from '@agent/observability';
-import { ConfiguredRail, ExecutorObserver, ParallelRailExecutor, StageOutcome } from './executor';
+import { ConfiguredRail, ExecutorObserver, ParallelRailExecutor, StageOutcome, StageRun } from './executor';
 import {
   GUARDRAILS_FILE,
   guardrailsFileSchema,
@@ -19,10 +20,12 @@ import {
   ResolvedGuardrailsConfig,
 } from './guardrails.config';
 import { messageFor } from './messages';
+import { GuardrailModelHealth, GuardrailModelStatus } from './model-health';
+import { ModelStage } from './model-stage';
 import { aggregateAction, decisionsOf, firstWith, guidanceOf } from './output-supervisor';
-import { isApproving, RAIL_STAGES, RailAction, RailResult, RailStage } from './rail.types';
+import { isApproving, isTerminal, RAIL_STAGES, RailAction, RailResult, RailStage } from './rail.types';
 import { RAIL_CATALOGUE } from './rails/catalogue';
-import { LlmVerdictClient } from './rails/llm-verdict';
+import { LlmVerdictClient } from './rails/model-verdict';
 
 export interface InputGuardrailsResult {
   blocked: boolean;
@@ -30,6 +33,14 @@ export interface InputGuardrailsResult {
   /** Input after sanitizing rails (masking). */
   sanitizedText: string;
   /** The safe user message when blocked. */
+  message?: string;
+}
+
+/** The guardrail model's input verdict (see `inputVerdict`). */
+export interface InputVerdict {
+  blocked: boolean;
+  /** The model part's decisions (none when no rail asked the model). */
+  decisions: JsonRecord[];
   message?: string;
 }
 
@@ -64,6 +75,11 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
   readonly config: ResolvedGuardrailsConfig;
   private readonly rails: Record<RailStage, ConfiguredRail[]>;
   private readonly executor: ParallelRailExecutor;
+  private readonly modelStage: ModelStage;
+  /** No LLM profile of the runtime has an endpoint: there is no model for a verdict, nor one to protect. */
+  private readonly noModels: boolean;
+  private readonly modelHealth: GuardrailModelHealth;
+  private readonly failClosedBlocks: Counter<'stage' | 'code' | 'cause'>;
   /** Rails already reported as unusable for lack of an LLM endpoint: logged once, not every turn. */
   private readonly notConfiguredReported = new Set<string>();
   /** Stages some part of the runtime asked to run (see `contentScreen`). */
@@ -78,21 +94,38 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
   ) {
     this.config = resolveGuardrailsConfig(files.load(GUARDRAILS_FILE, guardrailsFileSchema));
     const { file } = this.config;
-    const deps = { verdicts: new LlmVerdictClient(llm, file.llm_profile) };
     this.rails = Object.fromEntries(
       RAIL_STAGES.map((stage) => [
         stage,
         this.config.stages[stage].map((entry) => ({
-          rail: requireDefinition(entry.code).create(entry.params, deps),
+          rail: requireDefinition(entry.code).create(entry.params),
           failClosed: entry.fail_closed ?? file.fail_closed,
           timeoutMs: entry.timeout_ms ?? file.timeout_ms,
         })),
       ]),
     ) as Record<RailStage, ConfiguredRail[]>;
-    this.executor = new ParallelRailExecutor(
-      { parallel: file.parallel, failFast: file.fail_fast },
-      this.observer(),
-    );
+    this.failClosedBlocks = new Counter({
+      name: 'agent_guardrail_fail_closed_blocks_total',
+      help: 'Texts blocked because a fail-closed rail could not decide (model error, timeout, invalid verdict)',
+      labelNames: ['stage', 'code', 'cause'] as const,
+      registers: [metrics.registry],
+    });
+    this.modelHealth = new GuardrailModelHealth(file.degraded_after_failures);
+    this.noModels = !llm.describe().configured;
+    const observer = this.observer();
+    this.executor = new ParallelRailExecutor({ parallel: file.parallel, failFast: file.fail_fast }, observer);
+    this.modelStage = new ModelStage(new LlmVerdictClient(llm, file.llm_profile), observer, {
+      succeeded: () => {
+        if (this.modelHealth.succeeded()) this.logger.log('The guardrail model answers again.');
+      },
+      failed: (cause, error) => {
+        if (this.modelHealth.failed(cause, error.message)) {
+          this.logger.error(
+            `The guardrail model failed ${file.degraded_after_failures} times in a row (last: ${cause}): readiness reports it degraded.`,
+          );
+        }
+      },
+    });
   }
 
   onModuleInit(): void {
@@ -109,11 +142,17 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
         .map((e) => ({ stage, code: e.code, failClosed: e.fail_closed ?? file.fail_closed })),
     );
     if (llmRails.length === 0 || this.profileHasEndpoint(file.llm_profile)) return;
+    if (this.noModels) {
+      this.logger.warn(
+        `No LLM endpoint is configured: the model part of ${llmRails.map((r) => `${r.stage}.${r.code}`).join(', ')} is skipped (no model to ask, none to protect); deterministic screens still apply.`,
+      );
+      return;
+    }
     const closed = llmRails.filter((r) => r.failClosed).map((r) => `${r.stage}.${r.code}`);
     const open = llmRails.filter((r) => !r.failClosed).map((r) => `${r.stage}.${r.code}`);
     if (open.length > 0) {
       this.logger.warn(
-        `LLM profile "${file.llm_profile}" has no endpoint: the model stage of ${open.join(', ')} is skipped as OBSERVE (fail_closed=false); deterministic screens still apply.`,
+        `LLM profile "${file.llm_profile}" has no endpoint: the model part of ${open.join(', ')} is only observed (fail_closed=false); deterministic screens still apply.`,
       );
     }
     if (closed.length > 0) {
@@ -155,7 +194,7 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
    */
   async screenContent({ stage, source, text, state }: ContentScreenRequest): Promise<ContentScreenResult> {
     if (this.rails[stage].length === 0) return { blocked: false, text, codes: [] };
-    const outcome = await this.executor.run(this.rails[stage], { stage, text, state, source });
+    const outcome = await this.runStage({ stage, text, state, source });
     const blocking = outcome.results.filter((r) => !isApproving(r.action));
     return {
       blocked: blocking.length > 0,
@@ -165,28 +204,50 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
   }
 
   /**
-   * The input verdict. Pure with respect to `state` (reads only), so the workflow may start it alongside the
-   * continuity classifier and the router's LLM stage; `signal` abandons it (rejects with the abort reason).
+   * The deterministic part of the input rails (size, screens, masking): runs first, so no unmasked personal
+   * data reaches any model. When rails still ask the guardrail model, the turn's input outcome is only known
+   * after `inputVerdict`.
    */
-  async runInput(state: AgentState, signal?: AbortSignal): Promise<InputGuardrailsResult> {
+  async runInput(state: AgentState): Promise<InputGuardrailsResult> {
     const text = state.user_text ?? '';
-    const outcome = await this.executor.run(this.rails.input, { stage: 'input', text, state, signal });
+    const outcome = await this.executor.run(this.rails.input, { stage: 'input', text, state });
     const decisions = decisionsOf(outcome);
     const blocking = outcome.results.filter((r) => !isApproving(r.action));
-    const blocked = blocking.length > 0;
-    this.events.emit('guardrails.input.completed', {
-      blocked,
-      decisions,
-      codes: blocking.map((r) => r.code),
-    });
+    const sanitizedText = blocking.length > 0 ? text : outcome.text;
+    if (blocking.length > 0 || this.askedModel('input', sanitizedText, state).length === 0) {
+      this.emitInputCompleted(decisions, blocking);
+    }
     return {
-      blocked,
+      blocked: blocking.length > 0,
       decisions,
-      sanitizedText: blocked ? text : outcome.text,
-      ...(blocked
-        ? { message: messageFor(this.config.messages.input_blocked, blockingCode(outcome, blocking)) }
-        : {}),
+      sanitizedText,
+      ...(blocking.length > 0 ? { message: this.inputBlockedMessage(fastestFirst(outcome, blocking)) } : {}),
     };
+  }
+
+  /**
+   * The guardrail model's input verdict: one call for every input rail that asks (PINJ, TOX, DLEX_IN, COER),
+   * over the sanitized message, each verdict under its rail's threshold and fail_closed. Pure with respect to
+   * `state` (reads only), so the workflow starts it together with routing; `signal` abandons it.
+   */
+  async inputVerdict(state: AgentState, signal?: AbortSignal): Promise<InputVerdict> {
+    const text = state.sanitized_input ?? state.user_text ?? '';
+    const asked = this.askedModel('input', text, state);
+    if (asked.length === 0) return { blocked: false, decisions: [] };
+    const outcome = await this.modelStage.run(asked, { stage: 'input', text, state, signal });
+    const decisions = decisionsOf(outcome);
+    const blocking = outcome.results.filter((r) => !isApproving(r.action));
+    this.emitInputCompleted([...(state.guardrail_decisions ?? []), ...decisions], blocking);
+    return {
+      blocked: blocking.length > 0,
+      decisions,
+      ...(blocking.length > 0 ? { message: this.inputBlockedMessage(blocking) } : {}),
+    };
+  }
+
+  /** Readiness: whether the guardrail model has been failing. */
+  modelStatus(): GuardrailModelStatus {
+    return this.modelHealth.status();
   }
 
   /**
@@ -217,7 +278,7 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
     let attempt = state.supervisor_attempt ?? 0;
     let candidate = original;
     for (;;) {
-      const outcome = await this.executor.run(this.rails.output, {
+      const outcome = await this.runStage({
         stage: 'output',
         text: candidate,
         state: { ...state, answer: candidate },
@@ -276,7 +337,7 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
   async runOutput(state: AgentState): Promise<OutputGuardrailsResult> {
     const answer = state.answer ?? '';
     if (isSessionControlTurn(state)) return { blocked: false, decisions: [], answer };
-    const outcome = await this.executor.run(this.rails.output, { stage: 'output', text: answer, state });
+    const outcome = await this.runStage({ stage: 'output', text: answer, state });
     const decisions = decisionsOf(outcome);
     const action = aggregateAction(outcome.results);
     this.emitOutputCompleted(outcome, decisions, 0);
@@ -289,6 +350,50 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
           ? this.config.messages.output_handover
           : this.blockedMessage(outcome.results),
     };
+  }
+
+  /**
+   * A stage's deterministic parts, then (unless one was terminal) the one model call for the rails that ask,
+   * over the sanitized text; the outcome holds the results of both.
+   */
+  private async runStage(run: StageRun): Promise<StageOutcome> {
+    const screens = await this.executor.run(this.rails[run.stage], run);
+    if (screens.results.some((r) => isTerminal(r.action))) return screens;
+    const asked = this.askedModel(run.stage, screens.text, run.state);
+    if (asked.length === 0) return screens;
+    const model = await this.modelStage.run(asked, { ...run, text: screens.text });
+    return {
+      ...screens,
+      railCodes: [...screens.railCodes, ...model.railCodes],
+      results: [...screens.results, ...model.results],
+      completionOrder: [...screens.completionOrder, ...model.completionOrder],
+      terminal: screens.terminal ?? model.results.find((r) => isTerminal(r.action)) ?? null,
+      durationMs: screens.durationMs + model.durationMs,
+    };
+  }
+
+  /** The rails of a stage that ask the guardrail model about this text; none when the runtime has no model. */
+  private askedModel(stage: RailStage, text: string, state: AgentState) {
+    return this.noModels ? [] : this.modelStage.asked(this.rails[stage], { stage, text, state });
+  }
+
+  /**
+   * The safe message of a blocked input: that of the first rail that judged it; a block only because a
+   * fail-closed rail could not decide says so instead of accusing the customer.
+   */
+  private inputBlockedMessage(blocking: readonly RailResult[]): string {
+    const judged = blocking.find((r) => r.error === undefined);
+    return judged
+      ? messageFor(this.config.messages.input_blocked, judged.code)
+      : this.config.messages.input_unverified;
+  }
+
+  private emitInputCompleted(decisions: JsonRecord[], blocking: readonly RailResult[]): void {
+    this.events.emit('guardrails.input.completed', {
+      blocked: blocking.length > 0,
+      decisions,
+      codes: blocking.map((r) => r.code),
+    });
   }
 
   private supervised(
@@ -341,6 +446,9 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
     return {
       result: (stage, result, source) => {
         const failClosed = result.error !== undefined && result.action === RailAction.BLOCK;
+        if (failClosed) {
+          this.failClosedBlocks.inc({ stage, code: result.code, cause: String(result.metadata.cause) });
+        }
         this.events.emit(failClosed ? GRL_FAIL_CLOSED : GRL_BY_ACTION[result.action], {
           stage,
           ...(source === undefined ? {} : { source }),
@@ -348,7 +456,7 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
           action: result.action,
           reason: result.reason,
           latency_ms: result.latency_ms,
-          ...(result.error ? { error: result.error } : {}),
+          ...(result.error ? { error: result.error, cause: result.metadata.cause } : {}),
           metadata: result.metadata,
         });
         this.metrics.guardrailActions.inc({ stage, code: result.code, action: result.action });
@@ -371,7 +479,8 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
         this.events.emit(GRL_SUMMARY, {
           stage: outcome.stage,
           ...(outcome.source === undefined ? {} : { source: outcome.source }),
-          rail_codes: this.rails[outcome.stage].map((r) => r.rail.code),
+          phase: outcome.phase,
+          rail_codes: outcome.railCodes,
           result_count: outcome.results.length,
           completion_order: outcome.completionOrder,
           cancelled_codes: outcome.cancelledCodes,
@@ -401,7 +510,8 @@ function isSessionControlTurn(state: AgentState): boolean {
   return typeof state.route === 'string' && SESSION_CONTROL_ROUTES.has(state.route);
 }
 
-/** The code whose safe message the user gets: the fail-fast trigger, else the first blocker in configured order. */
-function blockingCode(outcome: StageOutcome, blocking: readonly RailResult[]): string {
-  return outcome.terminal?.code ?? blocking[0].code;
+/** The blockers with the fail-fast trigger first: its message is the one the customer gets. */
+function fastestFirst(outcome: StageOutcome, blocking: readonly RailResult[]): RailResult[] {
+  const terminal = outcome.terminal;
+  return terminal ? [terminal, ...blocking.filter((r) => r !== terminal)] : [...blocking];
 }

@@ -6,3 +6,4 @@ export { GUARDRAILS_FILE, guardrailsFileSchema } from './guardrails.config';
 export type { GuardrailsFile } from './guardrails.config';
 export { DEFAULT_MESSAGES } from './messages';
 export type { GuardrailLanguage, GuardrailMessages } from './messages';
+export type { GuardrailModelStatus } from './model-health';

@@ -9,6 +9,8 @@ export interface GuardrailMessages {
   output_blocked: Record<string, string>;
   /** Said when the output supervisor hands the conversation over (e.g. retries exhausted). */
   output_handover: string;
+  /** A fail-closed input rail could not decide (guardrail model down, slow or invalid): nothing was judged. */
+  input_unverified: string;
 }
 
 export const DEFAULT_MESSAGES: Record<GuardrailLanguage, GuardrailMessages> = {
@@ -27,6 +29,7 @@ export const DEFAULT_MESSAGES: Record<GuardrailLanguage, GuardrailMessages> = {
       default: 'Não consegui validar esta resposta com segurança. Posso reformular ou ajudar de outra forma?',
     },
     output_handover: 'Vou encaminhar seu atendimento para um especialista para dar continuidade.',
+    input_unverified: 'Não consegui processar sua mensagem agora. Por favor, tente novamente em instantes.',
   },
   en: {
     input_blocked: {
@@ -43,6 +46,7 @@ export const DEFAULT_MESSAGES: Record<GuardrailLanguage, GuardrailMessages> = {
       default: 'I could not validate this answer safely. Can I rephrase it or help in another way?',
     },
     output_handover: 'I am forwarding your conversation to a specialist who will continue from here.',
+    input_unverified: 'I could not process your message right now. Please try again in a moment.',
   },
 };
 

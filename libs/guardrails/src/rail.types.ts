@@ -83,9 +83,31 @@ export interface RailResult {
   sanitize?: (text: string) => string;
 }
 
+/**
+ * What a rail asks the guardrail model once its deterministic part let the text through. The checks of every
+ * rail of a stage go to the model in one call; each verdict is then judged by its own rail's threshold and
+ * fail_closed.
+ */
+export interface ModelCheck {
+  /** What the rail decides, in one or two sentences ("Block when ..."). */
+  instruction: string;
+  /** A block verdict below this confidence is only observed. */
+  minConfidence: number;
+  /** What a confident block becomes: BLOCK, or RETRY for output rails that ask for a rewrite. */
+  blockAction: RailAction;
+  guidance?: string;
+  /** Material the check needs besides the text (tool evidence for REVPREC). */
+  evidence?: string;
+  /** Earlier messages of the conversation the check needs to see (input stage). */
+  historyMessages?: number;
+}
+
 export interface Rail {
   readonly code: string;
+  /** The deterministic part: limits, screens, masking. */
   evaluate(context: RailContext): Promise<RailEvaluation>;
+  /** The model part, asked after every deterministic part of the stage let the text through; null: none. */
+  modelCheck?(context: Omit<RailContext, 'signal'>): ModelCheck | null;
 }
 
 /** A rail that could not produce a verdict (LLM failure, invalid verdict); the executor's policy applies. */

@@ -32,6 +32,8 @@ export function nextNode(current: WorkflowNode, state: AgentState, fallbackAgent
     case 'load_long_term_memory':
       return 'routing_decision';
     case 'routing_decision':
+      // The guardrail model's input verdict, taken beside routing, may still block the turn.
+      if (state.blocked) return 'output_guardrails';
       return isRoutableNode(state.route) ? state.route : fallbackAgent;
     case 'billing_agent':
     case 'product_agent':

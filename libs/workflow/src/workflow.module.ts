@@ -24,6 +24,13 @@ import { WorkflowService } from './workflow.service';
     JudgesModule,
   ],
   providers: [WorkflowService, TurnService, SessionAdminService],
-  exports: [WorkflowService, TurnService, SessionAdminService, CheckpointModule, SessionControlModule],
+  exports: [
+    WorkflowService,
+    TurnService,
+    SessionAdminService,
+    CheckpointModule,
+    SessionControlModule,
+    GuardrailsModule,
+  ],
 })
 export class WorkflowModule {}

@@ -26,6 +26,13 @@ import { END, nextNode, WorkflowNode } from './workflow.graph';
 
 type NodePatch = Partial<AgentState>;
 
+/** Work run in its own event buffer (see `WorkflowService.isolated`). */
+interface Isolated<T> {
+  result: T;
+  adopt(): void;
+  keepCostOnly(): void;
+}
+
 /** What a turn holds outside the state its nodes see. */
 interface TurnScope {
   /** The conversation's whole stored history, blocked turns included; nodes see only `promptHistory` of it. */
@@ -121,6 +128,7 @@ export class WorkflowService {
     }
   }
 
+  /** Session gate, then the input rails' deterministic part (the model's verdict runs beside routing). */
   private async inputGuardrails(state: AgentState): Promise<NodePatch> {
     const rejection = this.sessionControl.gate(state);
     if (rejection) return rejection;
@@ -128,30 +136,7 @@ export class WorkflowService {
     if (!result.blocked) {
       return { sanitized_input: result.sanitizedText, guardrail_decisions: result.decisions };
     }
-    const decision: RouteDecision = {
-      route: BLOCKED_ROUTE,
-      agent: null,
-      intent: 'input_guardrail_blocked',
-      domain: null,
-      mcp_tools: [],
-      confidence: 1,
-      method: 'guardrail',
-      reason: 'input guardrail blocked the message',
-      next_state: state.next_state ?? null,
-      route_bypassed: false,
-      metadata: { codes: result.decisions.filter((d) => d.allowed === false).map((d) => d.code) },
-    };
-    return {
-      blocked: true,
-      answer: result.message,
-      guardrail_decisions: result.decisions,
-      route: BLOCKED_ROUTE,
-      intent: 'input_guardrail_blocked',
-      route_decision: decision as unknown as JsonRecord,
-      mcp_tools: [],
-      mcp_results: [],
-      judge_results: [],
-    };
+    return inputBlocked(state, result.message ?? '', result.decisions);
   }
 
   private async loadLongTermMemory(state: AgentState): Promise<NodePatch> {
@@ -166,17 +151,42 @@ export class WorkflowService {
   }
 
   /**
+   * The guardrail model's input verdict and routing start together. Routing's events wait in their own buffer:
+   * a BLOCK discards the routing result (only its model costs stay on record), so no agent, tool or memory
+   * write runs; otherwise routing's events join the turn and its decision applies.
+   */
+  private async routingDecision(state: AgentState): Promise<NodePatch> {
+    const routing = this.isolated(() => this.decide(state), 'input_guardrail_block');
+    // A blocked turn discards routing before it settles: never let it become an unhandled rejection.
+    routing.catch(() => undefined);
+    const verdict = await this.guardrails.inputVerdict(state);
+    const decisions = [...(state.guardrail_decisions ?? []), ...verdict.decisions];
+    if (verdict.blocked) {
+      void routing.then(
+        (run) => run.keepCostOnly(),
+        () => undefined,
+      );
+      return inputBlocked(state, verdict.message ?? '', decisions);
+    }
+    const run = await routing;
+    run.adopt();
+    return { ...this.routed(state, run.result), guardrail_decisions: decisions };
+  }
+
+  /**
    * Continuity first (when enabled), so a person or the end of the session is always reachable; then the
    * Enterprise Router (or the supervisor plan) exactly as if the feature were off.
    */
-  private async routingDecision(state: AgentState): Promise<NodePatch> {
-    const { outcome, routed } = await this.decide(state);
+  private routed(
+    state: AgentState,
+    { outcome, routed }: { outcome: ContinuityOutcome | null; routed: RouteDecision | null },
+  ): NodePatch {
     let decision = outcome?.decision ?? routed;
     if (!decision) throw new Error('routing produced no decision');
     if (outcome?.decision && outcome.signal.decision === 'CONTINUE' && this.continuity.shouldShadow()) {
       const kept = outcome.decision.agent ?? '';
       // Off the critical path: the shadow router never delays or changes the turn; it records agreement.
-      void this.continuity.runShadow(kept, async () => (await this.isolatedRoute(state, 'shadow')).decision);
+      void this.continuity.runShadow(kept, async () => (await this.isolatedRoute(state, 'shadow')).result);
     }
     if (!isRoutableNode(decision.route)) {
       const fallback = this.files.routing.router.fallback_agent;
@@ -235,25 +245,29 @@ export class WorkflowService {
     }
     const run = await speculative;
     run.adopt();
-    return { outcome, routed: run.decision };
+    return { outcome, routed: run.result };
+  }
+
+  /** The Enterprise Router in its own event buffer (see `isolated`). */
+  private isolatedRoute(
+    state: AgentState,
+    purpose: 'speculative' | 'shadow',
+  ): Promise<Isolated<RouteDecision>> {
+    return this.isolated(() => this.routing.route(state), purpose);
   }
 
   /**
-   * Runs the Enterprise Router with its own event buffer, so a speculative or shadow decision never reads as the
-   * turn's decision. `adopt` moves its events into the turn; `keepCostOnly` keeps only its llm.call records.
+   * Runs `work` with its own event buffer, so a speculative, shadow or discarded decision never reads as the
+   * turn's. `adopt` moves its events into the turn; `keepCostOnly` keeps only its llm.call records, marked with
+   * the purpose they were discarded for.
    */
-  private async isolatedRoute(
-    state: AgentState,
-    purpose: 'speculative' | 'shadow',
-  ): Promise<{ decision: RouteDecision; adopt(): void; keepCostOnly(): void }> {
+  private async isolated<T>(work: () => Promise<T>, purpose: string): Promise<Isolated<T>> {
     const parent = TurnContextStore.current();
     const child: TurnContext | undefined = parent ? { ...parent, events: [], nodes: [] } : undefined;
-    const decision = child
-      ? await TurnContextStore.run(child, () => this.routing.route(state))
-      : await this.routing.route(state);
+    const result = child ? await TurnContextStore.run(child, work) : await work();
     const events = child?.events ?? [];
     return {
-      decision,
+      result,
       adopt: () => parent?.events.push(...events),
       keepCostOnly: () =>
         parent?.events.push(
@@ -349,7 +363,14 @@ export class WorkflowService {
     const answer = state.final_answer ?? state.answer ?? '';
     const flag = state.route === BLOCKED_ROUTE ? { blocked: true } : {};
     const turnMessages: HistoryMessage[] = [
-      { role: 'user', content: state.user_text ?? '', turn: state.turn, at, ...flag },
+      // The masked text: what the input rails kept from a model now never reaches one through the history.
+      {
+        role: 'user',
+        content: state.sanitized_input ?? state.user_text ?? '',
+        turn: state.turn,
+        at,
+        ...flag,
+      },
       {
         role: 'assistant',
         content: answer,
@@ -363,4 +384,32 @@ export class WorkflowService {
     const history = [...scope.storedHistory, ...turnMessages].slice(-this.checkpointEnv.MEMORY_HISTORY_LIMIT);
     return { final_answer: answer, history };
   }
+}
+
+/** The patch of a turn the input guardrails blocked: the safe message, and nothing routed. */
+function inputBlocked(state: AgentState, message: string, decisions: JsonRecord[]): NodePatch {
+  const decision: RouteDecision = {
+    route: BLOCKED_ROUTE,
+    agent: null,
+    intent: 'input_guardrail_blocked',
+    domain: null,
+    mcp_tools: [],
+    confidence: 1,
+    method: 'guardrail',
+    reason: 'input guardrail blocked the message',
+    next_state: state.next_state ?? null,
+    route_bypassed: false,
+    metadata: { codes: decisions.filter((d) => d.allowed === false).map((d) => d.code) },
+  };
+  return {
+    blocked: true,
+    answer: message,
+    guardrail_decisions: decisions,
+    route: BLOCKED_ROUTE,
+    intent: 'input_guardrail_blocked',
+    route_decision: decision as unknown as JsonRecord,
+    mcp_tools: [],
+    mcp_results: [],
+    judge_results: [],
+  };
 }

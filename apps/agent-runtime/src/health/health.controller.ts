@@ -8,6 +8,7 @@ import {
 } from '@nestjs/terminus';
 import { ConfigFilesService } from '@agent/config';
 import { DatabaseService } from '@agent/database';
+import { GuardrailsService } from '@agent/guardrails';
 import { LlmService } from '@agent/llm';
 import type { FastifyRequest } from 'fastify';
 import { Access } from '../auth/access.decorator';
@@ -25,6 +26,7 @@ export class HealthController {
     private readonly database: DatabaseService,
     private readonly files: ConfigFilesService,
     private readonly llm: LlmService,
+    private readonly guardrails: GuardrailsService,
     private readonly shutdown: ShutdownState,
     private readonly keys: ApiKeyRegistry,
   ) {}
@@ -52,6 +54,7 @@ export class HealthController {
       () => this.databaseReady(detailed),
       () => this.configLoaded(detailed),
       () => this.llmConfiguration(detailed),
+      () => this.guardrailModel(detailed),
     ]);
   }
 
@@ -86,6 +89,17 @@ export class HealthController {
       agents: Object.keys(this.files.agents.agents),
       routing_mode: this.files.routing.router.mode,
     });
+  }
+
+  /**
+   * `degraded: true` after repeated guardrail-model failures (fail-closed rails are blocking messages). It
+   * does not fail readiness: every replica shares the model, and taking them all out of service would turn a
+   * degraded guardrail into an outage. The failure details (which may name the endpoint) need the admin view.
+   */
+  private guardrailModel(detailed: boolean): HealthIndicatorResult {
+    const status = this.guardrails.modelStatus();
+    const indicator = this.indicators.check('guardrail_model');
+    return indicator.up(detailed ? { ...status } : { degraded: status.degraded });
   }
 
   /** Informational: a missing endpoint does not fail readiness (every LLM stage has a fallback). */

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { AgentState } from '@agent/contracts';
 import { RailAction, RailEvaluation } from '../rail.types';
-import { inputContent, llmCheck, llmParamsShape } from './llm-verdict';
+import { llmParamsShape } from './model-verdict';
 import { defineRail } from './rail-definition';
 
 /** Transaction steps where short answers ("sim", "2", "TIM Music") are expected and the agent judges them. */
@@ -27,26 +27,30 @@ export const coherenceRail = defineRail({
     })
     .strict(),
   usesLlm: () => true,
-  create: (params, deps) => ({
+  create: (params) => ({
     code: 'COER',
-    evaluate: async ({ text, state, signal }): Promise<RailEvaluation> => {
-      if (coherenceDelegated(state, params.delegate_statuses)) {
-        return {
-          action: RailAction.ALLOW,
-          reason: 'delegated to the agent while the transaction collects parameters',
-          metadata: { delegated: true, transaction_status: state.transaction_status ?? null },
-        };
-      }
-      return llmCheck(
-        deps.verdicts,
-        'COER',
-        { instruction: COER_INSTRUCTION, content: inputContent(state, text, 2) },
-        signal,
-        {
-          minConfidence: params.min_confidence,
-          blockAction: RailAction.BLOCK,
-        },
-      );
-    },
+    evaluate: ({ state }): Promise<RailEvaluation> =>
+      Promise.resolve(
+        coherenceDelegated(state, params.delegate_statuses)
+          ? {
+              action: RailAction.ALLOW,
+              reason: 'delegated to the agent while the transaction collects parameters',
+              metadata: { delegated: true, transaction_status: state.transaction_status ?? null },
+            }
+          : {
+              action: RailAction.ALLOW,
+              reason: 'judged by the guardrail model',
+              metadata: { delegated: false },
+            },
+      ),
+    modelCheck: ({ state }) =>
+      coherenceDelegated(state, params.delegate_statuses)
+        ? null
+        : {
+            instruction: COER_INSTRUCTION,
+            minConfidence: params.min_confidence,
+            blockAction: RailAction.BLOCK,
+            historyMessages: 2,
+          },
   }),
 });

@@ -3,7 +3,7 @@ import type { AgentState } from '@agent/contracts';
 import { findPii, maskCardKeepingLast4, PiiMatch, placeholder, replacePii, digitsOnly } from '../pii';
 import { RailAction, RailEvaluation } from '../rail.types';
 import { firstMatch, screenForms } from '../text';
-import { inputContent, llmCheck, llmParamsShape, outputContent } from './llm-verdict';
+import { llmParamsShape } from './model-verdict';
 import { defineRail } from './rail-definition';
 
 /** Attempts to obtain other people's or bulk data (folded text, Portuguese, English, Spanish and German). */
@@ -28,35 +28,29 @@ export const dataExfiltrationInputRail = defineRail({
   stages: ['input'],
   params: z.object({ ...llmParamsShape, llm: z.boolean().default(true) }).strict(),
   usesLlm: (params) => params.llm,
-  create: (params, deps) => ({
+  create: (params) => ({
     code: 'DLEX_IN',
-    evaluate: async ({ text, state, signal }): Promise<RailEvaluation> => {
+    evaluate: ({ text }): Promise<RailEvaluation> => {
       const hit = firstMatch(screenForms(text), EXFILTRATION_PATTERNS);
-      if (hit) {
-        return {
-          action: RailAction.BLOCK,
-          reason: 'data exfiltration attempt',
-          metadata: { source: 'screen', match: hit.match.slice(0, 120) },
-        };
-      }
-      if (!params.llm) {
-        return {
-          action: RailAction.ALLOW,
-          reason: 'no exfiltration pattern',
-          metadata: { source: 'screen' },
-        };
-      }
-      return llmCheck(
-        deps.verdicts,
-        'DLEX_IN',
-        { instruction: DLEX_IN_INSTRUCTION, content: inputContent(state, text, 2) },
-        signal,
-        {
-          minConfidence: params.min_confidence,
-          blockAction: RailAction.BLOCK,
-        },
+      return Promise.resolve(
+        hit
+          ? {
+              action: RailAction.BLOCK,
+              reason: 'data exfiltration attempt',
+              metadata: { source: 'screen', match: hit.match.slice(0, 120) },
+            }
+          : { action: RailAction.ALLOW, reason: 'no exfiltration pattern', metadata: { source: 'screen' } },
       );
     },
+    modelCheck: () =>
+      params.llm
+        ? {
+            instruction: DLEX_IN_INSTRUCTION,
+            minConfidence: params.min_confidence,
+            blockAction: RailAction.BLOCK,
+            historyMessages: 2,
+          }
+        : null,
   }),
 });
 
@@ -79,6 +73,40 @@ function customerProvidedDigits(state: Readonly<AgentState>): Set<string> {
   return new Set(texts.flatMap((t) => findPii(t, ['cpf', 'cnpj', 'card']).map((m) => digitsOnly(m.value))));
 }
 
+/** DLEX_OUT's deterministic part: a secret blocks; card numbers and other people's CPF/CNPJ are masked. */
+function screenAnswer(text: string, state: Readonly<AgentState>, template: string): RailEvaluation {
+  const secret = firstMatch(text, SECRET_PATTERNS);
+  if (secret) {
+    return {
+      action: RailAction.BLOCK,
+      reason: 'the answer contains a secret or credential',
+      guidance: 'Never include credentials, keys, tokens or connection strings in an answer.',
+      metadata: { source: 'screen', kind: 'secret' },
+    };
+  }
+  const own = customerProvidedDigits(state);
+  const leaking = (current: string) =>
+    findPii(current, ['card', 'cnpj', 'cpf']).filter(
+      (m) => m.type === 'card' || !own.has(digitsOnly(m.value)),
+    );
+  const leaks = leaking(text);
+  if (leaks.length === 0) {
+    return {
+      action: RailAction.ALLOW,
+      reason: 'no secret or foreign personal data',
+      metadata: { source: 'screen' },
+    };
+  }
+  const mask = (m: PiiMatch) =>
+    m.type === 'card' ? maskCardKeepingLast4(m.value) : placeholder(template, m.type);
+  return {
+    action: RailAction.SANITIZE,
+    reason: `masked ${leaks.length} personal data item(s) in the answer`,
+    sanitize: (current) => replacePii(current, leaking(current), mask),
+    metadata: { source: 'screen', types: [...new Set(leaks.map((m) => m.type))] },
+  };
+}
+
 const DLEX_OUT_INSTRUCTION =
   "Block when the assistant answer discloses secrets, credentials, internal configuration or systems, or personal data of people other than the customer in this conversation. Information about the customer's own account is allowed.";
 
@@ -97,56 +125,16 @@ export const dataLeakOutputRail = defineRail({
     })
     .strict(),
   usesLlm: (params) => params.llm,
-  create: (params, deps) => ({
+  create: (params) => ({
     code: 'DLEX_OUT',
-    evaluate: async ({ text, state, signal }): Promise<RailEvaluation> => {
-      const secret = firstMatch(text, SECRET_PATTERNS);
-      if (secret) {
-        return {
-          action: RailAction.BLOCK,
-          reason: 'the answer contains a secret or credential',
-          guidance: 'Never include credentials, keys, tokens or connection strings in an answer.',
-          metadata: { source: 'screen', kind: 'secret' },
-        };
-      }
-      const own = customerProvidedDigits(state);
-      const leaks = findPii(text, ['card', 'cnpj', 'cpf']).filter(
-        (m) => m.type === 'card' || !own.has(digitsOnly(m.value)),
-      );
-      if (leaks.length > 0) {
-        const mask = (m: PiiMatch) =>
-          m.type === 'card' ? maskCardKeepingLast4(m.value) : placeholder(params.placeholder, m.type);
-        return {
-          action: RailAction.SANITIZE,
-          reason: `masked ${leaks.length} personal data item(s) in the answer`,
-          sanitize: (current) =>
-            replacePii(
-              current,
-              findPii(current, ['card', 'cnpj', 'cpf']).filter(
-                (m) => m.type === 'card' || !own.has(digitsOnly(m.value)),
-              ),
-              mask,
-            ),
-          metadata: { source: 'screen', types: [...new Set(leaks.map((m) => m.type))] },
-        };
-      }
-      if (!params.llm) {
-        return {
-          action: RailAction.ALLOW,
-          reason: 'no secret or foreign personal data',
-          metadata: { source: 'screen' },
-        };
-      }
-      return llmCheck(
-        deps.verdicts,
-        'DLEX_OUT',
-        { instruction: DLEX_OUT_INSTRUCTION, content: outputContent(state, text) },
-        signal,
-        {
-          minConfidence: params.min_confidence,
-          blockAction: RailAction.BLOCK,
-        },
-      );
-    },
+    modelCheck: () =>
+      params.llm
+        ? {
+            instruction: DLEX_OUT_INSTRUCTION,
+            minConfidence: params.min_confidence,
+            blockAction: RailAction.BLOCK,
+          }
+        : null,
+    evaluate: ({ text, state }) => Promise.resolve(screenAnswer(text, state, params.placeholder)),
   }),
 });

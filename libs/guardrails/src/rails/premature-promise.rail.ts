@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { foldText, type AgentState, type JsonRecord } from '@agent/contracts';
 import { RailAction, RailEvaluation } from '../rail.types';
 import { sentences } from '../text';
-import { llmCheck, llmParamsShape, outputContent } from './llm-verdict';
+import { llmParamsShape } from './model-verdict';
 import { defineRail } from './rail-definition';
 
 const PT_DONE =
@@ -84,6 +84,35 @@ const GUIDANCE =
 const REVPREC_INSTRUCTION =
   'Block when the assistant answer states or promises that an operation (cancellation, refund, change, purchase, activation, protocol) was carried out or will certainly be, and the tool evidence given does not confirm it. Answers that only explain, ask for data or ask for confirmation are allowed.';
 
+/** REVPREC's deterministic part: a claim without evidence, or a protocol number the evidence lacks. */
+function screenClaims(text: string, state: Readonly<AgentState>): RailEvaluation {
+  const evidence = operationEvidence(state);
+  const claims = findOperationClaims(text);
+  const evidenceText = JSON.stringify(evidence);
+  if (claims.length > 0 && evidence.length === 0) {
+    return {
+      action: RailAction.RETRY,
+      reason: 'the answer claims an operation that no tool result confirms',
+      guidance: GUIDANCE,
+      metadata: { source: 'screen', claims: claims.map((c) => c.match) },
+    };
+  }
+  const invented = citedNumbers(text).filter((n) => !evidenceText.includes(n));
+  if (invented.length > 0) {
+    return {
+      action: RailAction.RETRY,
+      reason: 'the answer cites a protocol number that no tool result contains',
+      guidance: GUIDANCE,
+      metadata: { source: 'screen', numbers: invented },
+    };
+  }
+  return {
+    action: RailAction.ALLOW,
+    reason: claims.length > 0 ? 'claims backed by tool evidence' : 'no operation claim',
+    metadata: { source: 'screen', evidence_items: evidence.length },
+  };
+}
+
 /**
  * REVPREC: the answer promises an operation no tool result confirms → RETRY with guidance. A cited protocol
  * number must also appear in the evidence, so an invented number is caught even after a successful tool call.
@@ -93,48 +122,19 @@ export const prematurePromiseRail = defineRail({
   stages: ['output'],
   params: z.object({ ...llmParamsShape, llm: z.boolean().default(false) }).strict(),
   usesLlm: (params) => params.llm,
-  create: (params, deps) => ({
+  create: (params) => ({
     code: 'REVPREC',
-    evaluate: async ({ text, state, signal }): Promise<RailEvaluation> => {
+    evaluate: ({ text, state }) => Promise.resolve(screenClaims(text, state)),
+    modelCheck: ({ state }) => {
+      if (!params.llm) return null;
       const evidence = operationEvidence(state);
-      const claims = findOperationClaims(text);
-      const evidenceText = JSON.stringify(evidence);
-      if (claims.length > 0 && evidence.length === 0) {
-        return {
-          action: RailAction.RETRY,
-          reason: 'the answer claims an operation that no tool result confirms',
-          guidance: GUIDANCE,
-          metadata: { source: 'screen', claims: claims.map((c) => c.match) },
-        };
-      }
-      const invented = citedNumbers(text).filter((n) => !evidenceText.includes(n));
-      if (invented.length > 0) {
-        return {
-          action: RailAction.RETRY,
-          reason: 'the answer cites a protocol number that no tool result contains',
-          guidance: GUIDANCE,
-          metadata: { source: 'screen', numbers: invented },
-        };
-      }
-      if (!params.llm) {
-        return {
-          action: RailAction.ALLOW,
-          reason: claims.length > 0 ? 'claims backed by tool evidence' : 'no operation claim',
-          metadata: { source: 'screen', evidence_items: evidence.length },
-        };
-      }
-      const extra = `Tool evidence (JSON): ${evidence.length > 0 ? evidenceText.slice(0, 2000) : 'none'}`;
-      return llmCheck(
-        deps.verdicts,
-        'REVPREC',
-        { instruction: REVPREC_INSTRUCTION, content: outputContent(state, text, extra) },
-        signal,
-        {
-          minConfidence: params.min_confidence,
-          blockAction: RailAction.RETRY,
-          guidance: GUIDANCE,
-        },
-      );
+      return {
+        instruction: REVPREC_INSTRUCTION,
+        minConfidence: params.min_confidence,
+        blockAction: RailAction.RETRY,
+        guidance: GUIDANCE,
+        evidence: `Tool evidence (JSON): ${evidence.length > 0 ? JSON.stringify(evidence).slice(0, 2000) : 'none'}`,
+      };
     },
   }),
 });

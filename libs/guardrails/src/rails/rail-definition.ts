@@ -1,11 +1,5 @@
 import { z } from 'zod';
 import type { Rail, RailStage } from '../rail.types';
-import type { VerdictClient } from './llm-verdict';
-
-export interface RailDeps {
-  verdicts: VerdictClient;
-}
-
 /** A rail code of the catalogue: where it may run, its params schema and how to build it. */
 export interface RailDefinition {
   code: string;
@@ -14,7 +8,7 @@ export interface RailDefinition {
   params: z.ZodTypeAny;
   /** Whether this configuration calls the guardrail model (reported at start-up). */
   usesLlm(params: unknown): boolean;
-  create(params: unknown, deps: RailDeps): Rail;
+  create(params: unknown): Rail;
 }
 
 /** Keeps each rail's params typed inside its own file while the catalogue stays heterogeneous. */
@@ -23,13 +17,13 @@ export function defineRail<S extends z.ZodTypeAny>(definition: {
   stages: readonly RailStage[];
   params: S;
   usesLlm: (params: z.output<S>) => boolean;
-  create: (params: z.output<S>, deps: RailDeps) => Rail;
+  create: (params: z.output<S>) => Rail;
 }): RailDefinition {
   return {
     code: definition.code,
     stages: definition.stages,
     params: definition.params,
     usesLlm: (params) => definition.usesLlm(definition.params.parse(params) as z.output<S>),
-    create: (params, deps) => definition.create(definition.params.parse(params) as z.output<S>, deps),
+    create: (params) => definition.create(definition.params.parse(params) as z.output<S>),
   };
 }

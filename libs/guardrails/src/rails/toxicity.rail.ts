@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { RailAction, RailEvaluation } from '../rail.types';
 import { foldText } from '@agent/contracts';
 import { firstMatch, screenForms } from '../text';
-import { inputContent, llmCheck, llmParamsShape } from './llm-verdict';
+import { llmParamsShape } from './model-verdict';
 import { defineRail } from './rail-definition';
 
 /**
@@ -39,33 +39,31 @@ export const toxicityRail = defineRail({
     })
     .strict(),
   usesLlm: (params) => params.llm,
-  create: (params, deps) => {
+  create: (params) => {
     const blocklist = params.blocklist.map((term) => new RegExp(`\\b${escapeRegex(foldText(term))}\\b`));
     return {
       code: 'TOX',
-      evaluate: async ({ text, state, signal }): Promise<RailEvaluation> => {
+      evaluate: ({ text }): Promise<RailEvaluation> => {
         const hit = firstMatch(screenForms(text), [...TOXIC_PATTERNS, ...blocklist]);
-        if (hit) {
-          return {
-            action: RailAction.BLOCK,
-            reason: 'threat or abuse',
-            metadata: { source: 'screen', match: hit.match.slice(0, 80) },
-          };
-        }
-        if (!params.llm) {
-          return { action: RailAction.ALLOW, reason: 'no abuse pattern', metadata: { source: 'screen' } };
-        }
-        return llmCheck(
-          deps.verdicts,
-          'TOX',
-          { instruction: TOX_INSTRUCTION, content: inputContent(state, text, 2) },
-          signal,
-          {
-            minConfidence: params.min_confidence,
-            blockAction: RailAction.BLOCK,
-          },
+        return Promise.resolve(
+          hit
+            ? {
+                action: RailAction.BLOCK,
+                reason: 'threat or abuse',
+                metadata: { source: 'screen', match: hit.match.slice(0, 80) },
+              }
+            : { action: RailAction.ALLOW, reason: 'no abuse pattern', metadata: { source: 'screen' } },
         );
       },
+      modelCheck: () =>
+        params.llm
+          ? {
+              instruction: TOX_INSTRUCTION,
+              minConfidence: params.min_confidence,
+              blockAction: RailAction.BLOCK,
+              historyMessages: 2,
+            }
+          : null,
     };
   },
 });
