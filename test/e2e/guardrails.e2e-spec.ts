@@ -182,6 +182,34 @@ describe('guardrails (e2e)', () => {
     expect(JSON.stringify(fake.requestsFor('agent')[1].body)).toContain('no cartão [CARD]');
   });
 
+  it('a 2 MB model answer is cut at a sentence end before the rails and storage, with its event', async () => {
+    scriptRails();
+    fake.script({ model: 'router', reply: { json: { intent: 'unknown', confidence: 0 } } });
+    const sentence = 'Sua fatura de março está disponível no aplicativo. ';
+    fake.script({
+      model: 'agent',
+      reply: { content: sentence.repeat(Math.ceil(2_000_000 / sentence.length)) },
+    });
+    const sessionId = uniqueId('long');
+    const res = await send('Minha fatura veio alta', sessionId);
+    expect(res.status).toBe(200);
+    const answer = String(res.body.answer);
+    expect(answer.length).toBeLessThanOrEqual(4000);
+    expect(answer.length).toBeGreaterThan(3500);
+    expect(answer.endsWith('no aplicativo.')).toBe(true);
+    const events = await eventsOf(sessionId);
+    expect(events.find((e) => e.name === 'guardrails.output.truncated')?.payload).toMatchObject({
+      original_chars: expect.any(Number),
+      kept_chars: answer.length,
+      limit: 4000,
+    });
+    const [checkpoint] = await app.dataSource.query<{ size_bytes: number }[]>(
+      'SELECT size_bytes FROM checkpoints WHERE conversation_key = $1 ORDER BY version DESC LIMIT 1',
+      [`acme:${sessionId}`],
+    );
+    expect(Number(checkpoint.size_bytes)).toBeLessThan(50_000);
+  });
+
   describe('output supervisor', () => {
     beforeEach(() => {
       scriptRails();

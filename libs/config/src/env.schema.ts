@@ -279,6 +279,8 @@ export const memoryEnvSchema = z.object({
 export const guardrailsEnvSchema = z.object({
   ENABLE_OUTPUT_SUPERVISOR: envBoolean(true),
   OUTPUT_SUPERVISOR_MAX_RETRIES: envNumber(2, { min: 0, max: 10, int: true }),
+  /** Longest answer kept; a longer one is cut at a sentence end before the output rails and storage. */
+  AGENT_MAX_ANSWER_CHARS: envNumber(4000, { min: 200, max: 1_000_000, int: true }),
 });
 
 /** MCP_SERVER_<NAME>_URL overrides the url of server <name> (upper-cased, non-alphanumerics as `_`). */

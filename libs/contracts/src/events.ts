@@ -60,6 +60,8 @@ export interface EventPayloads {
     /** Output supervisor pass (0 = the agent's first answer). */
     attempt?: number;
   };
+  /** The answer exceeded AGENT_MAX_ANSWER_CHARS and was cut at a sentence end before the output rails. */
+  'guardrails.output.truncated': { original_chars: number; kept_chars: number; limit: number };
   'output_supervisor.completed': {
     action: string;
     attempt: number;

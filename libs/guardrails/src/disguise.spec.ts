@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { ConfigFilesService, loadYamlFile } from '@agent/config';
+import { ConfigFilesService, loadYamlFile, parseEnvNamespace } from '@agent/config';
 import { EventBusService } from '@agent/observability';
 import { FakeLlmServer } from '@agent/testing/fake-llm';
 import { createTestLlm } from '@agent/testing/test-llm';
@@ -76,8 +76,7 @@ function modelDownGuardrails(): GuardrailsService {
   } as unknown as ConfigFilesService;
   const { llm, metrics } = createTestLlm(fake);
   const events = { emit: () => undefined } as unknown as EventBusService;
-  const env = { ENABLE_OUTPUT_SUPERVISOR: true, OUTPUT_SUPERVISOR_MAX_RETRIES: 2 };
-  return new GuardrailsService(files, env, llm, events, metrics);
+  return new GuardrailsService(files, parseEnvNamespace('guardrails', {}), llm, events, metrics);
 }
 
 describe('the deterministic screen sees through disguise', () => {

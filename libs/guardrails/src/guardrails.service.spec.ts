@@ -1,7 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { ConfigFileError, ConfigFilesService, loadYamlFile } from '@agent/config';
+import { ConfigFileError, ConfigFilesService, loadYamlFile, parseEnvNamespace } from '@agent/config';
 import type { AgentState } from '@agent/contracts';
 import { EventBusService } from '@agent/observability';
 import { FakeChatRequest, FakeLlmServer, FakeReply } from '@agent/testing/fake-llm';
@@ -48,7 +48,11 @@ function harness(
   file: unknown = loadYamlFile(SHIPPED, guardrailsFileSchema),
   options: {
     model?: FakeReply | ((request: FakeChatRequest) => FakeReply);
-    env?: Partial<{ ENABLE_OUTPUT_SUPERVISOR: boolean; OUTPUT_SUPERVISOR_MAX_RETRIES: number }>;
+    env?: Partial<{
+      ENABLE_OUTPUT_SUPERVISOR: boolean;
+      OUTPUT_SUPERVISOR_MAX_RETRIES: number;
+      AGENT_MAX_ANSWER_CHARS: number;
+    }>;
     /** No LLM endpoint at all in the runtime. */
     noModels?: boolean;
   } = {},
@@ -63,7 +67,7 @@ function harness(
   const bus = {
     emit: (name: string, payload: Record<string, unknown>) => events.push({ name, payload }),
   } as unknown as EventBusService;
-  const env = { ENABLE_OUTPUT_SUPERVISOR: true, OUTPUT_SUPERVISOR_MAX_RETRIES: 2, ...options.env };
+  const env = { ...parseEnvNamespace('guardrails', {}), ...options.env };
   const service = new GuardrailsService(files, env, llm, bus, metrics);
   return { service, events, metrics, guardrailCalls: () => fake.requestsFor('guardrail') };
 }
@@ -407,6 +411,24 @@ describe('GuardrailsService.superviseOutput', () => {
     });
     const fine = await h.service.runOutput(turn('Sua fatura vence dia 10.'));
     expect(fine).toMatchObject({ blocked: false, answer: 'Sua fatura vence dia 10.' });
+  });
+});
+
+describe('GuardrailsService.boundAnswer', () => {
+  it('keeps an answer within AGENT_MAX_ANSWER_CHARS and cuts a longer one at a sentence end, with its event', () => {
+    const h = harness(undefined, { env: { AGENT_MAX_ANSWER_CHARS: 200 } });
+    const short = 'Sua fatura vence dia 10.';
+    expect(h.service.boundAnswer(short)).toBe(short);
+    expect(names(h)).not.toContain('guardrails.output.truncated');
+    const long = 'Sua fatura de março ficou em R$ 99,90. '.repeat(20);
+    const bounded = h.service.boundAnswer(long);
+    expect(bounded.length).toBeLessThanOrEqual(200);
+    expect(bounded).toMatch(/R\$ 99,90\.$/);
+    expect(h.events.find((e) => e.name === 'guardrails.output.truncated')?.payload).toEqual({
+      original_chars: long.length,
+      kept_chars: bounded.length,
+      limit: 200,
+    });
   });
 });
 

@@ -25,6 +25,7 @@ import { ModelStage } from './model-stage';
 import { aggregateAction, decisionsOf, firstWith, guidanceOf } from './output-supervisor';
 import { isApproving, isTerminal, RAIL_STAGES, RailAction, RailResult, RailStage } from './rail.types';
 import { RAIL_CATALOGUE } from './rails/catalogue';
+import { cutAtSentence } from './text';
 import { LlmVerdictClient } from './rails/model-verdict';
 
 export interface InputGuardrailsResult {
@@ -243,6 +244,24 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
       decisions,
       ...(blocking.length > 0 ? { message: this.inputBlockedMessage(blocking) } : {}),
     };
+  }
+
+  /**
+   * The answer within AGENT_MAX_ANSWER_CHARS, cut at a sentence end (with its event) when longer: runs before
+   * the output rails and storage, so a runaway model cannot bloat the rails' work, the checkpoint or the
+   * history.
+   */
+  boundAnswer(answer: string): string {
+    const limit = this.env.AGENT_MAX_ANSWER_CHARS;
+    const bounded = cutAtSentence(answer, limit);
+    if (bounded !== answer) {
+      this.events.emit('guardrails.output.truncated', {
+        original_chars: answer.length,
+        kept_chars: bounded.length,
+        limit,
+      });
+    }
+    return bounded;
   }
 
   /** Readiness: whether the guardrail model has been failing. */

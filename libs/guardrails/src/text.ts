@@ -115,6 +115,20 @@ export function sentences(text: string): string[] {
     .filter((s) => s.length > 0);
 }
 
+/**
+ * `text` cut to at most `max` characters: at the last sentence end that keeps at least half of the limit, else
+ * at the last word, marked with "…".
+ */
+export function cutAtSentence(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const head = text.slice(0, max);
+  const ends = [...head.matchAll(/[.!?…](?=\s|$)/g)];
+  const end = ends.length > 0 ? ends[ends.length - 1].index + 1 : 0;
+  if (end >= max / 2) return head.slice(0, end);
+  const space = head.lastIndexOf(' ', max - 2);
+  return `${head.slice(0, space >= max / 2 ? space : max - 1).trimEnd()}…`;
+}
+
 /** Rough token estimate used by INPUT_SIZE (the reference's chars/4). */
 export function estimateTokens(text: string, charsPerToken: number): number {
   return Math.ceil(text.length / charsPerToken);

@@ -306,18 +306,27 @@ export class WorkflowService {
     );
   }
 
-  /** Output rails over the candidate answer; RETRY regenerates it through the agent that produced it. */
-  private outputSupervisor(state: AgentState): Promise<NodePatch> {
+  /**
+   * The answer bounded to AGENT_MAX_ANSWER_CHARS, then the output rails over it; RETRY regenerates it through
+   * the agent that produced it, each regeneration bounded too.
+   */
+  private async outputSupervisor(state: AgentState): Promise<NodePatch> {
     const producer = isDomainAgentNode(state.route)
       ? state.route
       : isDomainAgentNode(state.active_agent)
         ? state.active_agent
         : null;
-    return this.guardrails.superviseOutput(state, (guidance, rejected) =>
-      producer
-        ? this.agents.regenerate(producer, { ...state, answer: rejected }, guidance)
-        : Promise.resolve(null),
+    const answer = this.guardrails.boundAnswer(state.answer ?? '');
+    const bounded: NodePatch = answer === (state.answer ?? '') ? {} : { answer };
+    const patch = await this.guardrails.superviseOutput(
+      { ...state, ...bounded },
+      async (guidance, rejected) => {
+        if (!producer) return null;
+        const regenerated = await this.agents.regenerate(producer, { ...state, answer: rejected }, guidance);
+        return regenerated === null ? null : this.guardrails.boundAnswer(regenerated);
+      },
     );
+    return { ...bounded, ...patch };
   }
 
   private async outputGuardrails(state: AgentState): Promise<NodePatch> {
