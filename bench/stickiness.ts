@@ -152,6 +152,12 @@ function summarize(records: TurnRecord[]) {
   };
 }
 
+/** "−12%": how far `value` is below (or above) `reference`. */
+function percentAgainst(value: number, reference: number): string {
+  const change = Math.round(((value - reference) / reference) * 100);
+  return `${change <= 0 ? '−' : '+'}${Math.abs(change)}%`;
+}
+
 function countBy(values: string[]): Record<string, number> {
   const counts: Record<string, number> = {};
   for (const v of values) counts[v] = (counts[v] ?? 0) + 1;
@@ -222,6 +228,8 @@ async function main(): Promise<void> {
       const s = summaries[m.name];
       return `| ${m.name} | ${s.turns} | ${s.errors} | ${round(s.p50, 0)} | ${round(s.p95, 0)} | ${round(s.p99, 0)} | ${round(s.mean, 0)} | ${s.router_calls} | ${s.bypassed} | ${s.bypassed_without_router} |`;
     }),
+    '',
+    `p50 against stickiness off: sequential ${percentAgainst(summaries.sequential.p50, summaries.off.p50)}, speculative ${percentAgainst(summaries.speculative.p50, summaries.off.p50)}.`,
     '',
     `Router LLM calls avoided vs off: sequential ${summaries.off.router_calls - summaries.sequential.router_calls}, speculative ${summaries.off.router_calls - summaries.speculative.router_calls} (speculative starts the router with the classifier and discards it on CONTINUE/HANDOFF/END, so it pays the router's tokens on every turn the keyword stage does not settle).`,
     '',

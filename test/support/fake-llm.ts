@@ -71,7 +71,7 @@ export function guardrailVerdict(request: FakeChatRequest, blocked: readonly str
         code,
         blocked.includes(code)
           ? { verdict: 'block', confidence: 0.95, reason: 'scripted block' }
-          : { verdict: 'allow', confidence: 0.95, reason: 'scripted allow' },
+          : { verdict: 'allow', confidence: 0.95 },
       ]),
     ),
   };

@@ -13,7 +13,7 @@ export function coherenceDelegated(state: Readonly<AgentState>, statuses: readon
 }
 
 const COER_INSTRUCTION =
-  'Block only when the latest user message is incomprehensible (random characters, broken text) or so ambiguous that no request, answer or reaction can be understood from it, even with the conversation. Short replies that make sense after the previous assistant message, greetings and thanks are coherent.';
+  'block only a message no one could understand even with the conversation (random or broken text); short replies, greetings and thanks are fine.';
 
 /** COER: coherence by the guardrail model; delegated to the agent while a transaction collects parameters. */
 export const coherenceRail = defineRail({

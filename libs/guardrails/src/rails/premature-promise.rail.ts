@@ -82,7 +82,7 @@ const GUIDANCE =
   'Do not state or promise that the operation was done or will certainly be done: no tool result confirms it. Say what is still needed (data or confirmation) or what the next step is, and never invent protocol numbers.';
 
 const REVPREC_INSTRUCTION =
-  'Block when the assistant answer states or promises that an operation (cancellation, refund, change, purchase, activation, protocol) was carried out or will certainly be, and the tool evidence given does not confirm it. Answers that only explain, ask for data or ask for confirmation are allowed.';
+  'block an answer stating or promising an operation (cancellation, refund, change, activation, protocol) was or will surely be done when the tool evidence does not confirm it.';
 
 /** REVPREC's deterministic part: a claim without evidence, or a protocol number the evidence lacks. */
 function screenClaims(text: string, state: Readonly<AgentState>): RailEvaluation {

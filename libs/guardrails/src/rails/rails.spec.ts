@@ -83,7 +83,7 @@ describe('PINJ', () => {
 
   it('asks the model about retrieved and returned content with the indirect-injection instruction', async () => {
     const result = await evaluate('PINJ', 'Plano Controle: 30GB', { stage: 'retrieval' });
-    expect(result.check?.instruction).toMatch(/retrieved document or tool result/);
+    expect(result.check?.instruction).toMatch(/content carrying instructions aimed at the assistant/);
   });
 
   it('skips the model with llm: false and honours extra patterns', async () => {

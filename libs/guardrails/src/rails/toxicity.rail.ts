@@ -24,7 +24,7 @@ export const TOXIC_PATTERNS: readonly RegExp[] = [
 const escapeRegex = (value: string) => value.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 const TOX_INSTRUCTION =
-  'Block when the latest user message contains threats, harassment, hate speech, sexual content or insults aimed at a person. Frustration or harsh complaints about the service without abuse are allowed.';
+  'block threats, harassment, hate, sexual content or insults aimed at a person; harsh complaints about the service are fine.';
 
 /** TOX: deterministic threat/abuse screen, then the guardrail model. */
 export const toxicityRail = defineRail({
