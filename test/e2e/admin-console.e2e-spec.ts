@@ -128,7 +128,7 @@ describe('admin API for the console', () => {
       answer: string | null;
       guardrails: { stage: string; blocked: boolean }[];
       nodes: { node: string; duration_ms: number }[];
-      llm_calls: { profile: string; prompt_tokens: number; completion_tokens: number }[];
+      model_usage: { profile: string; calls: number; prompt_tokens: number; completion_tokens: number }[];
       recoveries: { kind: string; version: number | null }[];
       admin_actions: { action: string; reason: string | null }[];
       events: { name: string }[];
@@ -192,10 +192,11 @@ describe('admin API for the console', () => {
         expect(turn.guardrails.map((g) => g.stage)).toContain('input');
         expect(turn.events.map((e) => e.name)).toContain('router.continuity');
       }
-      const profiles = (turn: TimelineTurn) => turn.llm_calls.map((call) => call.profile);
+      const profiles = (turn: TimelineTurn) => turn.model_usage.map((usage) => usage.profile);
       expect(profiles(plan)).toEqual(expect.arrayContaining(['route_continuity', 'agent']));
       expect(profiles(included)).not.toContain('router');
-      expect(included.llm_calls.find((call) => call.profile === 'route_continuity')).toMatchObject({
+      expect(included.model_usage.find((usage) => usage.profile === 'route_continuity')).toMatchObject({
+        calls: 1,
         prompt_tokens: 310,
         completion_tokens: 14,
       });

@@ -36,7 +36,7 @@ interface Stats {
 
 interface TimelineTurn {
   route_bypassed: boolean;
-  llm_calls: { profile: string }[];
+  model_usage: { profile: string; calls: number }[];
   latency_ms: number | null;
 }
 
@@ -104,7 +104,7 @@ describe('GET /v1/admin/stats (stickiness and cost over a period)', () => {
       turns.push(...timeline.body.turns);
     }
     const routerCalls = (turn: TimelineTurn) =>
-      turn.llm_calls.filter((call) => call.profile === 'router').length;
+      turn.model_usage.find((usage) => usage.profile === 'router')?.calls ?? 0;
     const bypassed = turns.filter((turn) => turn.route_bypassed);
     expect(bypassed.length).toBe(3);
 

@@ -138,8 +138,19 @@ describe('TurnStatsQuery', () => {
       ),
     ]);
     await conversation(TENANT, [
-      turnEvents(50, continuity('CONTINUE', false, false, 'invalid_output')),
-      turnEvents(45, continuity('CONTINUE', true, true), event('router.continuity.shadow', { agreed: true })),
+      // Two guardrail calls in one turn: the profile's time per turn is their sum.
+      turnEvents(
+        50,
+        continuity('CONTINUE', false, false, 'invalid_output'),
+        llmCall('guardrail', 100, 5),
+        llmCall('guardrail', 100, 5),
+      ),
+      turnEvents(
+        45,
+        continuity('CONTINUE', true, true),
+        event('router.continuity.shadow', { agreed: true }),
+        llmCall('guardrail', 100, 7),
+      ),
       turnEvents(
         55,
         continuity('CONTINUE', true, true),
@@ -188,6 +199,15 @@ describe('TurnStatsQuery', () => {
     );
     expect(stats.turn_latency_ms.p50).toBe(55);
     expect(stats.profiles).toEqual([
+      {
+        profile: 'guardrail',
+        calls: 3,
+        failures: 0,
+        prompt_tokens: 300,
+        completion_tokens: 30,
+        latency_p50_ms: 8.5,
+        latency_p95_ms: expect.closeTo(9.85, 5),
+      },
       {
         profile: 'route_continuity',
         calls: 4,

@@ -21,7 +21,7 @@ function turn(number: number, overrides: Partial<Turn> = {}, events: string[] = 
     answer: `resposta ${number}`,
     guardrails: [],
     nodes: [],
-    llm_calls: [],
+    model_usage: [],
     recoveries: [],
     admin_actions: [],
     events: events.map((name, index) => ({

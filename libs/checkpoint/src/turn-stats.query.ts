@@ -27,6 +27,7 @@ export interface TurnStats {
   shadow_compared: number;
   shadow_agreed: number;
   turn_latency_ms: { p50: number | null; p95: number | null };
+  /** Per LLM profile; the latency is what a turn spent in the profile's calls (summed within the turn). */
   profiles: {
     profile: string;
     calls: number;
@@ -109,13 +110,17 @@ export class TurnStatsQuery {
                    payload->>'fallback_reason' AS fallback_reason, count(*) AS count
               FROM events WHERE name = 'router.continuity' GROUP BY 1, 2, 3) d) AS decisions,
          (SELECT json_agg(p ORDER BY p.profile) FROM (
-            SELECT payload->>'profile' AS profile, count(*) AS calls,
-                   count(*) FILTER (WHERE payload->>'outcome' <> 'ok') AS failures,
-                   COALESCE(sum((payload->>'prompt_tokens')::bigint), 0) AS prompt_tokens,
-                   COALESCE(sum((payload->>'completion_tokens')::bigint), 0) AS completion_tokens,
-                   percentile_cont(0.5) WITHIN GROUP (ORDER BY ${latency}) AS latency_p50,
-                   percentile_cont(0.95) WITHIN GROUP (ORDER BY ${latency}) AS latency_p95
-              FROM events WHERE name = 'llm.call' GROUP BY 1) p) AS profiles,
+            SELECT profile, sum(calls) AS calls, sum(failures) AS failures, sum(prompt_tokens) AS prompt_tokens,
+                   sum(completion_tokens) AS completion_tokens,
+                   percentile_cont(0.5) WITHIN GROUP (ORDER BY latency) AS latency_p50,
+                   percentile_cont(0.95) WITHIN GROUP (ORDER BY latency) AS latency_p95
+              FROM (SELECT payload->>'profile' AS profile, count(*) AS calls,
+                           count(*) FILTER (WHERE payload->>'outcome' <> 'ok') AS failures,
+                           COALESCE(sum((payload->>'prompt_tokens')::bigint), 0) AS prompt_tokens,
+                           COALESCE(sum((payload->>'completion_tokens')::bigint), 0) AS completion_tokens,
+                           sum(${latency}) AS latency
+                      FROM events WHERE name = 'llm.call' GROUP BY conversation_key, turn, 1) per_turn
+             GROUP BY profile) p) AS profiles,
          (SELECT json_agg(b ORDER BY b.start) FROM (
             SELECT to_char(date_trunc(${bucket}, created_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS start,
                    count(DISTINCT (conversation_key, turn)) FILTER (WHERE ${STARTED}) AS turns,

@@ -53,6 +53,14 @@ describe('timelineTurns', () => {
       completion_tokens: 12,
       outcome: 'ok',
     }),
+    event(1, 'llm.call', {
+      profile: 'route_continuity',
+      model: 'mini',
+      latency_ms: 5.5,
+      prompt_tokens: 300,
+      completion_tokens: 12,
+      outcome: 'timeout',
+    }),
     event(1, 'router.decision', { route: 'product_agent', intent: 'plano', method: 'llm', confidence: 0.9 }),
     event(1, 'AGENT_COMPLETED', {
       route: 'product_agent',
@@ -95,14 +103,15 @@ describe('timelineTurns', () => {
         { node: 'input_guardrails', duration_ms: 4, outcome: 'ok' },
         { node: 'route', duration_ms: 20, outcome: 'ok' },
       ],
-      llm_calls: [
+      model_usage: [
         {
           profile: 'route_continuity',
           model: 'mini',
-          latency_ms: 9,
-          prompt_tokens: 300,
-          completion_tokens: 12,
-          outcome: 'ok',
+          calls: 2,
+          failed: 1,
+          prompt_tokens: 600,
+          completion_tokens: 24,
+          latency_ms: 14.5,
         },
       ],
       recoveries: [],
@@ -112,6 +121,7 @@ describe('timelineTurns', () => {
       'AGENT_STARTED',
       'guardrails.input.completed',
       'router.continuity',
+      'llm.call',
       'llm.call',
       'router.decision',
       'AGENT_COMPLETED',

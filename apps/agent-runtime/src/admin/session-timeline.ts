@@ -13,7 +13,7 @@ import type {
   CheckpointRecoveryDto,
   GuardrailRailDto,
   GuardrailVerdictDto,
-  LlmCallDto,
+  ModelUsageDto,
   NodeTimingDto,
   TimelineTurnDto,
 } from './timeline.dto';
@@ -37,7 +37,7 @@ export function timelineTurns(events: StoredEventRow[], head: AgentState): Timel
         answer: messages.get(turn)?.assistant ?? null,
         guardrails: list.flatMap(guardrailVerdictOf),
         nodes: nodesOf(list),
-        llm_calls: list.flatMap(llmCallOf),
+        model_usage: modelUsageOf(list),
         recoveries: list.flatMap(recoveryOf),
         admin_actions: actions.filter((action) => action.after_turn === turn),
         events: list.map(eventView),
@@ -115,19 +115,30 @@ function nodesOf(list: StoredEventRow[]): NodeTimingDto[] {
   });
 }
 
-function llmCallOf(event: StoredEventRow): LlmCallDto[] {
-  if (event.name !== 'llm.call') return [];
-  const payload = event.payload;
-  return [
-    {
-      profile: stringOr(payload.profile) ?? 'unknown',
-      model: stringOr(payload.model) ?? 'unknown',
-      latency_ms: numberOr(payload.latency_ms),
-      prompt_tokens: numberOr(payload.prompt_tokens) ?? 0,
-      completion_tokens: numberOr(payload.completion_tokens) ?? 0,
-      outcome: stringOr(payload.outcome) ?? 'ok',
-    },
-  ];
+function modelUsageOf(list: StoredEventRow[]): ModelUsageDto[] {
+  const byProfile = new Map<string, ModelUsageDto>();
+  for (const event of list) {
+    if (event.name !== 'llm.call') continue;
+    const payload = event.payload;
+    const profile = stringOr(payload.profile) ?? 'unknown';
+    const usage = byProfile.get(profile) ?? {
+      profile,
+      model: 'unknown',
+      calls: 0,
+      failed: 0,
+      prompt_tokens: 0,
+      completion_tokens: 0,
+      latency_ms: 0,
+    };
+    usage.model = stringOr(payload.model) ?? usage.model;
+    usage.calls++;
+    if ((stringOr(payload.outcome) ?? 'ok') !== 'ok') usage.failed++;
+    usage.prompt_tokens += numberOr(payload.prompt_tokens) ?? 0;
+    usage.completion_tokens += numberOr(payload.completion_tokens) ?? 0;
+    usage.latency_ms = Math.round((usage.latency_ms + (numberOr(payload.latency_ms) ?? 0)) * 100) / 100;
+    byProfile.set(profile, usage);
+  }
+  return [...byProfile.values()];
 }
 
 function recoveryOf(event: StoredEventRow): CheckpointRecoveryDto[] {

@@ -76,10 +76,14 @@ export class ProfileUsageDto {
   @ApiProperty()
   completion_tokens!: number;
 
-  @ApiProperty({ type: Number, nullable: true })
+  @ApiProperty({
+    type: Number,
+    nullable: true,
+    description: "Median time a turn spent in this profile's calls (summed within the turn), ms",
+  })
   latency_p50_ms!: number | null;
 
-  @ApiProperty({ type: Number, nullable: true })
+  @ApiProperty({ type: Number, nullable: true, description: '95th percentile of the same, ms' })
   latency_p95_ms!: number | null;
 }
 

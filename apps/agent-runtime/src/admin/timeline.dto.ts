@@ -43,15 +43,19 @@ export class NodeTimingDto {
   outcome!: string;
 }
 
-export class LlmCallDto {
+/** What one LLM profile cost the turn (the calls summed), so a turn reads the same however it was stored. */
+export class ModelUsageDto {
   @ApiProperty({ example: 'route_continuity' })
   profile!: string;
 
-  @ApiProperty({ example: 'openai.gpt-4.1-mini' })
+  @ApiProperty({ example: 'openai.gpt-4.1-mini', description: 'The model of its latest call' })
   model!: string;
 
-  @ApiProperty({ type: Number, nullable: true })
-  latency_ms!: number | null;
+  @ApiProperty()
+  calls!: number;
+
+  @ApiProperty({ description: 'Calls whose outcome was not ok' })
+  failed!: number;
 
   @ApiProperty()
   prompt_tokens!: number;
@@ -59,8 +63,8 @@ export class LlmCallDto {
   @ApiProperty()
   completion_tokens!: number;
 
-  @ApiProperty({ example: 'ok' })
-  outcome!: string;
+  @ApiProperty({ description: 'Time spent in the calls of this profile, summed' })
+  latency_ms!: number;
 }
 
 export class CheckpointRecoveryDto {
@@ -101,8 +105,11 @@ export class TimelineTurnDto extends TurnDecisionDto {
   @ApiProperty({ type: [NodeTimingDto], description: 'Workflow nodes in execution order' })
   nodes!: NodeTimingDto[];
 
-  @ApiProperty({ type: [LlmCallDto], description: 'Model calls of the turn, with their tokens' })
-  llm_calls!: LlmCallDto[];
+  @ApiProperty({
+    type: [ModelUsageDto],
+    description: 'Model calls of the turn per LLM profile, in order of first call',
+  })
+  model_usage!: ModelUsageDto[];
 
   @ApiProperty({ type: [CheckpointRecoveryDto] })
   recoveries!: CheckpointRecoveryDto[];

@@ -464,16 +464,21 @@ export interface components {
             /** @enum {string} */
             outcome: "ok" | "error";
         };
-        LlmCallDto: {
+        ModelUsageDto: {
             /** @example route_continuity */
             profile: string;
-            /** @example openai.gpt-4.1-mini */
+            /**
+             * @description The model of its latest call
+             * @example openai.gpt-4.1-mini
+             */
             model: string;
-            latency_ms: number | null;
+            calls: number;
+            /** @description Calls whose outcome was not ok */
+            failed: number;
             prompt_tokens: number;
             completion_tokens: number;
-            /** @example ok */
-            outcome: string;
+            /** @description Time spent in the calls of this profile, summed */
+            latency_ms: number;
         };
         CheckpointRecoveryDto: {
             /**
@@ -527,8 +532,8 @@ export interface components {
             guardrails: components["schemas"]["GuardrailVerdictDto"][];
             /** @description Workflow nodes in execution order */
             nodes: components["schemas"]["NodeTimingDto"][];
-            /** @description Model calls of the turn, with their tokens */
-            llm_calls: components["schemas"]["LlmCallDto"][];
+            /** @description Model calls of the turn per LLM profile, in order of first call */
+            model_usage: components["schemas"]["ModelUsageDto"][];
             recoveries: components["schemas"]["CheckpointRecoveryDto"][];
             /** @description Operator actions taken after this turn */
             admin_actions: components["schemas"]["AdminActionRecordDto"][];
@@ -627,7 +632,9 @@ export interface components {
             failures: number;
             prompt_tokens: number;
             completion_tokens: number;
+            /** @description Median time a turn spent in this profile's calls (summed within the turn), ms */
             latency_p50_ms: number | null;
+            /** @description 95th percentile of the same, ms */
             latency_p95_ms: number | null;
         };
         StatsBucketDto: {

@@ -226,7 +226,7 @@ function Figures({ stats }: { stats: StickinessStats }) {
           }
         />
         <Chart
-          title="Model latency by LLM profile (ms)"
+          title="Model time per turn by LLM profile (ms)"
           summary={stats.profiles
             .map(
               (p) =>

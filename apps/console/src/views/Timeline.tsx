@@ -120,12 +120,13 @@ export function Timeline({ tenant, session }: { tenant: string; session: string 
 }
 
 function TurnCard({ turn }: { turn: TimelineTurn }) {
-  const tokens = turn.llm_calls.reduce(
-    (sum, call) => ({
-      prompt: sum.prompt + call.prompt_tokens,
-      completion: sum.completion + call.completion_tokens,
+  const usage = turn.model_usage.reduce(
+    (sum, profile) => ({
+      prompt: sum.prompt + profile.prompt_tokens,
+      completion: sum.completion + profile.completion_tokens,
+      calls: sum.calls + profile.calls,
     }),
-    { prompt: 0, completion: 0 },
+    { prompt: 0, completion: 0, calls: 0 },
   );
   const slowest = Math.max(1, ...turn.nodes.map((node) => node.duration_ms));
   return (
@@ -197,7 +198,7 @@ function TurnCard({ turn }: { turn: TimelineTurn }) {
           <div>
             <dt>Model tokens</dt>
             <dd>
-              {tokens.prompt} in · {tokens.completion} out ({turn.llm_calls.length} calls)
+              {usage.prompt} in · {usage.completion} out ({usage.calls} calls)
             </dd>
           </div>
         </dl>
@@ -258,11 +259,17 @@ function TurnCard({ turn }: { turn: TimelineTurn }) {
             </tbody>
           </table>
           <table className="data compact">
-            <caption>Model calls</caption>
+            <caption>Model calls per LLM profile</caption>
             <thead>
               <tr>
                 <th scope="col">Profile</th>
                 <th scope="col">Model</th>
+                <th scope="col" className="numeric">
+                  Calls
+                </th>
+                <th scope="col" className="numeric">
+                  Failed
+                </th>
                 <th scope="col" className="numeric">
                   Tokens in
                 </th>
@@ -272,18 +279,18 @@ function TurnCard({ turn }: { turn: TimelineTurn }) {
                 <th scope="col" className="numeric">
                   ms
                 </th>
-                <th scope="col">Outcome</th>
               </tr>
             </thead>
             <tbody>
-              {turn.llm_calls.map((call, index) => (
-                <tr key={index}>
-                  <th scope="row">{call.profile}</th>
-                  <td>{call.model}</td>
-                  <td className="numeric">{call.prompt_tokens}</td>
-                  <td className="numeric">{call.completion_tokens}</td>
-                  <td className="numeric">{call.latency_ms?.toFixed(1) ?? '—'}</td>
-                  <td>{call.outcome}</td>
+              {turn.model_usage.map((profile) => (
+                <tr key={profile.profile}>
+                  <th scope="row">{profile.profile}</th>
+                  <td>{profile.model}</td>
+                  <td className="numeric">{profile.calls}</td>
+                  <td className="numeric">{profile.failed}</td>
+                  <td className="numeric">{profile.prompt_tokens}</td>
+                  <td className="numeric">{profile.completion_tokens}</td>
+                  <td className="numeric">{profile.latency_ms.toFixed(1)}</td>
                 </tr>
               ))}
             </tbody>
