@@ -1,5 +1,5 @@
 import type { OpenAPIObject, ParameterObject, ReferenceObject, SchemaObject } from '@nestjs/swagger';
-import Ajv from 'ajv';
+import Ajv, { ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import type {
   FastifyInstance,
@@ -106,6 +106,25 @@ function compilers(): { body: Ajv; text: Ajv } {
   return { body, text };
 }
 
+let ajv: { body: Ajv; text: Ajv } | null = null;
+const validators = new Map<string, ValidateFunction>();
+
+/**
+ * One compiled validator per distinct schema and part for the whole process: compiling is the expensive step
+ * (milliseconds each), and most admin routes share their path and query schemas.
+ */
+const compile: FastifySchemaCompiler<JsonSchema> = ({ schema, httpPart }) => {
+  const part = httpPart === 'body' ? 'body' : 'text';
+  const key = `${part}:${JSON.stringify(schema)}`;
+  let validate = validators.get(key);
+  if (!validate) {
+    ajv ??= compilers();
+    validate = ajv[part].compile(schema);
+    validators.set(key, validate);
+  }
+  return validate;
+};
+
 /**
  * Attaches the schemas of the OpenAPI document to the routes as Nest registers them. Validation runs in fastify
  * (compiled once per route) with `attachValidation`: the RequestValidationError waits on the request and
@@ -113,9 +132,6 @@ function compilers(): { body: Ajv; text: Ajv } {
  */
 export function registerRequestSchemas(fastify: FastifyInstance, document: OpenAPIObject): void {
   const schemas = routeSchemas(document);
-  const ajv = compilers();
-  const compile: FastifySchemaCompiler<JsonSchema> = ({ schema, httpPart }) =>
-    (httpPart === 'body' ? ajv.body : ajv.text).compile(schema);
   fastify.setValidatorCompiler(compile);
   fastify.setSchemaErrorFormatter(
     (errors, part) =>
