@@ -18,7 +18,7 @@ import { FakeLlmServer } from '../test/support/fake-llm';
 import { scriptStages } from '../test/support/scripted-stages';
 import { startTestApp } from '../test/support/test-app';
 import type { LoadJob, LoadResult } from './http-load';
-import { consoleTable, percentile, pool, REPO_ROOT, round, writeReport } from './lib';
+import { consoleTable, mean, percentile, pool, REPO_ROOT, round, writeReport } from './lib';
 
 interface Measured {
   cpuMsPerRequest: number;
@@ -26,6 +26,8 @@ interface Measured {
   p50: number;
   p99: number;
   statuses: Record<string, number>;
+  latenciesMs: number[];
+  seconds: number;
 }
 
 /** Runs a load job from a child process and returns the server-side CPU per request (user + system). */
@@ -50,6 +52,8 @@ async function measure(job: LoadJob): Promise<Measured> {
       p50: percentile(result.latenciesMs, 50),
       p99: percentile(result.latenciesMs, 99),
       statuses: result.statuses,
+      latenciesMs: result.latenciesMs,
+      seconds: result.seconds,
     };
   } finally {
     child.kill();
@@ -136,20 +140,53 @@ async function main(): Promise<void> {
     await measure(job(`${app.baseUrl}/v1/channels/web/messages`, [refusedBody], warm));
     const refused = await measure(job(`${app.baseUrl}/v1/channels/web/messages`, [refusedBody], requests));
 
-    // Turns: warm both paths, then the same number over HTTP and in-process.
+    // Turns: warm both paths, then alternate rounds over HTTP and in-process, so both see the same conditions
+    // (history lengths, JIT, garbage collection, the machine's load) and only the HTTP layer differs.
     const service = app.app.get(TurnService);
-    const inProcess = (set: string, count: number) =>
+    const inProcess = (set: string, from: number, count: number) =>
       measureInProcess(count, concurrency, (i) =>
-        service.handle({ request_id: `${tag}-${set}-${i}`, channel: 'web', ...turnBody(set, i) }),
+        service.handle({
+          request_id: `${tag}-${set}-${from + i}`,
+          channel: 'web',
+          ...turnBody(set, from + i),
+        }),
       );
-    const overHttpBodies = (set: string, count: number) =>
-      Array.from({ length: count }, (_, i) => JSON.stringify(turnBody(set, i)));
-    await measure(job(`${app.baseUrl}/v1/channels/web/messages`, overHttpBodies('warm', 40), 40));
-    await inProcess('warm-direct', 40);
-    const overHttp = await measure(
-      job(`${app.baseUrl}/v1/channels/web/messages`, overHttpBodies('h', turns), turns),
-    );
-    const direct = await inProcess('d', turns);
+    const overHttpBodies = (set: string, from: number, count: number) =>
+      Array.from({ length: count }, (_, i) => JSON.stringify(turnBody(set, from + i)));
+    await measure(job(`${app.baseUrl}/v1/channels/web/messages`, overHttpBodies('warm', 0, 40), 40));
+    await inProcess('warm-direct', 0, 40);
+    const rounds = 5;
+    const perRound = Math.ceil(turns / rounds);
+    const httpRounds: Measured[] = [];
+    let directCpu = 0;
+    for (let r = 0; r < rounds; r++) {
+      const from = r * perRound;
+      httpRounds.push(
+        await measure(
+          job(`${app.baseUrl}/v1/channels/web/messages`, overHttpBodies('h', from, perRound), perRound),
+        ),
+      );
+      directCpu += (await inProcess('d', from, perRound)) * perRound;
+    }
+    const overHttp: Measured = {
+      cpuMsPerRequest: mean(httpRounds.map((m) => m.cpuMsPerRequest)),
+      perSecond: (perRound * rounds) / httpRounds.reduce((sum, m) => sum + m.seconds, 0),
+      p50: percentile(
+        httpRounds.flatMap((m) => m.latenciesMs),
+        50,
+      ),
+      p99: percentile(
+        httpRounds.flatMap((m) => m.latenciesMs),
+        99,
+      ),
+      latenciesMs: [],
+      seconds: 0,
+      statuses: httpRounds.reduce<Record<string, number>>((all, m) => {
+        for (const [status, n] of Object.entries(m.statuses)) all[status] = (all[status] ?? 0) + n;
+        return all;
+      }, {}),
+    };
+    const direct = directCpu / (perRound * rounds);
     const statuses = (m: Measured) =>
       Object.entries(m.statuses)
         .map(([status, n]) => `${n}×${status}`)
@@ -166,8 +203,8 @@ async function main(): Promise<void> {
       '|---|---|---|---|---|---|---|',
       `| floor: bare fastify, same body | ${requests} | ${round(floor.cpuMsPerRequest, 3)} | ${round(floor.perSecond, 0)} | ${round(floor.p50, 2)} | ${round(floor.p99, 2)} | ${statuses(floor)} |`,
       `| refused (400 unknown agent_id): every HTTP layer, no workflow | ${requests} | ${round(refused.cpuMsPerRequest, 3)} | ${round(refused.perSecond, 0)} | ${round(refused.p50, 2)} | ${round(refused.p99, 2)} | ${statuses(refused)} |`,
-      `| turn over HTTP | ${turns} | ${round(overHttp.cpuMsPerRequest, 2)} | ${round(overHttp.perSecond, 0)} | ${round(overHttp.p50, 1)} | ${round(overHttp.p99, 1)} | ${statuses(overHttp)} |`,
-      `| turn in-process (TurnService.handle) | ${turns} | ${round(direct, 2)} | | | | |`,
+      `| turn over HTTP (5 rounds, alternating with in-process) | ${perRound * rounds} | ${round(overHttp.cpuMsPerRequest, 2)} | ${round(overHttp.perSecond, 0)} | ${round(overHttp.p50, 1)} | ${round(overHttp.p99, 1)} | ${statuses(overHttp)} |`,
+      `| turn in-process (TurnService.handle) | ${perRound * rounds} | ${round(direct, 2)} | | | | |`,
       '',
       `HTTP layer above the floor, refused request: **${round(refused.cpuMsPerRequest - floor.cpuMsPerRequest, 3)} ms CPU**.`,
       `HTTP layer of a turn (over HTTP − in-process): **${round(overHttp.cpuMsPerRequest - direct, 2)} ms CPU** (noisier: a turn's own CPU varies by more than this).`,
