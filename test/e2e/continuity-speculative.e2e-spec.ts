@@ -87,4 +87,39 @@ describe('speculative stickiness strategy', () => {
     expect(routerCalls).toHaveLength(1);
     expect(routerCalls[0].payload.speculative).toBe('discarded');
   });
+
+  it('keeps the cost of a discarded router that answers after the classifier decided', async () => {
+    fake.reset();
+    fake.script({
+      model: 'route_continuity',
+      reply: (req) =>
+        currentMessage(lastUserMessage(req)).startsWith('e mais')
+          ? { json: { decision: 'CONTINUE', confidence: 0.97, reason: 'follow-up' }, delayMs: 50 }
+          : { json: { decision: 'ROUTE', confidence: 0.95, reason: 'new subject' }, delayMs: 50 },
+    });
+    fake.script({
+      model: 'router',
+      reply: { json: { intent: 'product_services_information', confidence: 0.9 }, delayMs: 500 },
+    });
+    // The agent answers after the slow router, so the turn is still open when the router's call ends.
+    fake.script({ model: 'agent', reply: { content: 'Seu pacote inclui 50GB.', delayMs: 900 } });
+    fake.script(GUARDRAILS_ALLOW);
+    const sessionId = uniqueId('spec-late');
+    const send = (text: string) =>
+      app.post<Record<string, unknown>>('/v1/channels/web/messages', {
+        tenant_id: 'acme',
+        agent_id: 'telecom_contas',
+        session_id: sessionId,
+        text,
+      });
+    await send('preciso de ajuda com uma coisa do meu celular');
+    expect((await send('e mais detalhes sobre isso?')).body).toMatchObject({ route_bypassed: true });
+    const calls: { payload: Record<string, unknown> }[] = await app.dataSource.query(
+      "SELECT payload FROM session_events WHERE conversation_key = $1 AND turn = 2 AND name = 'llm.call'",
+      [`acme:${sessionId}`],
+    );
+    expect(calls.filter((c) => c.payload.profile === 'router').map((c) => c.payload.speculative)).toEqual([
+      'discarded',
+    ]);
+  });
 });

@@ -265,13 +265,17 @@ export class WorkflowService {
     const parent = TurnContextStore.current();
     const child: TurnContext | undefined = parent ? { ...parent, events: [], nodes: [] } : undefined;
     const result = child ? await TurnContextStore.run(child, work) : await work();
-    const events = child?.events ?? [];
     return {
       result,
-      adopt: () => parent?.events.push(...events),
+      adopt: () => {
+        if (!parent || !child) return;
+        parent.events.push(...child.events);
+        // Work the adopted run left going (a discarded speculative router) records into the turn from now on.
+        child.events = parent.events;
+      },
       keepCostOnly: () =>
         parent?.events.push(
-          ...events
+          ...(child?.events ?? [])
             .filter((e) => e.name === 'llm.call')
             .map((e) => ({ ...e, payload: { ...e.payload, [purpose]: 'discarded' } })),
         ),
