@@ -26,7 +26,7 @@ export interface FakeReply {
   tool_calls?: FakeToolCall[];
   /** Wait before answering (to provoke timeouts or measure latency). */
   delayMs?: number;
-  /** Answer with this HTTP status and an OpenAI-style error body. */
+  /** Answer with this HTTP status and an OpenAI-style error body (or `rawBody` when given). */
   status?: number;
   /** Send this raw body instead of a valid completion (malformed responses). */
   rawBody?: string;
@@ -230,15 +230,15 @@ export class FakeLlmServer {
       res.socket?.destroy();
       return;
     }
+    if (reply.rawBody !== undefined) {
+      res.writeHead(reply.status ?? 200, { 'content-type': 'application/json' });
+      res.end(reply.rawBody);
+      return;
+    }
     if (reply.status && reply.status >= 400) {
       return send(res, reply.status, {
         error: { message: `scripted failure ${reply.status}`, type: 'server_error' },
       });
-    }
-    if (reply.rawBody !== undefined) {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(reply.rawBody);
-      return;
     }
     const content = reply.json !== undefined ? JSON.stringify(reply.json) : (reply.content ?? null);
     const toolCalls = (reply.tool_calls ?? []).map((call, index) => ({
@@ -290,15 +290,15 @@ async function embedReply(
     await new Promise((resolve) => setTimeout(resolve, reply.delayMs).unref());
     if (res.destroyed) return;
   }
+  if (reply?.rawBody !== undefined) {
+    res.writeHead(reply.status ?? 200, { 'content-type': 'application/json' });
+    res.end(reply.rawBody);
+    return;
+  }
   if (reply?.status && reply.status >= 400) {
     return send(res, reply.status, {
       error: { message: `scripted failure ${reply.status}`, type: 'server_error' },
     });
-  }
-  if (reply?.rawBody !== undefined) {
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(reply.rawBody);
-    return;
   }
   const input = request.body.input;
   const texts = typeof input === 'string' ? [input] : Array.isArray(input) ? input.map(String) : [];

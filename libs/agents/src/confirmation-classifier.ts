@@ -6,7 +6,7 @@ import { confidenceSchema, LlmService, structuredOutput } from '@agent/llm';
 import { CONFIRMATION_DECISIONS, ConfirmationResult } from './transaction.types';
 
 /** The `confirmation` profile's JSON contract: {decision: CONFIRM|REJECT|OTHER, confidence}. */
-const confirmationOutput = structuredOutput(
+export const confirmationOutput = structuredOutput(
   'confirmation_decision',
   z.object({
     decision: z.preprocess(

@@ -3,3 +3,5 @@ export * from './agents.service';
 export { stripAgentPrefix } from './answer-text';
 export { idempotencyKey } from './transaction.engine';
 export * from './transaction.types';
+export { confirmationOutput } from './confirmation-classifier';
+export { parameterValuesOutput } from './parameter-extractor';

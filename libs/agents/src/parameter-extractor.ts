@@ -8,6 +8,12 @@ import { EventBusService } from '@agent/observability';
 const extractedValue = z.union([z.string(), z.number(), z.boolean()]).nullish();
 type ExtractedValues = { values: Record<string, z.output<typeof extractedValue>> };
 
+/** {"values": {"<field>": value or null}} with exactly the fields asked for. */
+export function parameterValuesOutput(fields: readonly string[]): StructuredOutput<ExtractedValues> {
+  const shape = Object.fromEntries(fields.map((field) => [field, extractedValue]));
+  return structuredOutput('parameter_values', z.object({ values: z.object(shape) }));
+}
+
 /**
  * Fills missing tool arguments from the customer's message: first each field's `extract_pattern` (a bad
  * pattern is caught and logged as mcp.parameter.regex_extract_failed), then one LLM call for what is still
@@ -111,13 +117,11 @@ export class ParameterExtractor {
     return values;
   }
 
-  /** {"values": {"<field>": value or null}} with exactly the fields asked for. */
   private outputFor(toolName: string, fields: readonly string[]): StructuredOutput<ExtractedValues> {
     const key = `${toolName}\u0000${fields.join('\u0000')}`;
     let output = this.outputs.get(key);
     if (!output) {
-      const shape = Object.fromEntries(fields.map((field) => [field, extractedValue]));
-      output = structuredOutput('parameter_values', z.object({ values: z.object(shape) }));
+      output = parameterValuesOutput(fields);
       this.outputs.set(key, output);
     }
     return output;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { DOMAIN_AGENT_NODES } from '@agent/contracts';
+import { LLM_PROVIDERS } from './env.schema';
 
 const nonEmpty = z.string().trim().min(1, 'must not be empty');
 const identifier = z
@@ -21,11 +22,17 @@ function catalogue<V extends z.ZodTypeAny>(value: V) {
 // ---- llm_profiles.yaml ----
 export const STRUCTURED_OUTPUT_MODES = ['json_schema', 'json_object', 'none'] as const;
 export type StructuredOutputMode = (typeof STRUCTURED_OUTPUT_MODES)[number];
+/** Which of LLM_MODEL, LLM_SMALL_MODEL and LLM_EMBEDDING_MODEL a profile takes when it names no model. */
+export const MODEL_TIERS = ['large', 'small', 'embedding'] as const;
+export type ModelTier = (typeof MODEL_TIERS)[number];
 
 export const llmProfileSchema = z
   .object({
-    provider: z.enum(['openai', 'oci_openai', 'openai_compatible']),
-    model: nonEmpty,
+    /** Defaults to LLM_PROVIDER, else openai_compatible. */
+    provider: z.enum(LLM_PROVIDERS).optional(),
+    tier: z.enum(MODEL_TIERS).default('large'),
+    /** Overrides the tier's model variable. */
+    model: nonEmpty.optional(),
     temperature: z.number().min(0).max(2).default(0),
     max_tokens: z.number().int().positive().default(512),
     timeout_seconds: z.number().positive().max(600).default(30),
@@ -36,10 +43,10 @@ export const llmProfileSchema = z
       .optional(),
     /**
      * How JSON-answering stages ask for JSON: `json_schema` (the stage's schema constrains generation),
-     * `json_object` (any JSON object), or `none` for endpoints that reject response_format. The answer is
-     * validated the same way in every mode.
+     * `json_object` (any JSON object), or `none` for endpoints that reject response_format. Defaults to the
+     * provider's preset. The answer is validated the same way in every mode.
      */
-    structured_output: z.enum(STRUCTURED_OUTPUT_MODES).default('json_object'),
+    structured_output: z.enum(STRUCTURED_OUTPUT_MODES).optional(),
     /** Embedding profiles: the vector size to request (models with shortenable embeddings accept it). */
     dimensions: z.number().int().positive().max(16000).optional(),
   })

@@ -1,6 +1,10 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
 
+/** The providers with a preset; every one is reached through the OpenAI-compatible API. */
+export const LLM_PROVIDERS = ['openai', 'ollama', 'vllm', 'oci_openai', 'openai_compatible'] as const;
+export type LlmProvider = (typeof LLM_PROVIDERS)[number];
+
 /** Boolean env values: true/false/1/0/yes/no (case-insensitive). */
 const envBoolean = (fallback: boolean) =>
   z
@@ -201,9 +205,31 @@ export const databaseEnvSchema = z.object({
 });
 
 export const llmEnvSchema = z.object({
+  /** A provider preset (endpoint, structured-output mode, default models); profiles may name their own. */
+  LLM_PROVIDER: z
+    .string()
+    .optional()
+    .transform((value, ctx) => {
+      if (value === undefined || value.trim() === '') return undefined;
+      const provider = LLM_PROVIDERS.find((p) => p === value.trim().toLowerCase());
+      if (!provider) {
+        ctx.addIssue({
+          code: z.ZodIssueCode.custom,
+          message: `expected one of ${LLM_PROVIDERS.join('|')}, got "${value}"`,
+        });
+        return z.NEVER;
+      }
+      return provider;
+    }),
   LLM_BASE_URL: httpUrl,
   LLM_API_KEY: optionalString,
   LLM_PROFILES_PATH: optionalString,
+  /** The model of every `tier: large` profile that names none (the agents, RAG answers). */
+  LLM_MODEL: optionalString,
+  /** The model of every `tier: small` profile that names none (classifier, router, guardrails, judges, extraction). */
+  LLM_SMALL_MODEL: optionalString,
+  /** The model of every `tier: embedding` profile that names none (RAG vector search). */
+  LLM_EMBEDDING_MODEL: optionalString,
 });
 
 export const continuityEnvSchema = z.object({

@@ -11,6 +11,9 @@ export type Fetch = NonNullable<ClientOptions['fetch']>;
  */
 const IDLE_SOCKET_MS = 4000;
 
+/** How much of an error response's body is kept for its message. */
+const ERROR_BODY_BYTES = 500;
+
 /** Statuses whose response has no body (a Response with one cannot be constructed). */
 const NULL_BODY_STATUSES: ReadonlySet<number> = new Set([101, 204, 205, 304]);
 
@@ -23,6 +26,8 @@ const NULL_BODY_STATUSES: ReadonlySet<number> = new Set([101, 204, 205, 304]);
  */
 export class ConnectionPools {
   private readonly agents = new Map<string, HttpAgent>();
+  /** The body of each error response, by the headers object the SDK keeps in its error: for messages. */
+  private readonly errorBodies = new WeakMap<Headers, string>();
 
   /** The fetch for requests to `baseUrl`'s origin. */
   fetchFor(baseUrl: string): Fetch {
@@ -35,7 +40,12 @@ export class ConnectionPools {
     }
     const send = protocol === 'https:' ? httpsRequest : httpRequest;
     const pool = agent;
-    return (input, init) => pooledFetch(send, pool, input, init);
+    return (input, init) => pooledFetch(send, pool, input, init, this.errorBodies);
+  }
+
+  /** The start of the body of the error response that had `headers` (an APIError's headers). */
+  errorBody(headers: Headers | undefined): string | undefined {
+    return headers ? this.errorBodies.get(headers) : undefined;
   }
 
   /** Closes every pooled connection (at shutdown). */
@@ -50,6 +60,7 @@ function pooledFetch(
   agent: HttpAgent,
   input: string | URL | Request,
   init: RequestInit = {},
+  errorBodies: WeakMap<Headers, string>,
 ): Promise<Response> {
   const signal = init.signal ?? null;
   if (signal?.aborted) return Promise.reject(abortReason(signal));
@@ -74,13 +85,16 @@ function pooledFetch(
         response.on('end', () => {
           signal?.removeEventListener('abort', onAbort);
           const status = response.statusCode ?? 0;
-          resolve(
-            new Response(NULL_BODY_STATUSES.has(status) ? null : Buffer.concat(chunks), {
-              status,
-              statusText: response.statusMessage,
-              headers: responseHeaders(response),
-            }),
-          );
+          const body = Buffer.concat(chunks);
+          const answer = new Response(NULL_BODY_STATUSES.has(status) ? null : body, {
+            status,
+            statusText: response.statusMessage,
+            headers: responseHeaders(response),
+          });
+          if (status >= 400) {
+            errorBodies.set(answer.headers, body.subarray(0, ERROR_BODY_BYTES).toString('utf8'));
+          }
+          resolve(answer);
         });
       },
     );

@@ -29,8 +29,17 @@ export class LlmTimeoutError extends LlmError {
 }
 
 export class LlmHttpError extends LlmError {
-  constructor(profile: string, status: number, cause?: unknown) {
-    super('http_error', `LLM profile ${profile} answered HTTP ${status}`, status, { cause });
+  constructor(
+    profile: string,
+    readonly model: string,
+    status: number,
+    /** The start of the response body: what the endpoint said was wrong (an unknown model, a bad key). */
+    readonly body: string,
+    cause?: unknown,
+  ) {
+    super('http_error', `LLM profile ${profile} (model ${model}) answered HTTP ${status}: ${body}`, status, {
+      cause,
+    });
     this.name = 'LlmHttpError';
   }
 }

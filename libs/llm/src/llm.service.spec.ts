@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -113,13 +114,23 @@ describe(LlmService.name, () => {
     expect(service.calls[service.calls.length - 1]).toMatchObject({ profile: 'router', outcome: 'timeout' });
   });
 
-  it('maps an HTTP error status', async () => {
-    fake.script({ model: 'router', reply: { status: 503 } });
-    const error = await service.llm
-      .chat({ profile: 'router', messages: [{ role: 'user', content: 'hi' }] })
-      .catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(LlmHttpError);
-    expect((error as LlmHttpError).status).toBe(503);
+  it('maps an HTTP error status and logs it with the profile, the model, the status and the body', async () => {
+    const body = '{"object":"error","message":"The model `router` does not exist.","code":404}';
+    fake.script({ model: 'router', reply: { status: 404, rawBody: body } });
+    const lines: string[] = [];
+    const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation((message: unknown) => {
+      lines.push(String(message));
+    });
+    try {
+      const error = await service.llm
+        .chat({ profile: 'router', messages: [{ role: 'user', content: 'hi' }] })
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(LlmHttpError);
+      expect(error).toMatchObject({ status: 404, model: 'router', body });
+      expect(lines).toEqual([`LLM profile router (model router) answered HTTP 404: ${body}`]);
+    } finally {
+      warn.mockRestore();
+    }
   });
 
   it('maps a malformed body to an invalid response', async () => {

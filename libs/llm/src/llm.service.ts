@@ -7,7 +7,14 @@ import type {
   ChatCompletionMessageParam,
   ChatCompletionTool,
 } from 'openai/resources/chat/completions';
-import { ConfigFilesService, LlmProfileConfig, llmConfig, StructuredOutputMode } from '@agent/config';
+import {
+  ConfigFilesService,
+  LlmProfileConfig,
+  llmConfig,
+  LlmProvider,
+  ModelTier,
+  StructuredOutputMode,
+} from '@agent/config';
 import type { LlmCallOutcome } from '@agent/contracts';
 import { EventBusService, MetricsService, TracingService } from '@agent/observability';
 import {
@@ -19,6 +26,7 @@ import {
   LlmTimeoutError,
 } from './llm.errors';
 import { ConnectionPools } from './connection-pools';
+import { profileSettings, ProfileSettings } from './providers';
 import { describeIssues, parseJsonObject, StructuredOutput } from './structured-output';
 
 export type ChatMessage = ChatCompletionMessageParam;
@@ -33,7 +41,7 @@ export interface ChatRequest {
   /** Upper bound on output tokens; the effective cap is min(profile max_tokens, this). */
   maxTokens?: number;
   tools?: ChatTool[];
-  /** Caller cancellation (e.g. a guardrail cancelled by fail-fast); combined with the profile timeout. */
+  /** Caller cancellation (e.g. a guardrail cancelled by fail-fast); the profile timeout applies as well. */
   signal?: AbortSignal;
 }
 
@@ -61,6 +69,8 @@ export type StructuredResult<T> =
       latencyMs: number;
       /** The HTTP status of an `http_error`. */
       status?: number;
+      /** The start of the body of an `http_error`. */
+      body?: string;
     };
 
 export interface ToolCall {
@@ -90,17 +100,37 @@ export interface EmbedResult {
   promptTokens: number;
 }
 
-export interface ResolvedProfile {
+export interface ResolvedProfile extends ProfileSettings {
   requested: string;
   name: string;
   config: LlmProfileConfig;
-  baseUrl: string | undefined;
-  apiKey: string | undefined;
-  /** An endpoint exists: a base URL, or the provider `openai` with a key (the SDK's default URL). */
+  /** It can be called: it has an endpoint, a model and, where the provider needs one, a key. */
   reachable: boolean;
 }
 
-/** OpenAI-compatible chat completions for every provider, with per-profile limits and usage accounting. */
+/** A profile that can be called, with its endpoint and model known. */
+interface CallableProfile extends ResolvedProfile {
+  baseUrl: string;
+  model: string;
+}
+
+function isCallable(profile: ResolvedProfile): profile is CallableProfile {
+  return profile.reachable && profile.baseUrl !== undefined && profile.model !== undefined;
+}
+
+export interface ProfileStatus {
+  name: string;
+  tier: ModelTier;
+  provider: LlmProvider;
+  /** The model the profile would call, or null when none is configured. */
+  model: string | null;
+  endpoint_configured: boolean;
+  reachable: boolean;
+  /** Why it cannot be called, when it cannot. */
+  missing: string | null;
+}
+
+/** OpenAI-compatible chat completions and embeddings for every provider, with per-profile limits and accounting. */
 @Injectable()
 export class LlmService implements OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger(LlmService.name);
@@ -115,13 +145,22 @@ export class LlmService implements OnModuleInit, OnModuleDestroy {
     private readonly tracing: TracingService,
   ) {}
 
+  /** One line at start-up says what the model set-up is; nothing is logged per turn for a missing model. */
   onModuleInit(): void {
-    const status = this.describe();
-    if (!status.configured) {
+    const { profiles } = this.describe();
+    const callable = profiles.filter((p) => p.reachable);
+    if (callable.length === 0) {
       this.logger.warn(
-        'No LLM endpoint is configured (LLM_BASE_URL or a profile base_url): every LLM stage takes its documented fallback.',
+        'No model is configured: every model-backed stage takes its fallback and none calls a model. Set ' +
+          'LLM_BASE_URL and LLM_MODEL (or LLM_PROVIDER=openai with LLM_API_KEY); npm run llm:check tests the set-up.',
       );
+      return;
     }
+    const models = [...new Set(callable.map((p) => `${p.tier} ${p.model ?? ''}`))].join(', ');
+    const uncallable = profiles.filter((p) => !p.reachable).map((p) => `${p.name} (${p.missing ?? ''})`);
+    this.logger.log(
+      `Models: ${models}` + (uncallable.length > 0 ? `; without a model: ${uncallable.join(', ')}` : ''),
+    );
   }
 
   onModuleDestroy(): void {
@@ -129,18 +168,13 @@ export class LlmService implements OnModuleInit, OnModuleDestroy {
   }
 
   /** What readiness reports: configuration only, never a model call. */
-  describe(): {
-    configured: boolean;
-    profiles_path: string;
-    profiles: { name: string; model: string; endpoint_configured: boolean }[];
-  } {
-    const profiles = Object.entries(this.files.llmProfiles.profiles).map(([name, config]) => ({
-      name,
-      model: config.model,
-      endpoint_configured: this.endpointFor(config).reachable,
-    }));
+  describe(): { configured: boolean; profiles_path: string; profiles: ProfileStatus[] } {
+    const profiles = Object.keys(this.files.llmProfiles.profiles).flatMap((name) => {
+      const profile = this.resolveProfile(name);
+      return profile ? [statusOf(profile)] : [];
+    });
     return {
-      configured: profiles.some((p) => p.endpoint_configured),
+      configured: profiles.some((p) => p.reachable),
       profiles_path: this.files.llmProfilesPath,
       profiles,
     };
@@ -152,7 +186,8 @@ export class LlmService implements OnModuleInit, OnModuleDestroy {
     const name = requested in profiles ? requested : 'default' in profiles ? 'default' : null;
     if (name === null) return null;
     const config = profiles[name];
-    return { requested, name, config, ...this.endpointFor(config) };
+    const settings = profileSettings(config, this.env);
+    return { requested, name, config, ...settings, reachable: settings.missing === null };
   }
 
   async chat(request: ChatRequest): Promise<ChatResult> {
@@ -169,13 +204,13 @@ export class LlmService implements OnModuleInit, OnModuleDestroy {
     const failed = (
       reason: StructuredFailureReason,
       detail: string,
-      status?: number,
+      http?: LlmHttpError,
     ): StructuredResult<T> => ({
       ok: false,
       reason,
       detail,
       latencyMs: performance.now() - started,
-      ...(status !== undefined ? { status } : {}),
+      ...(http ? { status: http.status, body: http.body } : {}),
     });
     let result: ChatResult;
     try {
@@ -183,7 +218,7 @@ export class LlmService implements OnModuleInit, OnModuleDestroy {
     } catch (error) {
       if (!(error instanceof LlmError)) return failed('error', String(error));
       const reason = error.kind === 'invalid_response' ? 'invalid_output' : error.kind;
-      return failed(reason, error.message, error.status);
+      return failed(reason, error.message, error instanceof LlmHttpError ? error : undefined);
     }
     const parsed = parseJsonObject(result.content);
     const validated = parsed.ok ? request.output.schema.safeParse(parsed.object) : null;
@@ -198,6 +233,53 @@ export class LlmService implements OnModuleInit, OnModuleDestroy {
     return failed('invalid_output', problem);
   }
 
+  /**
+   * The profile `name` when the file defines it (no fallback to `default`: a chat model cannot embed) and it
+   * can be called; otherwise null.
+   */
+  embeddingProfile(name: string): ResolvedProfile | null {
+    if (!(name in this.files.llmProfiles.profiles)) return null;
+    const profile = this.resolveProfile(name);
+    return profile?.reachable ? profile : null;
+  }
+
+  /** Embeddings of `texts` with an embedding profile (see embeddingProfile), accounted as an llm.call. */
+  async embed(profileName: string, texts: string[], signal?: AbortSignal): Promise<EmbedResult> {
+    const profile = this.embeddingProfile(profileName);
+    if (!profile || !isCallable(profile)) {
+      this.record(profileName, 'unknown', 0, 0, 0, 'not_configured');
+      throw new LlmNotConfiguredError(
+        `LLM embedding profile "${profileName}" is not defined or cannot be called (${this.resolveProfile(profileName)?.missing ?? 'not in the profiles file'})`,
+      );
+    }
+    return this.call(profile, signal, async (client, options) => {
+      const response = await client.embeddings.create(
+        {
+          model: profile.model,
+          input: texts,
+          // Explicit floats: without it the SDK asks for base64, which not every compatible server speaks.
+          encoding_format: 'float',
+          ...(profile.config.dimensions ? { dimensions: profile.config.dimensions } : {}),
+        },
+        options,
+      );
+      const vectors = parseEmbeddings(profile.requested, response, texts.length, profile.config.dimensions);
+      const promptTokens = response.usage?.prompt_tokens ?? 0;
+      return {
+        result: (latencyMs: number): EmbedResult => ({
+          vectors,
+          profile: profile.requested,
+          model: profile.model,
+          dimensions: vectors[0]?.length ?? 0,
+          latencyMs,
+          promptTokens,
+        }),
+        promptTokens,
+        completionTokens: 0,
+      };
+    });
+  }
+
   private async complete(
     request: ChatRequest | StructuredRequest<unknown>,
     format: 'json_object' | StructuredOutput<unknown> | undefined,
@@ -209,175 +291,128 @@ export class LlmService implements OnModuleInit, OnModuleDestroy {
         `LLM profile "${request.profile}" is not defined and there is no default profile`,
       );
     }
-    if (!profile.reachable) {
-      this.record(profile.requested, profile.config.model, 0, 0, 0, 'not_configured');
-      throw new LlmNotConfiguredError(
-        `LLM profile "${profile.name}" has no endpoint (set LLM_BASE_URL or base_url)`,
-      );
+    if (!isCallable(profile)) {
+      this.record(profile.requested, profile.model ?? 'unset', 0, 0, 0, 'not_configured');
+      throw new LlmNotConfiguredError(`LLM profile "${profile.name}" has ${profile.missing ?? 'no model'}`);
     }
-    const timeoutMs = Math.round(profile.config.timeout_seconds * 1000);
     const maxTokens = Math.min(profile.config.max_tokens, request.maxTokens ?? Number.POSITIVE_INFINITY);
-    const client = this.clientFor(profile);
-    const started = performance.now();
-    return this.tracing.span(
-      `llm.${profile.requested}`,
-      { 'llm.profile': profile.requested, 'llm.model': profile.config.model },
-      async () => {
-        try {
-          const completion = await client.chat.completions.create(
-            {
-              model: profile.config.model,
-              messages: request.messages,
-              temperature: profile.config.temperature,
-              max_tokens: maxTokens,
-              ...responseFormat(profile.config.structured_output, format),
-              ...('tools' in request && request.tools && request.tools.length > 0
-                ? { tools: request.tools }
-                : {}),
-            },
-            callOptions(timeoutMs, request.signal),
-          );
-          const latencyMs = performance.now() - started;
-          const choice = Array.isArray(completion?.choices) ? completion.choices[0] : undefined;
-          if (!choice || typeof choice.message !== 'object' || choice.message === null) {
-            throw new LlmInvalidResponseError(profile.requested, 'no choices[0].message');
-          }
-          const toolCalls: ToolCall[] = (choice.message.tool_calls ?? []).flatMap((call) =>
-            call.type === 'function'
-              ? [{ id: call.id, name: call.function.name, arguments: call.function.arguments }]
-              : [],
-          );
-          const content = typeof choice.message.content === 'string' ? choice.message.content : null;
-          if (content === null && toolCalls.length === 0) {
-            throw new LlmInvalidResponseError(profile.requested, 'empty message');
-          }
-          const promptTokens = completion.usage?.prompt_tokens ?? 0;
-          const completionTokens = completion.usage?.completion_tokens ?? 0;
-          this.record(
-            profile.requested,
-            profile.config.model,
-            latencyMs,
-            promptTokens,
-            completionTokens,
-            'ok',
-          );
-          return {
-            content,
-            toolCalls,
-            profile: profile.requested,
-            model: profile.config.model,
-            latencyMs,
-            promptTokens,
-            completionTokens,
-            finishReason: choice.finish_reason ?? null,
-          };
-        } catch (error) {
-          const mapped = request.signal?.aborted
-            ? new LlmError(
-                'cancelled',
-                `LLM profile ${profile.requested} call cancelled by the caller`,
-                undefined,
-                { cause: error },
-              )
-            : this.mapError(profile.requested, timeoutMs, error);
-          const outcome: LlmCallOutcome = mapped.kind === 'not_configured' ? 'error' : mapped.kind;
-          this.record(profile.requested, profile.config.model, performance.now() - started, 0, 0, outcome);
-          throw mapped;
-        }
-      },
-    );
+    return this.call(profile, request.signal, async (client, options) => {
+      const completion = await client.chat.completions.create(
+        {
+          model: profile.model,
+          messages: request.messages,
+          temperature: profile.config.temperature,
+          max_tokens: maxTokens,
+          ...responseFormat(profile.structuredOutput, format),
+          ...('tools' in request && request.tools && request.tools.length > 0
+            ? { tools: request.tools }
+            : {}),
+        },
+        options,
+      );
+      const choice = Array.isArray(completion?.choices) ? completion.choices[0] : undefined;
+      if (!choice || typeof choice.message !== 'object' || choice.message === null) {
+        throw new LlmInvalidResponseError(profile.requested, 'no choices[0].message');
+      }
+      const toolCalls: ToolCall[] = (choice.message.tool_calls ?? []).flatMap((call) =>
+        call.type === 'function'
+          ? [{ id: call.id, name: call.function.name, arguments: call.function.arguments }]
+          : [],
+      );
+      const content = typeof choice.message.content === 'string' ? choice.message.content : null;
+      if (content === null && toolCalls.length === 0) {
+        throw new LlmInvalidResponseError(profile.requested, 'empty message');
+      }
+      const promptTokens = completion.usage?.prompt_tokens ?? 0;
+      const completionTokens = completion.usage?.completion_tokens ?? 0;
+      return {
+        result: (latencyMs: number): ChatResult => ({
+          content,
+          toolCalls,
+          profile: profile.requested,
+          model: profile.model,
+          latencyMs,
+          promptTokens,
+          completionTokens,
+          finishReason: choice.finish_reason ?? null,
+        }),
+        promptTokens,
+        completionTokens,
+      };
+    });
   }
 
   /**
-   * The profile `name` when the file defines it (no fallback to `default`: a chat model cannot embed) and it
-   * has an endpoint; otherwise null.
+   * One model call in a span, accounted as an `llm.call` whatever happens. Failures become typed LlmErrors; an
+   * HTTP error is logged with the profile, the model, the status and the start of the body.
    */
-  embeddingProfile(name: string): ResolvedProfile | null {
-    if (!(name in this.files.llmProfiles.profiles)) return null;
-    const profile = this.resolveProfile(name);
-    return profile?.reachable ? profile : null;
-  }
-
-  /** Embeddings of `texts` with an embedding profile (see embeddingProfile), accounted as an llm.call. */
-  async embed(profileName: string, texts: string[], signal?: AbortSignal): Promise<EmbedResult> {
-    const profile = this.embeddingProfile(profileName);
-    if (!profile) {
-      this.record(profileName, 'unknown', 0, 0, 0, 'not_configured');
-      throw new LlmNotConfiguredError(
-        `LLM embedding profile "${profileName}" is not defined or has no endpoint (set LLM_BASE_URL or base_url)`,
-      );
-    }
+  private async call<R>(
+    profile: CallableProfile,
+    signal: AbortSignal | undefined,
+    send: (
+      client: OpenAI,
+      options: RequestOptions,
+    ) => Promise<{ result: (latencyMs: number) => R; promptTokens: number; completionTokens: number }>,
+  ): Promise<R> {
     const timeoutMs = Math.round(profile.config.timeout_seconds * 1000);
     const client = this.clientFor(profile);
     const started = performance.now();
     return this.tracing.span(
       `llm.${profile.requested}`,
-      { 'llm.profile': profile.requested, 'llm.model': profile.config.model },
+      { 'llm.profile': profile.requested, 'llm.model': profile.model },
       async () => {
         try {
-          const response = await client.embeddings.create(
-            {
-              model: profile.config.model,
-              input: texts,
-              // Explicit floats: without it the SDK asks for base64, which not every compatible server speaks.
-              encoding_format: 'float',
-              ...(profile.config.dimensions ? { dimensions: profile.config.dimensions } : {}),
-            },
-            callOptions(timeoutMs, signal),
-          );
-          const vectors = parseEmbeddings(
-            profile.requested,
-            response,
-            texts.length,
-            profile.config.dimensions,
-          );
+          const sent = await send(client, callOptions(timeoutMs, signal));
           const latencyMs = performance.now() - started;
-          const promptTokens = response.usage?.prompt_tokens ?? 0;
-          this.record(profile.requested, profile.config.model, latencyMs, promptTokens, 0, 'ok');
-          return {
-            vectors,
-            profile: profile.requested,
-            model: profile.config.model,
-            dimensions: vectors[0]?.length ?? 0,
+          this.record(
+            profile.requested,
+            profile.model,
             latencyMs,
-            promptTokens,
-          };
+            sent.promptTokens,
+            sent.completionTokens,
+            'ok',
+          );
+          return sent.result(latencyMs);
         } catch (error) {
           const mapped = signal?.aborted
             ? new LlmError(
                 'cancelled',
                 `LLM profile ${profile.requested} call cancelled by the caller`,
                 undefined,
-                { cause: error },
+                {
+                  cause: error,
+                },
               )
-            : this.mapError(profile.requested, timeoutMs, error);
+            : this.mapError(profile, timeoutMs, error);
+          if (mapped instanceof LlmHttpError) this.logger.warn(mapped.message);
           const outcome: LlmCallOutcome = mapped.kind === 'not_configured' ? 'error' : mapped.kind;
-          this.record(profile.requested, profile.config.model, performance.now() - started, 0, 0, outcome);
+          this.record(profile.requested, profile.model, performance.now() - started, 0, 0, outcome);
           throw mapped;
         }
       },
     );
   }
 
-  private mapError(profile: string, timeoutMs: number, error: unknown): LlmError {
+  private mapError(profile: CallableProfile, timeoutMs: number, error: unknown): LlmError {
+    const name = profile.requested;
     if (error instanceof LlmError) return error;
     if (error instanceof APIConnectionTimeoutError || error instanceof APIUserAbortError) {
-      return new LlmTimeoutError(profile, timeoutMs, error);
+      return new LlmTimeoutError(name, timeoutMs, error);
     }
     if (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError')) {
-      return new LlmTimeoutError(profile, timeoutMs, error);
+      return new LlmTimeoutError(name, timeoutMs, error);
     }
     if (error instanceof APIError && typeof error.status === 'number') {
-      return new LlmHttpError(profile, error.status, error);
+      const headers: unknown = error.headers;
+      const body = (headers instanceof Headers ? this.pools.errorBody(headers) : undefined) ?? error.message;
+      return new LlmHttpError(name, profile.model, error.status, excerpt(body), error);
     }
-    if (error instanceof SyntaxError) return new LlmInvalidResponseError(profile, error.message, error);
+    if (error instanceof SyntaxError) return new LlmInvalidResponseError(name, error.message, error);
     return new LlmError(
       'error',
-      `LLM profile ${profile} failed: ${error instanceof Error ? error.message : String(error)}`,
+      `LLM profile ${name} failed: ${error instanceof Error ? error.message : String(error)}`,
       undefined,
-      {
-        cause: error,
-      },
+      { cause: error },
     );
   }
 
@@ -404,25 +439,16 @@ export class LlmService implements OnModuleInit, OnModuleDestroy {
     if (completionTokens > 0) this.metrics.llmTokens.inc({ profile, kind: 'completion' }, completionTokens);
   }
 
-  private endpointFor(config: LlmProfileConfig): Pick<ResolvedProfile, 'baseUrl' | 'apiKey' | 'reachable'> {
-    const apiKey = (config.api_key_env ? process.env[config.api_key_env] : undefined) ?? this.env.LLM_API_KEY;
-    const baseUrl = config.base_url ?? this.env.LLM_BASE_URL;
-    return {
-      baseUrl,
-      apiKey,
-      reachable: baseUrl !== undefined || (config.provider === 'openai' && apiKey !== undefined),
-    };
-  }
-
-  private clientFor(profile: ResolvedProfile): OpenAI {
-    const key = `${profile.baseUrl ?? 'default'}|${profile.apiKey ?? ''}`;
+  private clientFor(profile: CallableProfile): OpenAI {
+    const key = `${profile.baseUrl}|${profile.apiKey ?? ''}`;
     let client = this.clients.get(key);
     if (!client) {
       client = new OpenAI({
         baseURL: profile.baseUrl,
+        // The SDK requires a key; endpoints without authentication ignore it.
         apiKey: profile.apiKey ?? 'not-set',
         maxRetries: 0,
-        fetch: this.pools.fetchFor(profile.baseUrl ?? OPENAI_BASE_URL),
+        fetch: this.pools.fetchFor(profile.baseUrl),
       });
       this.clients.set(key, client);
     }
@@ -430,8 +456,17 @@ export class LlmService implements OnModuleInit, OnModuleDestroy {
   }
 }
 
-/** Where the SDK sends a profile of provider `openai` that names no base URL. */
-const OPENAI_BASE_URL = 'https://api.openai.com/v1';
+function statusOf(profile: ResolvedProfile): ProfileStatus {
+  return {
+    name: profile.name,
+    tier: profile.config.tier,
+    provider: profile.provider,
+    model: profile.model ?? null,
+    endpoint_configured: profile.baseUrl !== undefined,
+    reachable: profile.reachable,
+    missing: profile.missing,
+  };
+}
 
 /**
  * Per-call SDK options: its own deadline (the one timer it arms per request anyway) and the caller's signal as

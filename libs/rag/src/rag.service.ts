@@ -149,10 +149,10 @@ export class RagService {
    */
   async vectorModel(): Promise<string | null> {
     const profile = this.llm?.embeddingProfile(EMBEDDING_PROFILE);
-    if (!profile || !(await this.store.vectorAvailable())) return null;
+    if (!profile?.model || !(await this.store.vectorAvailable())) return null;
     // The requested size is part of the identity: vectors of another size are re-embedded, never compared.
-    const { model, dimensions } = profile.config;
-    return dimensions ? `${model}:${dimensions}` : model;
+    const { dimensions } = profile.config;
+    return dimensions ? `${profile.model}:${dimensions}` : profile.model;
   }
 
   /**

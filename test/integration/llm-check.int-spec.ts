@@ -1,0 +1,124 @@
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { FakeLlmServer, FakeReply, requestText } from '../support/fake-llm';
+import { REPO_ROOT } from '../support/repo-root';
+import { TS_NODE_ENV, TS_NODE_EXEC_ARGV } from '../support/reference-mcp';
+
+/**
+ * npm run llm:check against the scripted server, with the shipped profiles and the three model variables: it
+ * calls every profile once, validates the JSON-answering ones against their stage's contract, and reports an
+ * HTTP error with its status and the start of its body.
+ */
+const CLI = join(REPO_ROOT, 'apps', 'agent-runtime', 'src', 'cli', 'llm-check.ts');
+const MODELS = { LLM_MODEL: 'big-x', LLM_SMALL_MODEL: 'small-y', LLM_EMBEDDING_MODEL: 'embed-z' };
+
+/** Runs the CLI with the shipped config and only these model variables (none inherited from the shell). */
+function runCheck(env: Record<string, string>): Promise<{ code: number; stdout: string }> {
+  const childEnv: Record<string, string> = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (value !== undefined && !key.startsWith('LLM_')) childEnv[key] = value;
+  }
+  Object.assign(childEnv, TS_NODE_ENV, { CONFIG_DIR: join(REPO_ROOT, 'config') }, env);
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [...TS_NODE_EXEC_ARGV, CLI],
+      { cwd: REPO_ROOT, env: childEnv, timeout: 120000 },
+      (error, stdout) =>
+        resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout }),
+    );
+  });
+}
+
+/** A small model that does what the check asks: it repeats the JSON object the system prompt shows. */
+function repeatExample(text: string): FakeReply {
+  const match = /nothing else: (\{.*\})/s.exec(text);
+  return match ? { content: match[1] } : { content: 'OK' };
+}
+
+/** The table row of a profile: its cells. */
+function row(stdout: string, profile: string): string[] {
+  const line = stdout.split('\n').find((l) => l.startsWith(`${profile} `)) ?? '';
+  return line.split(/\s{2,}/);
+}
+
+describe('npm run llm:check', () => {
+  let fake: FakeLlmServer;
+
+  beforeAll(async () => {
+    fake = await FakeLlmServer.start();
+  });
+  afterAll(() => fake.stop());
+  beforeEach(() => fake.reset());
+
+  it('calls every profile once with the configured models and validates each JSON contract', async () => {
+    fake.script({ model: 'small-y', reply: (request) => repeatExample(requestText(request)) });
+    fake.script({ model: 'big-x', reply: { content: 'OK' } });
+    const { code, stdout } = await runCheck({ LLM_BASE_URL: fake.baseUrl, ...MODELS });
+    expect(code).toBe(0);
+    expect(stdout).toContain('every profile answered');
+    expect(row(stdout, 'route_continuity')).toEqual([
+      'route_continuity',
+      'small-y',
+      expect.stringMatching(/^\d+ ms$/),
+      'ok (continuity_decision)',
+    ]);
+    expect(row(stdout, 'router')[3]).toBe('ok (router_intent)');
+    expect(row(stdout, 'judge')[3]).toBe('ok (judge_verdict)');
+    expect(row(stdout, 'confirmation')[3]).toBe('ok (confirmation_decision)');
+    expect(row(stdout, 'memory_extraction')[3]).toBe('ok (memory_facts)');
+    expect(row(stdout, 'parameter_extraction')[3]).toBe('ok (parameter_values)');
+    expect(row(stdout, 'agent').slice(1, 2)).toEqual(['big-x']);
+    expect(row(stdout, 'agent')[3]).toBe('ok');
+    expect(row(stdout, 'embedding')).toEqual([
+      'embedding',
+      'embed-z',
+      expect.any(String),
+      'ok (64 dimensions)',
+    ]);
+    // One call per profile, and only to the three configured models.
+    expect(fake.requests).toHaveLength(11);
+    expect([...new Set(fake.requests.map((r) => r.model))].sort()).toEqual(['big-x', 'embed-z', 'small-y']);
+  }, 150000);
+
+  it('reports an HTTP error with its status and body, and an answer that breaks the contract', async () => {
+    fake.script({
+      model: 'big-x',
+      reply: { status: 404, rawBody: '{"object":"error","message":"The model `big-x` does not exist."}' },
+    });
+    fake.script({
+      model: 'small-y',
+      when: (request) => requestText(request).includes('router profile'),
+      reply: { content: 'I think it is about billing.' },
+    });
+    fake.script({
+      model: 'small-y',
+      when: (request) => requestText(request).includes('judge profile'),
+      reply: { json: { score: '0.9', passed: true } },
+    });
+    fake.script({ model: 'small-y', reply: (request) => repeatExample(requestText(request)) });
+    const { code, stdout } = await runCheck({ LLM_BASE_URL: fake.baseUrl, ...MODELS });
+    expect(code).toBe(1);
+    expect(row(stdout, 'agent')[3]).toBe(
+      'HTTP 404: {"object":"error","message":"The model `big-x` does not exist."}',
+    );
+    expect(row(stdout, 'router')[3]).toBe('invalid output: no JSON object in the answer');
+    expect(row(stdout, 'judge')[3]).toMatch(/^invalid output: score: Expected number, received string/);
+    expect(row(stdout, 'route_continuity')[3]).toBe('ok (continuity_decision)');
+    expect(stdout).toMatch(/5 of 11 profiles did not answer/);
+  }, 150000);
+
+  it('says what is missing without calling anything when no model is configured', async () => {
+    fake.setFallback({ content: 'OK' });
+    const { code, stdout } = await runCheck({ LLM_BASE_URL: fake.baseUrl });
+    expect(code).toBe(1);
+    expect(row(stdout, 'agent')).toEqual([
+      'agent',
+      '—',
+      '—',
+      'not configured: no model (set LLM_MODEL or model)',
+    ]);
+    expect(row(stdout, 'embedding')[3]).toBe('not configured: no model (set LLM_EMBEDDING_MODEL or model)');
+    expect(fake.requests).toEqual([]);
+  }, 150000);
+});
