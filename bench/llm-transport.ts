@@ -124,7 +124,7 @@ function service(llm: LlmService): Client[] {
   return [
     {
       name: 'LlmService.chat (now)',
-      call: () => llm.chat({ profile: PROFILE, messages: MESSAGES, json: true }),
+      call: () => llm.chat({ profile: PROFILE, messages: MESSAGES }),
     },
     {
       name: 'LlmService.structured (now, with parse and validation)',

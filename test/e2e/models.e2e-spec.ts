@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { FakeLlmServer } from '../support/fake-llm';
+import { FakeLlmServer, requestText } from '../support/fake-llm';
 import { freePort } from '../support/reference-mcp';
 import { REPO_ROOT, startTestApp, TestApp, uniqueId } from '../support/test-app';
 
@@ -15,7 +15,20 @@ describe('LLM_MODEL, LLM_SMALL_MODEL and LLM_EMBEDDING_MODEL', () => {
 
   beforeAll(async () => {
     fake = await FakeLlmServer.start();
-    // One answer that satisfies every small-model contract at once (each stage reads its own keys).
+    // The guardrail model answers one verdict per check it is asked about.
+    fake.script({
+      model: 'small-y',
+      when: (request) => requestText(request).includes('Checks:'),
+      reply: (request) => ({
+        json: Object.fromEntries(
+          [...requestText(request).matchAll(/^([A-Z_]+): /gm)].map(([, code]) => [
+            code,
+            { verdict: 'allow', confidence: 1, reason: null },
+          ]),
+        ),
+      }),
+    });
+    // One answer that satisfies every other small-model contract at once (each stage reads its own keys).
     fake.script({
       model: 'small-y',
       reply: {
@@ -25,7 +38,6 @@ describe('LLM_MODEL, LLM_SMALL_MODEL and LLM_EMBEDDING_MODEL', () => {
           reason: 'scripted',
           intent: 'billing_invoice_explanation',
           intents: [{ intent: 'billing_invoice_explanation', confidence: 0.95 }],
-          verdict: 'allow',
           score: 1,
           passed: true,
           facts: [{ category: 'profile', key: 'preferred_name', value: 'Ana', confidence: 0.95 }],
@@ -69,8 +81,9 @@ describe('LLM_MODEL, LLM_SMALL_MODEL and LLM_EMBEDDING_MODEL', () => {
     expect(sent).toContain('big-x');
     expect(sent).toContain('small-y');
     const small = fake.requestsFor('small-y').map((request) => request.messages[0]?.content ?? '');
-    // The classifier, a guardrail and the memory extraction all ran on the small model.
+    // The classifier, the guardrail and the memory extraction all ran on the small model.
     expect(small.some((prompt) => /CONTINUE/.test(prompt))).toBe(true);
+    expect(small.some((prompt) => /You are the guardrail/.test(prompt))).toBe(true);
     expect(small.some((prompt) => /durable facts/.test(prompt))).toBe(true);
     const embeddings = fake.requests.filter((request) => request.body.input !== undefined);
     expect(embeddings.every((request) => request.model === 'embed-z')).toBe(true);

@@ -65,6 +65,7 @@ describe('npm run llm:check', () => {
     ]);
     expect(row(stdout, 'router')[3]).toBe('ok (router_intent)');
     expect(row(stdout, 'judge')[3]).toBe('ok (judge_verdict)');
+    expect(row(stdout, 'guardrail')[3]).toBe('ok (guardrail_verdict_check)');
     expect(row(stdout, 'confirmation')[3]).toBe('ok (confirmation_decision)');
     expect(row(stdout, 'memory_extraction')[3]).toBe('ok (memory_facts)');
     expect(row(stdout, 'parameter_extraction')[3]).toBe('ok (parameter_values)');

@@ -7,3 +7,4 @@ export type { GuardrailsFile } from './guardrails.config';
 export { DEFAULT_MESSAGES } from './messages';
 export type { GuardrailLanguage, GuardrailMessages } from './messages';
 export type { GuardrailModelStatus } from './model-health';
+export { railVerdictSchema } from './rails/model-verdict';

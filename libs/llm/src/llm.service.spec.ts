@@ -52,7 +52,7 @@ describe(LlmService.name, () => {
   });
   beforeEach(() => fake.reset());
 
-  it('sends the profile model, temperature, capped max_tokens and JSON mode, and records usage', async () => {
+  it('sends the profile model, temperature and capped max_tokens, and records usage', async () => {
     fake.script({
       model: 'route_continuity',
       reply: { json: { ok: true }, usage: { prompt_tokens: 11, completion_tokens: 3 } },
@@ -60,7 +60,6 @@ describe(LlmService.name, () => {
     const result = await service.llm.chat({
       profile: 'route_continuity',
       messages: [{ role: 'user', content: 'hi' }],
-      json: true,
       maxTokens: 40,
     });
     expect(result).toMatchObject({
@@ -74,8 +73,8 @@ describe(LlmService.name, () => {
       model: 'route_continuity',
       temperature: 0,
       max_tokens: 40,
-      response_format: { type: 'json_object' },
     });
+    expect(body).not.toHaveProperty('response_format');
     expect(service.calls[service.calls.length - 1]).toMatchObject({
       profile: 'route_continuity',
       model: 'route_continuity',

@@ -36,8 +36,6 @@ export interface ChatRequest {
   /** Requested profile name; falls back to `default` when the file does not define it. */
   profile: string;
   messages: ChatMessage[];
-  /** Ask for a JSON object answer (response_format json_object, unless the profile disables it). */
-  json?: boolean;
   /** Upper bound on output tokens; the effective cap is min(profile max_tokens, this). */
   maxTokens?: number;
   tools?: ChatTool[];
@@ -191,7 +189,7 @@ export class LlmService implements OnModuleInit, OnModuleDestroy {
   }
 
   async chat(request: ChatRequest): Promise<ChatResult> {
-    return this.complete(request, request.json ? 'json_object' : undefined);
+    return this.complete(request, undefined);
   }
 
   /**
@@ -282,7 +280,7 @@ export class LlmService implements OnModuleInit, OnModuleDestroy {
 
   private async complete(
     request: ChatRequest | StructuredRequest<unknown>,
-    format: 'json_object' | StructuredOutput<unknown> | undefined,
+    format: StructuredOutput<unknown> | undefined,
   ): Promise<ChatResult> {
     const profile = this.resolveProfile(request.profile);
     if (!profile) {
@@ -479,13 +477,12 @@ function callOptions(timeoutMs: number, signal: AbortSignal | undefined): Reques
 /** The `response_format` a profile's mode allows for what the stage asked (nothing when it asked for text). */
 function responseFormat(
   mode: StructuredOutputMode,
-  format: 'json_object' | StructuredOutput<unknown> | undefined,
+  format: StructuredOutput<unknown> | undefined,
 ): Pick<ChatCompletionCreateParamsNonStreaming, 'response_format'> {
   if (format === undefined || mode === 'none') return {};
-  if (mode === 'json_schema' && format !== 'json_object') {
-    return { response_format: { type: 'json_schema', json_schema: format.jsonSchema } };
-  }
-  return { response_format: { type: 'json_object' } };
+  return mode === 'json_schema'
+    ? { response_format: { type: 'json_schema', json_schema: format.jsonSchema } }
+    : { response_format: { type: 'json_object' } };
 }
 
 /** The start of a text for a log line. */

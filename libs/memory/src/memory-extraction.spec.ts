@@ -1,4 +1,3 @@
-import { parseJsonObject } from '@agent/llm';
 import {
   extractionMessages,
   MAX_FACTS_PER_TURN,
@@ -65,16 +64,14 @@ describe('validateExtraction', () => {
   });
 
   it.each([
-    ['a wrong shape', '{"fact": []}'],
-    ['facts not a list', '{"facts": {"key": "name"}}'],
-  ])('the output contract rejects %s', (_label, content) => {
-    const parsed = parseJsonObject(content);
-    expect(parsed.ok && memoryFactsOutput.schema.safeParse(parsed.object).success).toBe(false);
+    ['a wrong shape', { fact: [] }],
+    ['facts not a list', { facts: { key: 'name' } }],
+  ])('the output contract rejects %s', (_label, answer) => {
+    expect(memoryFactsOutput.schema.safeParse(answer).success).toBe(false);
   });
 
   it('the output contract accepts an empty list', () => {
-    const parsed = parseJsonObject('```json\n{"facts": []}\n```');
-    expect(parsed.ok && memoryFactsOutput.schema.parse(parsed.object)).toEqual({ facts: [] });
+    expect(memoryFactsOutput.schema.parse({ facts: [] })).toEqual({ facts: [] });
   });
 });
 

@@ -1,11 +1,21 @@
 import 'reflect-metadata';
 import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import { z } from 'zod';
 import { confirmationOutput, parameterValuesOutput } from '@agent/agents';
 import { AppConfigModule, ConfigFilesService, EnvValidationError, parseEnvNamespace } from '@agent/config';
 import { continuityOutput } from '@agent/continuity';
+import { railVerdictSchema } from '@agent/guardrails';
 import { judgeVerdict } from '@agent/judges';
-import { LlmError, LlmHttpError, LlmModule, LlmService, ProfileStatus, StructuredOutput } from '@agent/llm';
+import {
+  LlmError,
+  LlmHttpError,
+  LlmModule,
+  LlmService,
+  ProfileStatus,
+  StructuredOutput,
+  structuredOutput,
+} from '@agent/llm';
 import { memoryFactsOutput } from '@agent/memory';
 import { ObservabilityModule } from '@agent/observability';
 import { routerOutput } from '@agent/routing';
@@ -41,6 +51,13 @@ function jsonChecks(files: ConfigFilesService): Map<string, JsonCheck> {
       { output: routerOutput, example: { intent, confidence: 0.9, reason: 'check' } },
     ],
     ['judge', { output: judgeVerdict, example: { score: 1, passed: true, reason: 'check' } }],
+    [
+      'guardrail',
+      {
+        output: structuredOutput('guardrail_verdict_check', z.object({ CHECK: railVerdictSchema })),
+        example: { CHECK: { verdict: 'allow', confidence: 1, reason: null } },
+      },
+    ],
     ['confirmation', { output: confirmationOutput, example: { decision: 'CONFIRM', confidence: 0.9 } }],
     [
       parseEnvNamespace('memory').LONG_TERM_MEMORY_LLM_PROFILE,
