@@ -436,6 +436,45 @@ describe('domain agents with the reference MCP server', () => {
     });
   });
 
+  it('reports tool calls refused before they run (not allowed, malformed arguments) with NOC.MCP_TOOL_FAILED', async () => {
+    fake.script({
+      model: 'agent',
+      when: (r) => !hasToolMessage(r),
+      reply: {
+        content: null,
+        tool_calls: [
+          { name: 'cancelar_pedido', arguments: { order_id: '100231' } },
+          { name: 'consultar_fatura', arguments: '{not json' },
+        ],
+      },
+    });
+    fake.script({ model: 'agent', reply: { content: 'Não consegui consultar agora.' } });
+    const sessionId = uniqueId('refused');
+    const res = await send(sessionId, 'Qual o valor da minha fatura?', 'telecom_contas');
+    expect(res.status).toBe(200);
+    expect(res.body.answer).toBe('Não consegui consultar agora.');
+    const failed = (await events(sessionId)).filter((e) => e.name === 'NOC.MCP_TOOL_FAILED');
+    expect(failed.map((e) => e.payload)).toEqual([
+      expect.objectContaining({
+        tool_name: 'cancelar_pedido',
+        server: 'retail',
+        error: 'tool cancelar_pedido is not available for this request',
+        stage: 'preparation',
+        code: 'tool_not_allowed',
+      }),
+      expect.objectContaining({
+        tool_name: 'consultar_fatura',
+        server: 'telecom',
+        error: 'arguments are not a JSON object',
+        stage: 'preparation',
+        code: 'malformed_arguments',
+      }),
+    ]);
+    // Neither call reached a server, and the order is untouched.
+    expect((await events(sessionId)).filter((e) => e.name === 'mcp.tool_call.completed')).toEqual([]);
+    expect(await mcp.orderStatus('100231')).toBe('processing');
+  });
+
   it('bounds the tool-call loop by max_tool_steps and then asks for an answer without tools', async () => {
     fake.script({
       model: 'agent',

@@ -141,6 +141,34 @@ describe('McpService with the reference MCP server', () => {
     expect(transactional).toMatchObject({ operation_type: 'transactional', require_confirmation: true });
   });
 
+  it('reports a call refused before it runs (missing or invalid arguments) with NOC.MCP_TOOL_FAILED', async () => {
+    const missing = await mcp.callTool('consultar_fatura', {});
+    expect(missing).toMatchObject({ ok: false, error: 'missing parameters: msisdn', latency_ms: 0 });
+    const invalid = await mcp.callTool('consultar_pedido', { order_id: { nested: true } });
+    expect(invalid.ok).toBe(false);
+    expect(events).toEqual([
+      {
+        name: 'NOC.MCP_TOOL_FAILED',
+        payload: expect.objectContaining({
+          tool_name: 'consultar_fatura',
+          server: 'telecom',
+          error: 'missing parameters: msisdn',
+          stage: 'preparation',
+          code: 'missing_parameters',
+        }),
+      },
+      {
+        name: 'NOC.MCP_TOOL_FAILED',
+        payload: expect.objectContaining({
+          tool_name: 'consultar_pedido',
+          server: 'retail',
+          stage: 'preparation',
+          code: 'invalid_arguments',
+        }),
+      },
+    ]);
+  });
+
   it('lets the server refuse an unconfirmed transaction and act once per idempotency key', async () => {
     const refused = await mcp.callTool('cancelar_pedido', { order_id: '100234' });
     expect(refused).toMatchObject({ ok: false, tool_name: 'cancelar_pedido', server: 'retail' });
@@ -225,7 +253,19 @@ describe('McpService with the reference MCP server', () => {
     it('answers "MCP tools disabled" without calling when MCP_TOOLS_ENABLED=false', async () => {
       const result = await disabled.mcp.callTool('consultar_pedido', { order_id: '100231' });
       expect(result).toMatchObject({ ok: false, error: 'MCP tools disabled', latency_ms: 0 });
-      expect(disabled.events).toEqual([]);
+      // Nothing was sent, yet the failure is reported like any failed call.
+      expect(disabled.events).toEqual([
+        {
+          name: 'NOC.MCP_TOOL_FAILED',
+          payload: expect.objectContaining({
+            tool_name: 'consultar_pedido',
+            server: 'retail',
+            error: 'MCP tools disabled',
+            stage: 'preparation',
+            code: 'mcp_disabled',
+          }),
+        },
+      ]);
     });
   });
 });

@@ -191,16 +191,18 @@ export class AgentsService {
     state: AgentState,
     tools: ScreenedTools,
   ): Promise<McpToolResult> {
-    const refused = (error: string): McpToolResult => ({
-      ok: false,
-      result: null,
-      error,
-      tool_name: call.name,
-      server: this.mcp.toolConfig(call.name)?.server ?? null,
-      latency_ms: 0,
-    });
-    if (!allowed.includes(call.name)) return refused(`tool ${call.name} is not available for this request`);
-    if (args === null) return refused('arguments are not a JSON object');
+    if (!allowed.includes(call.name)) {
+      return this.mcp.refuse(call.name, {
+        code: 'tool_not_allowed',
+        message: `tool ${call.name} is not available for this request`,
+      });
+    }
+    if (args === null) {
+      return this.mcp.refuse(call.name, {
+        code: 'malformed_arguments',
+        message: 'arguments are not a JSON object',
+      });
+    }
     const config = this.mcp.toolConfig(call.name);
     const fromText = config
       ? this.extractor.byPattern(

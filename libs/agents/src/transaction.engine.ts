@@ -103,15 +103,7 @@ export class TransactionEngine {
     );
     if (!prepared.ok && prepared.error.code !== 'invalid_arguments') {
       // Tools disabled or not configured: nothing to collect, the operation cannot run.
-      return this.finishWithoutCall(
-        node,
-        state,
-        toolName,
-        'FAILED',
-        'failed',
-        prepared.error.message,
-        turnResults,
-      );
+      return this.finishWithoutCall(node, state, this.mcp.refuse(toolName, prepared.error), turnResults);
     }
     const transaction: ActiveTransaction = {
       transaction_id: randomUUID(),
@@ -506,12 +498,11 @@ export class TransactionEngine {
   private finishWithoutCall(
     node: DomainAgentNode,
     state: AgentState,
-    toolName: string,
-    status: TransactionStatus,
-    key: TransactionMessageKey,
-    error: string,
+    refused: McpToolResult,
     turnResults: McpToolResult[],
   ): Patch {
+    const toolName = refused.tool_name;
+    const error = refused.error ?? '';
     const config = this.toolConfig(toolName);
     const transaction: ActiveTransaction = {
       transaction_id: randomUUID(),
@@ -531,11 +522,8 @@ export class TransactionEngine {
       attempts: 0,
     };
     this.emit('IC.TRANSACTION_FAILED', transaction, { stage: 'preparation', error });
-    return this.terminal(state, transaction, status, this.message(key, transaction, { error }), {
-      mcp_results: [
-        ...turnResults.map(asRecord),
-        { ok: false, result: null, error, tool_name: toolName, server: config.server, latency_ms: 0 },
-      ],
+    return this.terminal(state, transaction, 'FAILED', this.message('failed', transaction, { error }), {
+      mcp_results: [...turnResults, refused].map(asRecord),
     });
   }
 

@@ -92,7 +92,14 @@ export interface EventPayloads {
     nodes?: { node: string; duration_ms: number; outcome: 'ok' | 'error' }[];
   };
   'NOC.005': { error: string; exception_type: string };
-  'NOC.MCP_TOOL_FAILED': { tool_name: string; server?: string; error: string };
+  /** A tool call that failed: before it ran (`preparation`, with the error `code`) or at its server. */
+  'NOC.MCP_TOOL_FAILED': {
+    tool_name: string;
+    server?: string;
+    error: string;
+    stage: 'preparation' | 'execution';
+    code?: string;
+  };
   'mcp.tool_call.completed': {
     tool_name: string;
     server: string;

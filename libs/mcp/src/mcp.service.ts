@@ -215,6 +215,7 @@ export class McpService implements OnApplicationShutdown {
         tool_name: result.tool_name,
         server: prepared.server,
         error: result.error ?? 'unknown error',
+        stage: 'execution',
       });
     }
     return result;
@@ -227,17 +228,31 @@ export class McpService implements OnApplicationShutdown {
     options: CallOptions & PrepareOptions = {},
   ): Promise<McpToolResult> {
     const prepared = this.prepareCall(toolName, args, options);
-    if (!prepared.ok) {
-      return {
-        ok: false,
-        result: { preparation_error: prepared.error },
-        error: prepared.error.message,
-        tool_name: toolName,
-        server: prepared.server,
-        latency_ms: 0,
-      };
-    }
+    if (!prepared.ok) return this.refuse(toolName, prepared.error);
     return this.call(prepared.call, options);
+  }
+
+  /**
+   * The ok:false result of a call that never reached its server (disabled, not configured, not allowed,
+   * invalid or missing arguments), reported like any failed call with NOC.MCP_TOOL_FAILED.
+   */
+  refuse(toolName: string, error: PreparationError): McpToolResult {
+    const server = this.toolConfig(toolName)?.server ?? null;
+    this.events.emit('NOC.MCP_TOOL_FAILED', {
+      tool_name: toolName,
+      ...(server ? { server } : {}),
+      error: error.message,
+      stage: 'preparation',
+      code: error.code,
+    });
+    return {
+      ok: false,
+      result: { preparation_error: error },
+      error: error.message,
+      tool_name: toolName,
+      server,
+      latency_ms: 0,
+    };
   }
 
   /** Readiness detail: configuration only (no call). */

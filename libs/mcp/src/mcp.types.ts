@@ -15,7 +15,15 @@ export interface McpToolResult {
 export const MCP_UNAVAILABLE_ERROR = 'MCP Tool Router unavailable';
 
 export type PreparationErrorCode =
-  'mcp_disabled' | 'not_configured' | 'server_disabled' | 'missing_parameters' | 'invalid_arguments';
+  | 'mcp_disabled'
+  | 'not_configured'
+  | 'server_disabled'
+  | 'missing_parameters'
+  | 'invalid_arguments'
+  /** The model called a tool its intent does not allow. */
+  | 'tool_not_allowed'
+  /** The model's arguments are not a JSON object. */
+  | 'malformed_arguments';
 
 export interface PreparationError {
   code: PreparationErrorCode;
