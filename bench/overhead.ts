@@ -346,9 +346,8 @@ async function measureFloor(
 ): Promise<Floor> {
   const sample = await probe.client.query<{ state: string; events: string; version: number }>(
     `SELECT c.state::text AS state, c.version,
-            (SELECT COALESCE(json_agg(e.payload ORDER BY e.turn, e.seq), '[]')::text FROM session_events e
-              WHERE e.conversation_key = c.conversation_key
-                AND e.turn = (SELECT max(turn) FROM session_events WHERE conversation_key = c.conversation_key)) AS events
+            (SELECT t.events::text FROM turn_log t WHERE t.conversation_key = c.conversation_key
+              ORDER BY t.version DESC LIMIT 1) AS events
        FROM checkpoints c WHERE c.conversation_key = $1 ORDER BY c.version DESC LIMIT 1`,
     [sampleKey],
   );
@@ -419,12 +418,11 @@ async function measureFloor(
   }
 }
 
-/** Per-node durations recorded by the turns of the given conversations (AGENT_COMPLETED). */
+/** Per-node durations recorded by the turns of the given conversations (their turn log rows). */
 async function nodeDurations(probe: DatabaseProbe, keyPattern: string): Promise<Map<string, number[]>> {
   const rows = await probe.client.query<{ node: string; duration_ms: number }>(
     `SELECT n->>'node' AS node, (n->>'duration_ms')::float8 AS duration_ms
-       FROM session_events e, jsonb_array_elements(e.payload->'nodes') n
-      WHERE e.name = 'AGENT_COMPLETED' AND e.conversation_key LIKE $1`,
+       FROM turn_log t, jsonb_array_elements(t.nodes) n WHERE t.conversation_key LIKE $1`,
     [keyPattern],
   );
   const byNode = new Map<string, number[]>();

@@ -1,10 +1,12 @@
 import { InitialSchema1764460800000 } from './1764460800000-initial-schema';
 import { RagEmbeddings1764547200000 } from './1764547200000-rag-embeddings';
 import { SessionLeaseSingleArbiter1764633600000 } from './1764633600000-session-lease-single-arbiter';
+import { TurnLog1764806400000 } from './1764806400000-turn-log';
 
 /** Every migration, in order. Listed explicitly so compiled and test builds load the same set. */
 export const ALL_MIGRATIONS = [
   InitialSchema1764460800000,
   RagEmbeddings1764547200000,
   SessionLeaseSingleArbiter1764633600000,
+  TurnLog1764806400000,
 ];

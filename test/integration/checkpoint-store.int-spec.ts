@@ -10,6 +10,7 @@ import {
   ConversationIdentity,
   PostgresCheckpointStore,
   TurnCommit,
+  turnSummary,
 } from '@agent/checkpoint';
 import type { AgentState } from '@agent/contracts';
 import { createDataSource, DatabaseService, EmbeddedPostgres } from '@agent/database';
@@ -240,6 +241,44 @@ describe.each(backends)('CheckpointStore contract on $name', (backend) => {
         ['NOC.001', 1, 1, { n: 1 }],
         ['AGENT_COMPLETED', 1, 2, { n: 2 }],
       ]);
+    });
+
+    it('stores one turn log row per commit: summary, node timings and the events as one document', async () => {
+      const who = identity();
+      const token = await seed(who, 1);
+      const state: AgentState = { user_text: 'two', route: 'billing_agent' };
+      await store.commitTurn(
+        turnCommit(who, token, 2, state, {
+          summary: turnSummary(state, 'turn', 12.4),
+          nodes: [{ node: 'persist', duration_ms: 0.5, outcome: 'ok' }],
+          events: [
+            { name: 'NOC.001', payload: { a: 1 }, at: new Date().toISOString() },
+            { name: 'AGENT_COMPLETED', payload: { b: 'x\u0000' }, at: new Date().toISOString() },
+          ],
+        }),
+        writeFor(state, 1, 1),
+      );
+      const rows: { version: number; turn: number; summary: unknown; nodes: unknown; events: unknown }[] =
+        await dataSource.query(
+          'SELECT version, turn, summary, nodes, events FROM turn_log WHERE conversation_key = $1 ORDER BY version',
+          [who.conversation_key],
+        );
+      expect(rows.map((row) => [row.version, row.turn])).toEqual([
+        [1, 1],
+        [2, 2],
+      ]);
+      expect(rows[1].summary).toMatchObject({ kind: 'turn', route: 'billing_agent', latency_ms: 12 });
+      expect(rows[1].nodes).toEqual([{ node: 'persist', duration_ms: 0.5, outcome: 'ok' }]);
+      expect(rows[1].events).toEqual([
+        { name: 'NOC.001', payload: { a: 1 } },
+        { name: 'AGENT_COMPLETED', payload: { b: 'x\ufffd' } },
+      ]);
+      const events = await store.listEvents(who.conversation_key);
+      expect(events.map((e) => [e.turn, e.seq, e.name])).toEqual([
+        [2, 1, 'NOC.001'],
+        [2, 2, 'AGENT_COMPLETED'],
+      ]);
+      expect(Number(events[0].id)).toBeLessThan(Number(events[1].id));
     });
 
     it('keeps versions contiguous and lists them newest first', async () => {

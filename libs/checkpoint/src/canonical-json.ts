@@ -9,9 +9,16 @@ export function canonicalJson(value: unknown): string {
   return JSON.stringify(normalize(value, true));
 }
 
-/** JSON text a `jsonb` column accepts (keys in insertion order); for events and stored responses. */
+const UNSTORABLE_ESCAPE = /\\u(?:0000|d[89a-f][0-9a-f]{2})/i;
+
+/**
+ * JSON text a `jsonb` column accepts (keys in insertion order); for events and stored responses. JSON.stringify
+ * writes a NUL as `\u0000` and a lone surrogate as `\udXXX`, both of which jsonb rejects: only text containing
+ * such an escape (or a user's literal backslash that looks like one) takes the normalizing copy.
+ */
 export function jsonbText(value: unknown): string {
-  return JSON.stringify(normalize(value, false));
+  const text = JSON.stringify(value) ?? 'null';
+  return UNSTORABLE_ESCAPE.test(text) ? JSON.stringify(normalize(value, false)) : text;
 }
 
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;

@@ -1,4 +1,5 @@
 import type { AgentState, StoredEvent } from '@agent/contracts';
+import type { NodeTiming } from '@agent/observability';
 
 export interface CheckpointRow {
   conversation_key: string;
@@ -56,8 +57,33 @@ export interface TurnCommit {
   turn: number;
   state: AgentState;
   status: SessionStatus;
+  /** What the commit decided, stored in its turn log row (null when absent). */
+  summary?: TurnSummary;
+  /** Per-node durations of the graph run (none for an operator action). */
+  nodes?: NodeTiming[];
   events: StoredEvent[];
   idempotency?: { message_id: string; response: Record<string, unknown> };
+}
+
+/** The decision of one commit as its turn log row keeps it (docs/architecture.md#the-turn-log). */
+export interface TurnSummary {
+  /** `turn` for a processed message, `admin` for an operator action (end, handoff, resume). */
+  kind: 'turn' | 'admin';
+  /** The operator action of an `admin` row. */
+  action?: string;
+  route: string | null;
+  intent: string | null;
+  /** `route_decision.method`: continuity, llm, keyword, state_policy, fallback, supervisor or guardrail. */
+  method: string | null;
+  active_agent: string | null;
+  route_bypassed: boolean;
+  /** The continuity classifier's decision, when it was asked. */
+  continuity: string | null;
+  blocked: boolean;
+  session_control: string | null;
+  next_state: string | null;
+  /** Wall time of the turn up to the commit. */
+  latency_ms: number | null;
 }
 
 /** How the store must write one commit, as the service computed it. */

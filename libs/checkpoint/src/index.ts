@@ -4,5 +4,6 @@ export * from './checkpoint.errors';
 export * from './checkpoint.types';
 export * from './checkpoint.store';
 export * from './turn-stats.query';
+export * from './turn-summary';
 export { InvalidCursorError, PostgresCheckpointStore } from './postgres-checkpoint.store';
 export { canonicalJson, checkpointChecksum, jsonbText } from './canonical-json';

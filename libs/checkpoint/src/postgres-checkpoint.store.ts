@@ -157,26 +157,20 @@ export class PostgresCheckpointStore extends CheckpointStore {
           Buffer.byteLength(write.serializedState),
         ],
       );
-      if (commit.events.length > 0) {
-        const values: unknown[] = [];
-        const tuples = commit.events.map((event, index) => {
-          const base = index * 7;
-          values.push(
-            key,
-            commit.identity.tenant_id,
-            commit.identity.session_id,
-            commit.turn,
-            index + 1,
-            event.name,
-            jsonbText(event.payload),
-          );
-          return `($${base + 1}, $${base + 2}, $${base + 3}, $${base + 4}, $${base + 5}, $${base + 6}, $${base + 7}::jsonb)`;
-        });
-        await manager.query(
-          `INSERT INTO session_events (conversation_key, tenant_id, session_id, turn, seq, name, payload) VALUES ${tuples.join(', ')}`,
-          values,
-        );
-      }
+      await manager.query(
+        `INSERT INTO turn_log (conversation_key, version, turn, tenant_id, agent_id, summary, nodes, events)
+         VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8::jsonb)`,
+        [
+          key,
+          version,
+          commit.turn,
+          commit.identity.tenant_id,
+          commit.identity.agent_id,
+          commit.summary ? jsonbText(commit.summary) : null,
+          jsonbText(commit.nodes ?? []),
+          jsonbText(commit.events.map((event) => ({ name: event.name, payload: event.payload }))),
+        ],
+      );
       if (commit.idempotency) {
         await manager.query(
           `INSERT INTO processed_messages (conversation_key, message_id, turn, response) VALUES ($1, $2, $3, $4::jsonb)`,
@@ -250,6 +244,7 @@ export class PostgresCheckpointStore extends CheckpointStore {
   }
 
   async listEvents(conversationKey: string): Promise<StoredEventRow[]> {
+    // The session_events view expands each turn log row into its events, in commit order.
     return this.ds.query(
       `SELECT id::text AS id, turn, seq, name, payload, created_at FROM session_events
         WHERE conversation_key = $1 ORDER BY id ASC`,
@@ -259,7 +254,7 @@ export class PostgresCheckpointStore extends CheckpointStore {
 
   async deleteConversation(conversationKey: string): Promise<void> {
     await this.transaction(async (manager) => {
-      for (const table of ['checkpoints', 'session_events', 'processed_messages', 'sessions']) {
+      for (const table of ['checkpoints', 'turn_log', 'processed_messages', 'sessions']) {
         await manager.query(`DELETE FROM ${table} WHERE conversation_key = $1`, [conversationKey]);
       }
     });

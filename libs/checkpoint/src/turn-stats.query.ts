@@ -72,8 +72,8 @@ interface StatsRow {
 }
 
 /**
- * Stickiness and cost over a period, aggregated in the database in one statement from the stored events of the
- * turns committed in [from, to): how many turns, how many the classifier kept with their agent, which router
+ * Stickiness and cost over a period, aggregated in the database in one statement from the events of the turn log
+ * rows committed in [from, to): how many turns, how many the classifier kept with their agent, which router
  * model calls that saved, why it fell back, how the shadow comparison agreed, and tokens and latency per LLM
  * profile. Only the few event names the figures need are read.
  */
@@ -83,14 +83,17 @@ export class TurnStatsQuery {
 
   async periodStats(filter: TurnStatsFilter): Promise<TurnStats> {
     const params: unknown[] = [filter.from.toISOString(), filter.to.toISOString(), EVENT_NAMES];
-    const tenant = filter.tenant_id === undefined ? '' : `AND tenant_id = $${params.push(filter.tenant_id)}`;
+    const tenant =
+      filter.tenant_id === undefined ? '' : `AND t.tenant_id = $${params.push(filter.tenant_id)}`;
     const routerCall = `name = 'llm.call' AND payload->>'profile' = $${params.push(filter.router_profile)}`;
     const bucket = `$${params.push(filter.bucket)}::text`;
     const latency = `(payload->>'latency_ms')::float8`;
     const [row]: StatsRow[] = await this.db.dataSource.query(
       `WITH events AS MATERIALIZED (
-         SELECT conversation_key, turn, name, payload, created_at FROM session_events
-          WHERE created_at >= $1::timestamptz AND created_at < $2::timestamptz AND name = ANY($3::text[]) ${tenant}),
+         SELECT t.conversation_key, t.turn, e.event->>'name' AS name, e.event->'payload' AS payload, t.created_at
+           FROM turn_log t CROSS JOIN LATERAL jsonb_array_elements(t.events) AS e(event)
+          WHERE t.created_at >= $1::timestamptz AND t.created_at < $2::timestamptz ${tenant}
+            AND e.event->>'name' = ANY($3::text[])),
        router_turns AS (SELECT DISTINCT conversation_key, turn FROM events WHERE ${routerCall})
        SELECT
          (SELECT json_build_object(

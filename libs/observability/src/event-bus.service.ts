@@ -5,7 +5,7 @@ import { TurnContextStore } from './turn-context';
 
 /**
  * Publishes events on @nestjs/event-emitter and, inside a turn, buffers them so the turn's commit stores
- * them in `session_events`. Every payload carries tenant_id, agent_id, session_id, conversation_key, turn, at.
+ * them in its turn log row. Every payload carries tenant_id, agent_id, session_id, conversation_key, turn, at.
  */
 @Injectable()
 export class EventBusService {

@@ -5,6 +5,7 @@ import {
   ConversationLease,
   SessionRow,
   SessionStatus,
+  turnSummary,
 } from '@agent/checkpoint';
 import type { AgentState, StoredEvent } from '@agent/contracts';
 import { MemoryService } from '@agent/memory';
@@ -174,6 +175,7 @@ export class SessionAdminService {
           turn: session.turn_count,
           state: next,
           status,
+          summary: turnSummary(next, 'admin', null, action),
           events: context.events,
         });
         const updated = (await this.checkpoints.getSession(conversationKey)) ?? {

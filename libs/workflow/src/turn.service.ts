@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { CheckpointService, ConversationIdentity, SessionStatus } from '@agent/checkpoint';
+import { CheckpointService, ConversationIdentity, SessionStatus, turnSummary } from '@agent/checkpoint';
 import type { AgentState, JsonRecord } from '@agent/contracts';
 import { MetricsService, TurnContext, TurnContextStore } from '@agent/observability';
 import { WorkflowService } from './workflow.service';
@@ -131,7 +131,8 @@ export class TurnService {
           this.metrics.turns.inc({ route: 'none', method: 'none', outcome: 'error' });
           throw error;
         }
-        const response = this.response(final, conversationKey, messageId, turn, performance.now() - started);
+        const latencyMs = performance.now() - started;
+        const response = this.response(final, conversationKey, messageId, turn, latencyMs);
         await this.checkpoints.commit({
           identity,
           leaseToken: lease.token,
@@ -140,6 +141,8 @@ export class TurnService {
           turn,
           state: final,
           status: statusOf(final),
+          summary: turnSummary(final, 'turn', latencyMs),
+          nodes: context.nodes,
           events: context.events,
           idempotency: input.message_id
             ? { message_id: input.message_id, response: response as unknown as JsonRecord }

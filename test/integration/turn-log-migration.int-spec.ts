@@ -1,0 +1,138 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from 'pg';
+import { DataSource } from 'typeorm';
+import { buildDataSourceOptions, EmbeddedPostgres } from '@agent/database';
+import { ALL_MIGRATIONS } from '@agent/migrations';
+
+/** The migrations up to the turn log, so undoing the last one undoes it whatever comes after. */
+const UP_TO_TURN_LOG = ALL_MIGRATIONS.slice(
+  0,
+  ALL_MIGRATIONS.findIndex((migration) => migration.name === 'TurnLog1764806400000') + 1,
+);
+
+async function open(url: string, embedded: boolean): Promise<DataSource> {
+  const options = buildDataSourceOptions({ url, poolSize: 1, embedded });
+  const dataSource = new DataSource({ ...options, migrations: UP_TO_TURN_LOG });
+  return dataSource.initialize();
+}
+
+/**
+ * The turn log migration on a database that already holds event rows, on the embedded PGlite and (with
+ * DATABASE_URL) on a scratch database of the real server: down to the per-event table, old rows in, up again.
+ */
+interface Scratch {
+  name: string;
+  open(): Promise<{ dataSource: DataSource; close(): Promise<void> }>;
+}
+
+const scratches: Scratch[] = [
+  {
+    name: 'embedded PGlite',
+    open: async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'turn-log-migration-'));
+      const embedded = await EmbeddedPostgres.start(dir, 170000);
+      const dataSource = await open(embedded.url, true);
+      return {
+        dataSource,
+        close: async () => {
+          await dataSource.destroy();
+          await embedded.stop();
+          rmSync(dir, { recursive: true, force: true });
+        },
+      };
+    },
+  },
+];
+const DATABASE_URL = process.env.DATABASE_URL;
+if (DATABASE_URL) {
+  scratches.push({
+    name: 'Postgres (DATABASE_URL)',
+    open: async () => {
+      const name = `turn_log_migration_${process.pid}_${Date.now().toString(36)}`;
+      const admin = new Client({ connectionString: DATABASE_URL });
+      await admin.connect();
+      await admin.query(`CREATE DATABASE "${name}"`);
+      const url = new URL(DATABASE_URL);
+      url.pathname = `/${name}`;
+      const dataSource = await open(url.toString(), false);
+      return {
+        dataSource,
+        close: async () => {
+          await dataSource.destroy();
+          await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+          await admin.end();
+        },
+      };
+    },
+  });
+}
+
+describe.each(scratches)('turn log migration on $name', (scratch) => {
+  let dataSource: DataSource;
+  let close: (() => Promise<void>) | undefined;
+
+  beforeAll(async () => {
+    ({ dataSource, close } = await scratch.open());
+    await dataSource.runMigrations({ transaction: 'each' });
+  }, 180000);
+
+  afterAll(async () => {
+    await close?.();
+  });
+
+  it('moves each commit of stored events into one turn log row and back', async () => {
+    await dataSource.undoLastMigration({ transaction: 'each' });
+    await dataSource.query(
+      `INSERT INTO sessions (conversation_key, tenant_id, session_id, agent_id, turn_count, head_version)
+       VALUES ('t:s', 't', 's', 'telecom_contas', 2, 3)`,
+    );
+    const insert = (turn: number, seq: number, name: string, at: string) =>
+      dataSource.query(
+        `INSERT INTO session_events (conversation_key, tenant_id, session_id, turn, seq, name, payload, created_at)
+         VALUES ('t:s', 't', 's', $1, $2, $3, $4::jsonb, $5::timestamptz)`,
+        [turn, seq, name, JSON.stringify({ turn, name }), at],
+      );
+    await insert(1, 1, 'NOC.001', '2025-01-01T00:00:01Z');
+    await insert(1, 2, 'AGENT_COMPLETED', '2025-01-01T00:00:01Z');
+    // An operator action after turn 1: same turn number, its own commit.
+    await insert(1, 1, 'session.human_handoff.requested', '2025-01-01T00:00:02Z');
+    await insert(2, 1, 'NOC.001', '2025-01-01T00:00:03Z');
+
+    await dataSource.runMigrations({ transaction: 'each' });
+    const rows: { version: number; turn: number; agent_id: string; names: string[] }[] =
+      await dataSource.query(
+        `SELECT version, turn, agent_id, ARRAY(SELECT e->>'name' FROM jsonb_array_elements(events) e) AS names
+           FROM turn_log WHERE conversation_key = 't:s' ORDER BY version`,
+      );
+    expect(rows).toEqual([
+      { version: 1, turn: 1, agent_id: 'telecom_contas', names: ['NOC.001', 'AGENT_COMPLETED'] },
+      { version: 2, turn: 1, agent_id: 'telecom_contas', names: ['session.human_handoff.requested'] },
+      { version: 3, turn: 2, agent_id: 'telecom_contas', names: ['NOC.001'] },
+    ]);
+    const viewed: { session_id: string; turn: number; seq: number; name: string; payload: unknown }[] =
+      await dataSource.query(
+        `SELECT session_id, turn, seq, name, payload FROM session_events WHERE conversation_key = 't:s' ORDER BY id`,
+      );
+    expect(viewed.map((e) => [e.session_id, e.turn, e.seq, e.name])).toEqual([
+      ['s', 1, 1, 'NOC.001'],
+      ['s', 1, 2, 'AGENT_COMPLETED'],
+      ['s', 1, 1, 'session.human_handoff.requested'],
+      ['s', 2, 1, 'NOC.001'],
+    ]);
+    expect(viewed[1].payload).toEqual({ turn: 1, name: 'AGENT_COMPLETED' });
+
+    await dataSource.undoLastMigration({ transaction: 'each' });
+    const back: { turn: number; seq: number; name: string }[] = await dataSource.query(
+      `SELECT turn, seq, name FROM session_events WHERE conversation_key = 't:s' ORDER BY id`,
+    );
+    expect(back.map((e) => [e.turn, e.seq, e.name])).toEqual([
+      [1, 1, 'NOC.001'],
+      [1, 2, 'AGENT_COMPLETED'],
+      [1, 1, 'session.human_handoff.requested'],
+      [2, 1, 'NOC.001'],
+    ]);
+    await dataSource.runMigrations({ transaction: 'each' });
+  });
+});
