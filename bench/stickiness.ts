@@ -22,7 +22,7 @@ import {
 import { latencyProfiles, scriptFakeLlm } from './scripted-llm';
 
 interface Mode {
-  name: 'off' | 'sequential' | 'speculative';
+  name: 'off' | 'sequential' | 'speculative' | 'adaptive';
   env: Record<string, string>;
 }
 
@@ -30,6 +30,7 @@ const MODES: Mode[] = [
   { name: 'off', env: { ENABLE_ROUTE_STICKINESS: 'false' } },
   { name: 'sequential', env: { ENABLE_ROUTE_STICKINESS: 'true', ROUTE_STICKINESS_STRATEGY: 'sequential' } },
   { name: 'speculative', env: { ENABLE_ROUTE_STICKINESS: 'true', ROUTE_STICKINESS_STRATEGY: 'speculative' } },
+  { name: 'adaptive', env: { ENABLE_ROUTE_STICKINESS: 'true', ROUTE_STICKINESS_STRATEGY: 'adaptive' } },
 ];
 
 interface TurnRecord {
@@ -207,6 +208,7 @@ async function main(): Promise<void> {
   const savings = {
     sequential: attributedSavings(results.sequential.records, results.off.records),
     speculative: attributedSavings(results.speculative.records, results.off.records),
+    adaptive: attributedSavings(results.adaptive.records, results.off.records),
   };
   const latencies = latencyProfiles(scale);
   const lines: string[] = [
@@ -261,7 +263,7 @@ async function main(): Promise<void> {
     '',
     '| mode | eligible turns | latency saved per turn ms | latency saved total ms | router tokens saved |',
     '|---|---|---|---|---|',
-    ...(['sequential', 'speculative'] as const).map(
+    ...(['sequential', 'speculative', 'adaptive'] as const).map(
       (m) =>
         `| ${m} | ${savings[m].turns} | ${round(savings[m].latency_ms_per_turn, 0)} | ${round(savings[m].latency_ms_total, 0)} | ${savings[m].router_tokens_saved} |`,
     ),

@@ -1,5 +1,18 @@
-import { FakeLlmServer, GUARDRAILS_ALLOW, lastUserMessage } from '../support/fake-llm';
+import { FakeChatRequest, FakeLlmServer, GUARDRAILS_ALLOW, lastUserMessage } from '../support/fake-llm';
 import { startTestApp, TestApp, uniqueId } from '../support/test-app';
+
+async function startWithStrategy(strategy: string): Promise<{ fake: FakeLlmServer; app: TestApp }> {
+  const fake = await FakeLlmServer.start();
+  const app = await startTestApp({
+    fakeLlm: fake,
+    env: {
+      ENABLE_ROUTE_STICKINESS: 'true',
+      ROUTE_STICKINESS_STRATEGY: strategy,
+      RAG_INGEST_ON_START: 'false',
+    },
+  });
+  return { fake, app };
+}
 
 /** ROUTE_STICKINESS_STRATEGY=speculative: the router's LLM stage starts together with the classifier. */
 describe('speculative stickiness strategy', () => {
@@ -7,15 +20,7 @@ describe('speculative stickiness strategy', () => {
   let app: TestApp;
 
   beforeAll(async () => {
-    fake = await FakeLlmServer.start();
-    app = await startTestApp({
-      fakeLlm: fake,
-      env: {
-        ENABLE_ROUTE_STICKINESS: 'true',
-        ROUTE_STICKINESS_STRATEGY: 'speculative',
-        RAG_INGEST_ON_START: 'false',
-      },
-    });
+    ({ fake, app } = await startWithStrategy('speculative'));
   }, 240000);
 
   afterAll(async () => {
@@ -121,5 +126,86 @@ describe('speculative stickiness strategy', () => {
     expect(calls.filter((c) => c.payload.profile === 'router').map((c) => c.payload.speculative)).toEqual([
       'discarded',
     ]);
+  });
+});
+
+/**
+ * ROUTE_STICKINESS_STRATEGY=adaptive (the default): the state policy and the keyword stage run first; the router's
+ * model starts with the classifier only when neither settles the turn, and a settled turn never calls it.
+ */
+describe('adaptive stickiness strategy', () => {
+  let fake: FakeLlmServer;
+  let app: TestApp;
+
+  beforeAll(async () => {
+    ({ fake, app } = await startWithStrategy('adaptive'));
+  }, 240000);
+
+  afterAll(async () => {
+    await app.close();
+    await fake.stop();
+  });
+
+  it('speculates only on turns the keyword stage does not settle', async () => {
+    const labels: Record<string, string> = {
+      'preciso de ajuda com uma coisa do meu celular': 'ROUTE',
+      'e mais detalhes sobre isso?': 'CONTINUE',
+      'agora sobre a fatura de março': 'ROUTE',
+      'e o vencimento da fatura?': 'CONTINUE',
+    };
+    fake.script({
+      model: 'route_continuity',
+      reply: (req) => {
+        const payload = JSON.parse(lastUserMessage(req)) as { current_message: string };
+        const decision = labels[payload.current_message] ?? 'ROUTE';
+        return { json: { decision, confidence: 0.97, reason: 'scripted' }, delayMs: 400 };
+      },
+    });
+    fake.script({
+      model: 'router',
+      reply: { json: { intent: 'product_services_information', confidence: 0.9 }, delayMs: 100 },
+    });
+    fake.script({ model: 'agent', reply: { content: 'Certo.' } });
+    fake.script(GUARDRAILS_ALLOW);
+    const sessionId = uniqueId('adaptive');
+    const send = async (text: string) => {
+      const before = fake.requests.length;
+      const response = await app.post<{
+        route: string;
+        route_bypassed: boolean;
+        route_decision: { method: string };
+      }>('/v1/channels/web/messages', {
+        tenant_id: 'acme',
+        agent_id: 'telecom_contas',
+        session_id: sessionId,
+        text,
+      });
+      return { body: response.body, requests: fake.requests.slice(before) };
+    };
+    const ofModel = (requests: FakeChatRequest[], model: string) => requests.filter((r) => r.model === model);
+
+    // No keyword: the router's model starts with the classifier and decides the ROUTE turn.
+    const unsettled = await send('preciso de ajuda com uma coisa do meu celular');
+    expect(unsettled.body).toMatchObject({ route: 'product_agent', route_bypassed: false });
+    const [classifier] = ofModel(unsettled.requests, 'route_continuity');
+    const [router] = ofModel(unsettled.requests, 'router');
+    expect(Math.abs(router.at - classifier.at)).toBeLessThan(300);
+
+    // No keyword, CONTINUE: the speculation was started and discarded.
+    const discarded = await send('e mais detalhes sobre isso?');
+    expect(discarded.body).toMatchObject({ route_bypassed: true });
+    expect(ofModel(discarded.requests, 'router')).toHaveLength(1);
+
+    // "fatura" settles the route without a model: ROUTE takes the keyword decision, the router's model never runs.
+    const keyword = await send('agora sobre a fatura de março');
+    expect(keyword.body).toMatchObject({ route: 'billing_agent', route_bypassed: false });
+    expect(keyword.body.route_decision.method).toBe('keyword');
+    expect(ofModel(keyword.requests, 'router')).toHaveLength(0);
+
+    // Settled and CONTINUE: the classifier alone.
+    const kept = await send('e o vencimento da fatura?');
+    expect(kept.body).toMatchObject({ route: 'billing_agent', route_bypassed: true });
+    expect(ofModel(kept.requests, 'router')).toHaveLength(0);
+    expect(ofModel(kept.requests, 'route_continuity')).toHaveLength(1);
   });
 });

@@ -558,13 +558,13 @@ describe('semantic route stickiness and session control over HTTP (ENABLE_ROUTE_
   });
 });
 
-describe('semantic route stickiness disabled (the default)', () => {
+describe('semantic route stickiness switched off (ENABLE_ROUTE_STICKINESS=false)', () => {
   let fake: FakeLlmServer;
   let app: TestApp;
 
   beforeAll(async () => {
     fake = await FakeLlmServer.start();
-    app = await startTestApp({ fakeLlm: fake, env: { ENABLE_ROUTE_STICKINESS: undefined } });
+    app = await startTestApp({ fakeLlm: fake, env: { ENABLE_ROUTE_STICKINESS: 'false' } });
   }, APP_START_TIMEOUT_MS);
 
   afterAll(async () => {

@@ -39,6 +39,8 @@ export function spawnAppProcess(entry: string, args: string[], env: Record<strin
         CONFIG_DIR: join(REPO_ROOT, 'config'),
         LLM_PROFILES_PATH: TEST_LLM_PROFILES,
         RAG_INGEST_ON_START: 'false',
+        // On by default in the product; the process tests are about the process, not about routing.
+        ENABLE_ROUTE_STICKINESS: 'false',
         TS_NODE_TRANSPILE_ONLY: 'true',
         TS_NODE_PROJECT: join(REPO_ROOT, 'tsconfig.json'),
         ...env,

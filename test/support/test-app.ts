@@ -58,6 +58,10 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     LLM_PROFILES_PATH: TEST_LLM_PROFILES,
     LLM_BASE_URL: options.fakeLlm?.baseUrl,
     LLM_API_KEY: 'test-key',
+    // On by default in the product; the tests about stickiness turn it on, the others script the router alone.
+    ENABLE_ROUTE_STICKINESS: 'false',
+    // Tests count the router's calls per turn; the adaptive default speculates and has tests of its own.
+    ROUTE_STICKINESS_STRATEGY: 'sequential',
     ...database,
     ...options.env,
   };

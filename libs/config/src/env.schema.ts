@@ -233,12 +233,13 @@ export const llmEnvSchema = z.object({
 });
 
 export const continuityEnvSchema = z.object({
-  ENABLE_ROUTE_STICKINESS: envBoolean(false),
+  /** On by default; it takes effect only when the classifier's profile has a model (see ContinuityService). */
+  ENABLE_ROUTE_STICKINESS: envBoolean(true),
   ROUTE_STICKINESS_LLM_PROFILE: envString('route_continuity'),
   ROUTE_STICKINESS_CONFIDENCE_THRESHOLD: envNumber(0.9, { min: 0, max: 1 }),
   ROUTE_STICKINESS_HISTORY_TURNS: envNumber(2, { min: 0, max: 50, int: true }),
   ROUTE_STICKINESS_MAX_TOKENS: envNumber(80, { min: 1, max: 4096, int: true }),
-  ROUTE_STICKINESS_STRATEGY: envEnum(['sequential', 'speculative'], 'sequential'),
+  ROUTE_STICKINESS_STRATEGY: envEnum(['adaptive', 'sequential', 'speculative'], 'adaptive'),
   ROUTE_STICKINESS_SHADOW_RATE: envNumber(0, { min: 0, max: 1 }),
 });
 

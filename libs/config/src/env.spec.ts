@@ -5,7 +5,8 @@ describe('validateEnv', () => {
     expect(() => validateEnv({})).not.toThrow();
     const continuity = parseEnvNamespace('continuity', {});
     expect(continuity).toMatchObject({
-      ENABLE_ROUTE_STICKINESS: false,
+      ENABLE_ROUTE_STICKINESS: true,
+      ROUTE_STICKINESS_STRATEGY: 'adaptive',
       ROUTE_STICKINESS_LLM_PROFILE: 'route_continuity',
       ROUTE_STICKINESS_CONFIDENCE_THRESHOLD: 0.9,
       ROUTE_STICKINESS_HISTORY_TURNS: 2,

@@ -415,15 +415,12 @@ describe('ContinuityService', () => {
       expect(outcome?.signal.fallback_reason).toBe('invalid_output');
     });
 
-    it('no LLM endpoint configured is recorded as error, with no request', async () => {
+    it('no LLM endpoint configured: the feature is off, with no request, event or decision', async () => {
       const { service } = harness({}, null);
       const { outcome, events } = await evaluate(service, baseState());
-      expect(outcome?.decision).toBeNull();
-      expect(outcome?.signal).toMatchObject({
-        fallback_reason: 'error',
-        reason: 'continuity_error:not_configured',
-      });
-      expect(continuityEvents(events)).toHaveLength(1);
+      expect(service.enabled).toBe(false);
+      expect(outcome).toBeNull();
+      expect(events).toHaveLength(0);
       expect(fake.requests).toHaveLength(0);
     });
 

@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { ConfigType } from '@nestjs/config';
 import { ConfigFilesService, continuityConfig } from '@agent/config';
 import {
@@ -55,8 +55,15 @@ interface Classification {
  * (the threshold and whether the active agent exists) decide the outcome; every failure routes normally.
  */
 @Injectable()
-export class ContinuityService {
+export class ContinuityService implements OnModuleInit {
   private readonly logger = new Logger(ContinuityService.name);
+  /**
+   * On unless switched off, but only where the classifier's profile has a model: without one, a call per turn
+   * could only fail, so there is none (and no log line per turn), exactly as with the feature off.
+   */
+  readonly enabled: boolean;
+  /** Why the feature is off, for the start-up line; null when it is on. */
+  private readonly offReason: string | null;
 
   constructor(
     @Inject(continuityConfig.KEY) private readonly config: ConfigType<typeof continuityConfig>,
@@ -64,10 +71,27 @@ export class ContinuityService {
     private readonly llm: LlmService,
     private readonly events: EventBusService,
     private readonly metrics: MetricsService,
-  ) {}
+  ) {
+    const profile = llm.resolveProfile(config.ROUTE_STICKINESS_LLM_PROFILE);
+    this.offReason = !config.ENABLE_ROUTE_STICKINESS
+      ? 'ENABLE_ROUTE_STICKINESS=false'
+      : profile === null
+        ? `the classifier profile "${config.ROUTE_STICKINESS_LLM_PROFILE}" is not defined`
+        : profile.reachable
+          ? null
+          : `the classifier profile "${profile.name}" has ${profile.missing ?? 'no model'}`;
+    this.enabled = this.offReason === null;
+  }
 
-  get enabled(): boolean {
-    return this.config.ENABLE_ROUTE_STICKINESS;
+  /** The one line that says whether stickiness runs, and why not. */
+  onModuleInit(): void {
+    if (this.offReason === null) {
+      this.logger.log(
+        `Route stickiness on: profile ${this.profileName}, strategy ${this.config.ROUTE_STICKINESS_STRATEGY}`,
+      );
+    } else {
+      this.logger.log(`Route stickiness off: ${this.offReason}; the Enterprise Router decides every turn`);
+    }
   }
 
   get profileName(): string {

@@ -397,3 +397,31 @@ describe('RoutingService (supervisor mode)', () => {
     expect(emit).toHaveBeenCalledWith('router.decision', expect.objectContaining({ method: 'supervisor' }));
   });
 });
+
+describe('RoutingService.settlement (what route() would need, without running it)', () => {
+  it('is deterministic for a keyword match, model without one, with no model call either way', () => {
+    const { service } = setup();
+    expect(service.settlement(turn('Quero cancelar o meu pedido 123'))).toBe('deterministic');
+    expect(service.settlement(turn('preciso de ajuda com uma coisa'))).toBe('model');
+    expect(fake.requests).toHaveLength(0);
+  });
+
+  it('names a pending state policy, which only the model can interrupt', () => {
+    const pending = turn('sim', { next_state: 'WAITING_ORDER_CONFIRMATION' });
+    expect(setup().service.settlement(pending)).toBe('state_policy');
+    expect(setup({ env: { ENABLE_LLM_ROUTER: false } }).service.settlement(pending)).toBe('deterministic');
+  });
+
+  it('follows the configuration: llm_first needs the model, supervisor mode and a disabled model do not', () => {
+    const llmFirst = setup({
+      routing: (file) => ({ ...file, router: { ...file.router, strategy: 'llm_first' } }),
+    });
+    expect(llmFirst.service.settlement(turn('Quero cancelar o meu pedido 123'))).toBe('model');
+    const supervisor = setup({
+      routing: (file) => ({ ...file, router: { ...file.router, mode: 'supervisor' } }),
+    });
+    expect(supervisor.service.settlement(turn('preciso de ajuda com uma coisa'))).toBe('deterministic');
+    const off = setup({ env: { ENABLE_LLM_ROUTER: false } });
+    expect(off.service.settlement(turn('preciso de ajuda com uma coisa'))).toBe('deterministic');
+  });
+});

@@ -16,6 +16,8 @@ import { AgentRunner, TurnSupervisor } from './supervisor';
 
 export type { AgentRunner } from './supervisor';
 
+export type RouteSettlement = 'deterministic' | 'state_policy' | 'model';
+
 const FALLBACK_CONFIDENCE = 0.1;
 
 function messageOf(state: AgentState): string {
@@ -88,6 +90,21 @@ export class RoutingService {
       mcp_tools: decision.mcp_tools,
     });
     return decision;
+  }
+
+  /**
+   * What `route(state)` needs, known in microseconds without running it: `deterministic` when the decision
+   * comes without the router's model (a keyword match, supervisor mode, the model stage off), `state_policy`
+   * when a pending state holds the turn and the model only checks for an interruption, `model` when the
+   * intent stage decides. Lets a caller start the model early only when it will be needed.
+   */
+  settlement(state: AgentState): RouteSettlement {
+    if (this.mode === 'supervisor') return 'deterministic';
+    const llmRouter = this.env.ENABLE_LLM_ROUTER;
+    if (this.catalogue.policy(state.next_state)) return llmRouter ? 'state_policy' : 'deterministic';
+    if (!llmRouter) return 'deterministic';
+    if (this.files.routing.router.strategy === 'llm_first') return 'model';
+    return this.catalogue.keywords.match(messageOf(state)) ? 'deterministic' : 'model';
   }
 
   /** The `supervisor_agent` node (supervisor mode): plan, run each topic isolated, compose one answer. */

@@ -220,15 +220,19 @@ export class WorkflowService {
 
   /**
    * Continuity first, then the Enterprise Router only when continuity did not decide (sequential).
-   * With ROUTE_STICKINESS_STRATEGY=speculative the router starts together with the classifier: a ROUTE turn waits
-   * for max(classifier, router) instead of their sum; when continuity decides, the router's result is discarded
-   * and only the cost of its LLM calls stays on record.
+   * Speculation starts the router together with the classifier: a ROUTE turn waits for max(classifier, router)
+   * instead of their sum; when continuity decides, the router's result is discarded and only the cost of its
+   * LLM calls stays on record. `speculative` does it on every turn; `adaptive` only when the router's model
+   * will decide the intent, since a keyword match or a pending state costs microseconds without it.
    */
   private async decide(
     state: AgentState,
   ): Promise<{ outcome: ContinuityOutcome | null; routed: RouteDecision | null }> {
     if (!this.continuity.enabled) return { outcome: null, routed: await this.routing.route(state) };
-    if (this.continuityEnv.ROUTE_STICKINESS_STRATEGY === 'sequential') {
+    const strategy = this.continuityEnv.ROUTE_STICKINESS_STRATEGY;
+    const speculate =
+      strategy === 'speculative' || (strategy === 'adaptive' && this.routing.settlement(state) === 'model');
+    if (!speculate) {
       const outcome = await this.continuity.evaluate(state);
       return { outcome, routed: outcome?.decision ? null : await this.routing.route(state) };
     }
