@@ -9,7 +9,7 @@ log="$(mktemp)"
 node scripts/build-if-needed.js
 PORT="$port" DATA_DIR="$data_dir" LOG_LEVEL=warn node dist/apps/agent-runtime/src/main.js >"$log" 2>&1 &
 pid=$!
-cleanup() { kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$data_dir"; }
+cleanup() { kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$data_dir" "$log"; }
 trap cleanup EXIT
 for _ in $(seq 1 120); do
   curl -sf "http://127.0.0.1:$port/health/live" >/dev/null 2>&1 && break
