@@ -2,6 +2,7 @@ import { InitialSchema1764460800000 } from './1764460800000-initial-schema';
 import { RagEmbeddings1764547200000 } from './1764547200000-rag-embeddings';
 import { SessionLeaseSingleArbiter1764633600000 } from './1764633600000-session-lease-single-arbiter';
 import { TurnLog1764806400000 } from './1764806400000-turn-log';
+import { SingleCommitTurn1764892800000 } from './1764892800000-single-commit-turn';
 
 /** Every migration, in order. Listed explicitly so compiled and test builds load the same set. */
 export const ALL_MIGRATIONS = [
@@ -9,4 +10,5 @@ export const ALL_MIGRATIONS = [
   RagEmbeddings1764547200000,
   SessionLeaseSingleArbiter1764633600000,
   TurnLog1764806400000,
+  SingleCommitTurn1764892800000,
 ];

@@ -208,7 +208,7 @@ describe('admin API for the console', () => {
         expect((await say(id, text)).status).toBe(200);
       }
       await app.dataSource.query(
-        `UPDATE checkpoints SET state = jsonb_set(state, '{route}', '"tampered"') WHERE conversation_key = $1 AND version = 2`,
+        `UPDATE checkpoints SET state = jsonb_set(state::jsonb, '{route}', '"tampered"')::text WHERE conversation_key = $1 AND version = 2`,
         [`${TENANT}:${id}`],
       );
       const corrupt = await timeline(id);

@@ -255,7 +255,7 @@ describe('admin API', () => {
 
     // Tamper with the newest version behind the store's back: the listing flags it, the detail falls back.
     await app.dataSource.query(
-      `UPDATE checkpoints SET state = jsonb_set(state, '{route}', '"tampered"') WHERE conversation_key = $1 AND version = 2`,
+      `UPDATE checkpoints SET state = jsonb_set(state::jsonb, '{route}', '"tampered"')::text WHERE conversation_key = $1 AND version = 2`,
       [`${TENANT}:${id}`],
     );
     const after = await app.get<{ items: { version: number; valid: boolean }[] }>(

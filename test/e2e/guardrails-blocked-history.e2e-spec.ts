@@ -126,7 +126,7 @@ describe('a blocked turn never reaches a model again (e2e)', () => {
     expect(leaking.map((r) => r.model)).toEqual([]);
 
     const [{ state }] = await app.dataSource.query<{ state: { history: Record<string, unknown>[] } }[]>(
-      'SELECT state FROM checkpoints WHERE conversation_key = $1 ORDER BY version DESC LIMIT 1',
+      'SELECT state::jsonb AS state FROM checkpoints WHERE conversation_key = $1 ORDER BY version DESC LIMIT 1',
       [`acme:${sessionId}`],
     );
     expect(state.history.filter((m) => m.blocked === true)).toEqual([

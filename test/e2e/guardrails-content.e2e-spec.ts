@@ -180,7 +180,7 @@ describe('retrieval and tool guardrails (e2e)', () => {
       [`${tenant}:${sessionId}`],
     );
     const [{ state }] = await app.dataSource.query<{ state: AgentState }[]>(
-      'SELECT state FROM checkpoints WHERE conversation_key = $1 ORDER BY version DESC LIMIT 1',
+      'SELECT state::jsonb AS state FROM checkpoints WHERE conversation_key = $1 ORDER BY version DESC LIMIT 1',
       [`${tenant}:${sessionId}`],
     );
     return { events, state };

@@ -89,7 +89,7 @@ describe('long-term memory', () => {
 
   async function headState(target: TestApp, conversationKey: string): Promise<StoredState> {
     const rows: { state: StoredState }[] = await target.dataSource.query(
-      'SELECT state FROM checkpoints WHERE conversation_key = $1 ORDER BY version DESC LIMIT 1',
+      'SELECT state::jsonb AS state FROM checkpoints WHERE conversation_key = $1 ORDER BY version DESC LIMIT 1',
       [conversationKey],
     );
     return rows[0]?.state ?? {};

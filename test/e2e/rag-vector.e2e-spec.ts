@@ -81,7 +81,7 @@ describe('product agent with RAG vector search', () => {
     expect(res.status).toBe(200);
     expect(res.body.route).toBe('product_agent');
     const rows: { state: AgentState }[] = await app.dataSource.query(
-      'SELECT state FROM checkpoints WHERE conversation_key = $1 ORDER BY version DESC LIMIT 1',
+      'SELECT state::jsonb AS state FROM checkpoints WHERE conversation_key = $1 ORDER BY version DESC LIMIT 1',
       [`${tenant}:${sessionId}`],
     );
     const state = rows[0].state;

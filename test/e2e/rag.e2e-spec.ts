@@ -83,7 +83,7 @@ describe('product agent with RAG', () => {
 
   const latestState = async (sessionId: string): Promise<AgentState> => {
     const rows: { state: AgentState }[] = await app.dataSource.query(
-      'SELECT state FROM checkpoints WHERE conversation_key = $1 ORDER BY version DESC LIMIT 1',
+      'SELECT state::jsonb AS state FROM checkpoints WHERE conversation_key = $1 ORDER BY version DESC LIMIT 1',
       [`${tenant}:${sessionId}`],
     );
     return rows[0].state;

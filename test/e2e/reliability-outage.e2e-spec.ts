@@ -110,7 +110,7 @@ if (!DATABASE_URL) {
 
     async function headHistory(sessionId: string): Promise<HistoryRow[]> {
       const result = await admin.query<{ history: HistoryRow[] }>(
-        `SELECT state->'history' AS history FROM checkpoints WHERE conversation_key = $1 ORDER BY version DESC LIMIT 1`,
+        `SELECT state::jsonb->'history' AS history FROM checkpoints WHERE conversation_key = $1 ORDER BY version DESC LIMIT 1`,
         [key(sessionId)],
       );
       return result.rows[0]?.history ?? [];
@@ -206,12 +206,12 @@ if (!DATABASE_URL) {
         });
       });
 
-      it('retries when the checkpoint insert is killed after the session update, then commits', async () => {
+      it('retries when the commit is killed at its checkpoint insert, then commits', async () => {
         await killDuringCommit(async (locker, sessionId) => {
           // An uncommitted row with the same (conversation, version) makes the app's insert wait on the unique index.
           await locker.query(
-            `INSERT INTO checkpoints (conversation_key, version, parent_version, state, checksum, size_bytes)
-             VALUES ($1, 2, 1, '{}', 'lock', 2)`,
+            `INSERT INTO checkpoints (conversation_key, version, parent_version, state, format, checksum, size_bytes)
+             VALUES ($1, 2, 1, '{}', 2, 'lock', 2)`,
             [key(sessionId)],
           );
         });

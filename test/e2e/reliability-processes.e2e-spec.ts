@@ -121,7 +121,7 @@ describeWithPostgres('two app processes on one database', () => {
 
     // The final history holds every turn once, in the order the turns were numbered.
     const head = await db.query<{ state: { history: { role: string; content: string; turn: number }[] } }>(
-      'SELECT state FROM checkpoints WHERE conversation_key = $1 ORDER BY version DESC LIMIT 1',
+      'SELECT state::jsonb AS state FROM checkpoints WHERE conversation_key = $1 ORDER BY version DESC LIMIT 1',
       [key],
     );
     const userMessages = head.rows[0].state.history.filter((m) => m.role === 'user');

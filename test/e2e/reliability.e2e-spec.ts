@@ -1,5 +1,6 @@
 import { FakeChatRequest, FakeLlmServer, GUARDRAILS_ALLOW, lastUserMessage } from '../support/fake-llm';
 import { TcpProxy } from '../support/tcp-proxy';
+import { rowsForConversation } from '../support/stored-rows';
 import { startTestApp, TestApp, uniqueId } from '../support/test-app';
 
 /**
@@ -42,6 +43,7 @@ describe('conversation reliability', () => {
         TURN_LOCK_TIMEOUT_MS: '3000',
         MEMORY_HISTORY_LIMIT: String(HISTORY_LIMIT),
         CHECKPOINT_RETENTION: String(RETENTION),
+        CHECKPOINT_COMPACTION_INTERVAL_MS: '50',
       },
     });
   }, 240000);
@@ -109,7 +111,7 @@ describe('conversation reliability', () => {
 
   async function headHistory(sessionId: string): Promise<HistoryRow[]> {
     const rows: { history: HistoryRow[] }[] = await app.dataSource.query(
-      `SELECT state->'history' AS history FROM checkpoints WHERE conversation_key = $1 ORDER BY version DESC LIMIT 1`,
+      `SELECT state::jsonb->'history' AS history FROM checkpoints WHERE conversation_key = $1 ORDER BY version DESC LIMIT 1`,
       [key(sessionId)],
     );
     return rows[0]?.history ?? [];
@@ -136,7 +138,7 @@ describe('conversation reliability', () => {
         expect((await send(sessionId, text)).status).toBe(200);
       }
       await app.dataSource.query(
-        `UPDATE checkpoints SET state = jsonb_set(state, '{final_answer}', '"adulterado"')
+        `UPDATE checkpoints SET state = jsonb_set(state::jsonb, '{final_answer}', '"adulterado"')::text
           WHERE conversation_key = $1 AND version = 3`,
         [key(sessionId)],
       );
@@ -257,6 +259,29 @@ describe('conversation reliability', () => {
       expect(next.body.turn).toBe(2);
     });
 
+    it('refuses a message_id reused with another body: 409 IDEMPOTENCY_KEY_REUSED, nothing run or stored', async () => {
+      scriptAgent();
+      const sessionId = uniqueId('reuse');
+      const first = await send(sessionId, 'minha fatura', { message_id: 'msg-r' });
+      expect(first.status).toBe(200);
+      const before = await rowsForConversation(app.dataSource, key(sessionId));
+      const reuses: [string, Record<string, string>][] = [
+        ['outra coisa', { message_id: 'msg-r' }],
+        ['minha fatura', { message_id: 'msg-r', user_id: 'someone-else' }],
+      ];
+      for (const [text, extra] of reuses) {
+        const reused = await send(sessionId, text, extra);
+        expect(reused.status).toBe(409);
+        expect(reused.body.error?.code).toBe('IDEMPOTENCY_KEY_REUSED');
+      }
+      expect(fake.requestsFor('agent')).toHaveLength(1);
+      expect(await rowsForConversation(app.dataSource, key(sessionId))).toEqual(before);
+      // The same body is still a replay.
+      const again = await send(sessionId, 'minha fatura', { message_id: 'msg-r' });
+      expect(again.headers.get('idempotent-replay')).toBe('true');
+      expect(again.body).toEqual(first.body);
+    });
+
     it('makes a duplicate that arrives while the first is in flight wait, and get the same response', async () => {
       const { inFlight: firstInFlight } = scriptAgent('entrega dupla');
       const sessionId = uniqueId('idemconc');
@@ -330,10 +355,16 @@ describe('conversation reliability', () => {
     for (let turn = 1; turn <= 40; turn++) {
       const res = await send(sessionId, `mensagem número ${turn % 10} sobre a fatura`);
       expect(res.status).toBe(200);
-      const rows: { size_bytes: number }[] = await app.dataSource.query(
-        'SELECT size_bytes FROM checkpoints WHERE conversation_key = $1 ORDER BY version DESC',
-        [key(sessionId)],
-      );
+      // Compaction runs in batches off the turn path: it catches up within a few intervals.
+      let rows: { size_bytes: number }[] = [];
+      for (let wait = 0; wait < 40; wait++) {
+        rows = await app.dataSource.query(
+          'SELECT size_bytes FROM checkpoints WHERE conversation_key = $1 ORDER BY version DESC',
+          [key(sessionId)],
+        );
+        if (rows.length <= RETENTION) break;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
       expect(rows.length).toBeLessThanOrEqual(RETENTION);
       sizes.push(rows[0].size_bytes);
     }

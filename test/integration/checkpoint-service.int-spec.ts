@@ -103,7 +103,7 @@ function identity(): ConversationIdentity {
   };
 }
 
-/** One turn the way TurnService runs it: lease, load (with recovery), next state, atomic commit, release. */
+/** One turn the way TurnService runs it: lease with the head, load (with recovery), next state, commit. */
 async function runTurn(
   service: CheckpointService,
   who: ConversationIdentity,
@@ -115,7 +115,7 @@ async function runTurn(
 ): Promise<{ version: number; restoredFrom: number | null; state: AgentState }> {
   const lease = await service.acquire(who);
   try {
-    const loaded = await service.loadLatest(who.conversation_key);
+    const loaded = await service.load(lease);
     const turn = lease.session.turn_count + 1;
     const state = next(loaded?.state ?? {}, turn);
     const version = await service.commit({
@@ -165,7 +165,7 @@ describe.each(backends)('CheckpointService on $name', (backend) => {
   const corrupt = (
     who: ConversationIdentity,
     version: number,
-    sql = `jsonb_set(state, '{user_text}', '"tampered"')`,
+    sql = `jsonb_set(state::jsonb, '{user_text}', '"tampered"')::text`,
   ) =>
     dataSource.query(`UPDATE checkpoints SET state = ${sql} WHERE conversation_key = $1 AND version = $2`, [
       who.conversation_key,
@@ -207,7 +207,7 @@ describe.each(backends)('CheckpointService on $name', (backend) => {
       const who = identity();
       for (let i = 0; i < 3; i++) await runTurn(service, who);
       await corrupt(who, 3);
-      await corrupt(who, 2, `'"not an object"'::jsonb`);
+      await corrupt(who, 2, `'"not an object"'`);
       await dataSource.query(
         `UPDATE checkpoints SET checksum = repeat('0', 64) WHERE conversation_key = $1 AND version = 1`,
         [who.conversation_key],
@@ -232,6 +232,33 @@ describe.each(backends)('CheckpointService on $name', (backend) => {
       expect((await service.getVersion(who.conversation_key, 4))?.parent_version).toBeNull();
     });
 
+    it('records the gap when the head version has no row, and restores the newest stored one', async () => {
+      const { service, seen } = makeService(store);
+      const who = identity();
+      for (let i = 0; i < 4; i++) await runTurn(service, who);
+      await dataSource.query('DELETE FROM checkpoints WHERE conversation_key = $1 AND version IN (3, 4)', [
+        who.conversation_key,
+      ]);
+      const next = await runTurn(service, who);
+      expect(next).toMatchObject({ version: 5, restoredFrom: 2, state: { user_text: 'message 5' } });
+      expect(seen.filter((e) => e.name.startsWith('checkpoint.recovery'))).toEqual([
+        {
+          name: 'checkpoint.recovery.version_gap',
+          payload: expect.objectContaining({ expected_version: 4, found_version: 2, missing_versions: 2 }),
+        },
+      ]);
+      // Every version gone: a clean start that still says what was missing.
+      await dataSource.query('DELETE FROM checkpoints WHERE conversation_key = $1', [who.conversation_key]);
+      seen.length = 0;
+      expect(await runTurn(service, who)).toMatchObject({ version: 6, restoredFrom: null });
+      expect(seen.filter((e) => e.name.startsWith('checkpoint.recovery'))).toEqual([
+        {
+          name: 'checkpoint.recovery.version_gap',
+          payload: expect.objectContaining({ expected_version: 5, found_version: null, missing_versions: 5 }),
+        },
+      ]);
+    });
+
     it('scans only CHECKPOINT_RECOVERY_SCAN_LIMIT versions', async () => {
       const { service, seen } = makeService(store, { CHECKPOINT_RECOVERY_SCAN_LIMIT: '2' });
       const who = identity();
@@ -248,10 +275,20 @@ describe.each(backends)('CheckpointService on $name', (backend) => {
   });
 
   describe('compaction', () => {
-    it('keeps the last CHECKPOINT_RETENTION versions after each commit', async () => {
+    it('keeps the last CHECKPOINT_RETENTION versions, compacting in batches after the commits', async () => {
       const { service } = makeService(store, { CHECKPOINT_RETENTION: '5' });
       const who = identity();
-      for (let i = 0; i < 12; i++) await runTurn(service, who);
+      const other = identity();
+      for (let i = 0; i < 12; i++) {
+        await runTurn(service, who);
+        await runTurn(service, other);
+      }
+      // Off the turn path: nothing compacted yet, then one batch for both conversations.
+      expect(await store.listVersions(who.conversation_key)).toHaveLength(12);
+      await service.compactPending();
+      expect((await store.listVersions(other.conversation_key)).map((v) => v.version)).toEqual([
+        12, 11, 10, 9, 8,
+      ]);
       const versions = await store.listVersions(who.conversation_key);
       expect(versions.map((v) => v.version)).toEqual([12, 11, 10, 9, 8]);
     });
@@ -263,7 +300,9 @@ describe.each(backends)('CheckpointService on $name', (backend) => {
       const { service, seen } = makeService(failing, { CHECKPOINT_RETENTION: '1' });
       const who = identity();
       const first = await runTurn(service, who);
+      await service.compactPending();
       const second = await runTurn(service, who);
+      await service.compactPending();
       expect([first.version, second.version]).toEqual([1, 2]);
       expect((await store.listVersions(who.conversation_key)).map((v) => v.version)).toEqual([2, 1]);
       const failures = seen.filter((e) => e.name === 'checkpoint.compaction.failed');
@@ -301,6 +340,7 @@ describe.each(backends)('CheckpointService on $name', (backend) => {
       for (let turn = 1; turn <= 500; turn++) {
         const { version } = await runTurn(service, who, next);
         if (turn % 50 === 0) {
+          await service.compactPending();
           const rows = await store.listVersions(who.conversation_key);
           sizes.set(turn, rows[0].size_bytes);
           totals.set(
@@ -418,7 +458,7 @@ describe.each(backends)('CheckpointService on $name', (backend) => {
     it('lets a killed holder block the conversation for at most its lease', async () => {
       const who = identity();
       // A holder that died right after taking a 1.5 s lease: nobody renews or releases it.
-      await store.tryAcquireLease(who, 'killed-process:turn', 1500);
+      await store.acquireLease(who, { token: 'killed-process:turn', leaseMs: 1500 });
       const { service } = makeService(store, { TURN_LEASE_MS: '1000', TURN_LOCK_TIMEOUT_MS: '6000' });
       const started = Date.now();
       const result = await runTurn(service, who);
@@ -475,7 +515,12 @@ describe.each(backends)('CheckpointService on $name', (backend) => {
       const other = makeService(store, { TURN_LOCK_TIMEOUT_MS: '200' });
       const who = identity();
       await runTurn(a.service, who);
-      expect((await store.getSession(who.conversation_key))?.lease_owner).not.toBeNull();
+      // A committed turn released the lease in its commit.
+      expect((await store.getSession(who.conversation_key))?.lease_owner).toBeNull();
+      // A turn that ends without a commit (it failed) gives the lease back on its own, and that is lost here.
+      const failed = await a.service.acquire(who);
+      await failed.release();
+      expect((await store.getSession(who.conversation_key))?.lease_owner).toBe(failed.token);
       await expect(other.service.acquire(who)).rejects.toBeInstanceOf(TurnLockTimeoutError);
       const started = Date.now();
       expect((await runTurn(a.service, who)).version).toBe(2);
@@ -545,6 +590,96 @@ describe.each(backends)('CheckpointService on $name', (backend) => {
           [1, 2, 3].map(() => proxied.dataSource.query('SELECT pg_backend_pid() AS pid')),
         );
         expect(pids).toHaveLength(3);
+      });
+
+      it('leaves nothing half-written when the connection dies before or after any statement of a turn', async () => {
+        let statements: string[] = [];
+        let cutBefore = -1;
+        // Every store call of a turn is one statement; the proxy drops the connections before the chosen one.
+        const counting = new Proxy(proxied.store, {
+          get(target, property, receiver) {
+            const value: unknown = Reflect.get(target, property, receiver);
+            if (typeof value !== 'function') return value;
+            return async (...args: unknown[]) => {
+              if (statements.length === cutBefore) await proxy.cut();
+              statements.push(String(property));
+              return (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+            };
+          },
+        });
+        const { service } = makeService(counting, { CHECKPOINT_RETRY_ATTEMPTS: '1' });
+        const message = async (
+          who: ConversationIdentity,
+          messageId: string,
+        ): Promise<'committed' | 'replayed'> => {
+          const acquired = await service.acquireFor(who, messageId);
+          if ('replay' in acquired) return 'replayed';
+          try {
+            const loaded = await service.load(acquired);
+            const turn = acquired.session.turn_count + 1;
+            await service.commit({
+              identity: who,
+              leaseToken: acquired.token,
+              parentVersion: loaded?.version ?? null,
+              turn,
+              state: { ...loaded?.state, user_text: messageId, turn },
+              status: 'active',
+              events: [{ name: 'NOC.001', payload: { message_id: messageId }, at: new Date().toISOString() }],
+              idempotency: { message_id: messageId, response: { turn } },
+            });
+            return 'committed';
+          } finally {
+            await acquired.release();
+          }
+        };
+        const consistent = async (who: ConversationIdentity) => {
+          const [row]: {
+            head: number;
+            turns: number;
+            versions: number[];
+            logged: number[];
+            processed: string[];
+          }[] = await dataSource.query(
+            `SELECT s.head_version AS head, s.turn_count AS turns,
+                      ARRAY(SELECT version FROM checkpoints c WHERE c.conversation_key = s.conversation_key ORDER BY 1) AS versions,
+                      ARRAY(SELECT version FROM turn_log t WHERE t.conversation_key = s.conversation_key ORDER BY 1) AS logged,
+                      ARRAY(SELECT message_id FROM processed_messages p WHERE p.conversation_key = s.conversation_key ORDER BY 1) AS processed
+                 FROM sessions s WHERE s.conversation_key = $1`,
+            [who.conversation_key],
+          );
+          const expected = Array.from({ length: row.head }, (_, i) => i + 1);
+          expect(row).toEqual({
+            head: row.turns,
+            turns: row.turns,
+            versions: expected,
+            logged: expected,
+            processed: expected.map((version) => `m-${version}`),
+          });
+        };
+
+        // An uninterrupted turn: its statements.
+        const first = identity();
+        expect(await message(first, 'm-1')).toBe('committed');
+        const turnStatements = [...statements];
+        expect(turnStatements).toEqual(['acquireLease', 'commitTurn']);
+
+        for (let cut = 0; cut <= turnStatements.length; cut++) {
+          const who = identity();
+          expect(await message(who, 'm-1')).toBe('committed');
+          statements = [];
+          cutBefore = cut;
+          const outcome = await message(who, 'm-2').catch((error: unknown) => error);
+          cutBefore = -1;
+          await proxy.restore();
+          if (cut < turnStatements.length) expect(isConnectionError(outcome)).toBe(true);
+          else expect(outcome).toBe('committed');
+          await consistent(who);
+          // The channel resends: the turn lands exactly once.
+          const resent = await message(who, 'm-2');
+          expect(resent).toBe(cut < turnStatements.length ? 'committed' : 'replayed');
+          await consistent(who);
+          expect((await store.getSession(who.conversation_key))?.head_version).toBe(2);
+        }
       });
 
       it('succeeds when the database comes back during the backoff', async () => {

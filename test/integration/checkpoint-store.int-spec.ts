@@ -3,12 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DataSource } from 'typeorm';
 import {
-  canonicalJson,
   CheckpointFencingError,
-  checkpointChecksum,
+  CheckpointRow,
   CheckpointStore,
   ConversationIdentity,
   PostgresCheckpointStore,
+  readCheckpoint,
+  serializeCheckpoint,
   TurnCommit,
   turnSummary,
 } from '@agent/checkpoint';
@@ -83,13 +84,11 @@ function identity(tenant = 'contract'): ConversationIdentity {
 }
 
 function writeFor(state: AgentState, expectedHead: number, parentVersion: number | null) {
-  const serializedState = canonicalJson(state);
-  return {
-    expectedHead,
-    serializedState,
-    checksum: checkpointChecksum(JSON.parse(serializedState), parentVersion),
-  };
+  const { text, checksum } = serializeCheckpoint(state, parentVersion);
+  return { expectedHead, serializedState: text, checksum };
 }
+
+const stateOf = (row: CheckpointRow | null): unknown => (row ? JSON.parse(row.state_text) : null);
 
 function turnCommit(
   who: ConversationIdentity,
@@ -124,14 +123,20 @@ describe.each(backends)('CheckpointStore contract on $name', (backend) => {
     await close?.();
   });
 
-  /** Takes the lease and commits `turns` turns; returns the token. */
+  /** The session row when the lease was taken, null while another holder has it. */
+  async function take(who: ConversationIdentity, token: string, leaseMs: number, reclaimPrefix?: string) {
+    return (await store.acquireLease(who, { token, leaseMs, reclaimPrefix })).session;
+  }
+
+  /** Commits `turns` turns, each under the lease (a commit releases it), and takes it again; returns the token. */
   async function seed(who: ConversationIdentity, turns: number, token = 'seed:1'): Promise<string> {
-    expect(await store.tryAcquireLease(who, token, 60000)).not.toBeNull();
     for (let turn = 1; turn <= turns; turn++) {
+      expect(await take(who, token, 60000)).not.toBeNull();
       const state: AgentState = { user_text: `message ${turn}`, turn };
       const parent = turn > 1 ? turn - 1 : null;
       await store.commitTurn(turnCommit(who, token, turn, state), writeFor(state, turn - 1, parent));
     }
+    expect(await take(who, token, 60000)).not.toBeNull();
     return token;
   }
 
@@ -148,7 +153,7 @@ describe.each(backends)('CheckpointStore contract on $name', (backend) => {
   describe('lease', () => {
     it('creates the session row with the lease, and refuses another holder until released', async () => {
       const who = identity();
-      const session = await store.tryAcquireLease(who, 'a:1', 60000);
+      const session = await take(who, 'a:1', 60000);
       expect(session).toMatchObject({
         conversation_key: who.conversation_key,
         tenant_id: who.tenant_id,
@@ -159,38 +164,38 @@ describe.each(backends)('CheckpointStore contract on $name', (backend) => {
         head_version: 0,
         lease_owner: 'a:1',
       });
-      expect(await store.tryAcquireLease(who, 'b:1', 60000)).toBeNull();
+      expect(await take(who, 'b:1', 60000)).toBeNull();
       // Re-entrant for the same token.
-      expect(await store.tryAcquireLease(who, 'a:1', 60000)).not.toBeNull();
+      expect(await take(who, 'a:1', 60000)).not.toBeNull();
       await store.releaseLease(who.conversation_key, 'b:1');
-      expect(await store.tryAcquireLease(who, 'b:1', 60000)).toBeNull();
+      expect(await take(who, 'b:1', 60000)).toBeNull();
       await store.releaseLease(who.conversation_key, 'a:1');
-      expect((await store.tryAcquireLease(who, 'b:1', 60000))?.lease_owner).toBe('b:1');
+      expect((await take(who, 'b:1', 60000))?.lease_owner).toBe('b:1');
     });
 
     it('lets anyone take an expired lease, so a crashed holder blocks at most the lease duration', async () => {
       const who = identity();
-      await store.tryAcquireLease(who, 'crashed:1', 150);
-      expect(await store.tryAcquireLease(who, 'b:1', 60000)).toBeNull();
+      await take(who, 'crashed:1', 150);
+      expect(await take(who, 'b:1', 60000)).toBeNull();
       await new Promise((resolve) => setTimeout(resolve, 300));
-      expect((await store.tryAcquireLease(who, 'b:1', 60000))?.lease_owner).toBe('b:1');
+      expect((await take(who, 'b:1', 60000))?.lease_owner).toBe('b:1');
     });
 
     it('renews only for the holder', async () => {
       const who = identity();
-      await store.tryAcquireLease(who, 'a:1', 150);
+      await take(who, 'a:1', 150);
       expect(await store.renewLease(who.conversation_key, 'b:1', 60000)).toBe(false);
       expect(await store.renewLease(who.conversation_key, 'a:1', 60000)).toBe(true);
       await new Promise((resolve) => setTimeout(resolve, 300));
       // Renewed to a minute: still held.
-      expect(await store.tryAcquireLease(who, 'b:1', 60000)).toBeNull();
+      expect(await take(who, 'b:1', 60000)).toBeNull();
     });
 
     it("reclaims a live lease only for the caller's own token prefix", async () => {
       const who = identity();
-      await store.tryAcquireLease(who, 'instance-a:turn-1', 60000);
-      expect(await store.tryAcquireLease(who, 'instance-b:turn-1', 60000, 'instance-b:')).toBeNull();
-      const reclaimed = await store.tryAcquireLease(who, 'instance-a:turn-2', 60000, 'instance-a:');
+      await take(who, 'instance-a:turn-1', 60000);
+      expect(await take(who, 'instance-b:turn-1', 60000, 'instance-b:')).toBeNull();
+      const reclaimed = await take(who, 'instance-a:turn-2', 60000, 'instance-a:');
       expect(reclaimed?.lease_owner).toBe('instance-a:turn-2');
     });
   });
@@ -198,7 +203,7 @@ describe.each(backends)('CheckpointStore contract on $name', (backend) => {
   describe('commit', () => {
     it('writes checkpoint, session row, events and idempotency record together', async () => {
       const who = identity();
-      await store.tryAcquireLease(who, 'a:1', 60000);
+      await take(who, 'a:1', 60000);
       const state: AgentState = {
         user_text: 'oi',
         final_answer: 'olá',
@@ -230,12 +235,15 @@ describe.each(backends)('CheckpointStore contract on $name', (backend) => {
         user_id: 'u-1',
       });
       const row = await store.getVersion(who.conversation_key, 1);
-      expect(row).toMatchObject({ version: 1, parent_version: null, state });
-      expect(row?.size_bytes).toBe(Buffer.byteLength(canonicalJson(state)));
+      expect(row).toMatchObject({ version: 1, parent_version: null, format: 2 });
+      expect(stateOf(row)).toEqual(state);
+      expect(row?.size_bytes).toBe(Buffer.byteLength(JSON.stringify(state)));
       expect(await store.findProcessedMessage(who.conversation_key, 'm-1')).toEqual({
-        answer: 'olá',
-        turn: 1,
+        response: { answer: 'olá', turn: 1 },
+        fingerprint: null,
       });
+      // The commit gave the lease back.
+      expect((await store.getSession(who.conversation_key))?.lease_owner).toBeNull();
       const events = await store.listEvents(who.conversation_key);
       expect(events.map((e) => [e.name, e.turn, e.seq, e.payload])).toEqual([
         ['NOC.001', 1, 1, { n: 1 }],
@@ -295,10 +303,10 @@ describe.each(backends)('CheckpointStore contract on $name', (backend) => {
       expect(versions[0].size_bytes).toBeGreaterThan(0);
       const latest = await store.latestVersions(who.conversation_key, 2);
       expect(latest.map((r) => r.version)).toEqual([4, 3]);
-      expect(latest[0].state).toEqual({ user_text: 'message 4', turn: 4 });
+      expect(stateOf(latest[0])).toEqual({ user_text: 'message 4', turn: 4 });
       const older = await store.latestVersions(who.conversation_key, 10, 3);
       expect(older.map((r) => r.version)).toEqual([2, 1]);
-      expect((await store.getVersion(who.conversation_key, 2))?.state).toEqual({
+      expect(stateOf(await store.getVersion(who.conversation_key, 2))).toEqual({
         user_text: 'message 2',
         turn: 2,
       });
@@ -326,7 +334,7 @@ describe.each(backends)('CheckpointStore contract on $name', (backend) => {
       const who = identity();
       await seed(who, 1, 'old:1');
       await store.releaseLease(who.conversation_key, 'old:1');
-      await store.tryAcquireLease(who, 'new:1', 60000);
+      await take(who, 'new:1', 60000);
       const state: AgentState = { user_text: 'late' };
       await expect(
         store.commitTurn(turnCommit(who, 'old:1', 2, state), writeFor(state, 1, 1)),
@@ -358,7 +366,7 @@ describe.each(backends)('CheckpointStore contract on $name', (backend) => {
 
     it('returns the state exactly as hashed, including text jsonb cannot hold verbatim', async () => {
       const who = identity();
-      await store.tryAcquireLease(who, 'a:1', 60000);
+      await take(who, 'a:1', 60000);
       const state = {
         user_text: 'nul\u0000 and lone \ud800 surrogate, emoji 😀, acentuação',
         context: { z: 1, a: [3, 1.5, -0.25, 1e21, 5e-7], nested: { b: true, a: null } },
@@ -374,18 +382,29 @@ describe.each(backends)('CheckpointStore contract on $name', (backend) => {
       );
       const row = await store.getVersion(who.conversation_key, 1);
       expect(row?.checksum).toBe(write.checksum);
-      expect(checkpointChecksum(row?.state, row?.parent_version ?? null)).toBe(write.checksum);
-      expect(row?.state.user_text).toBe('nul\ufffd and lone \ufffd surrogate, emoji 😀, acentuação');
-      expect(row?.state.metadata).toEqual({ at: '2025-01-02T03:04:05.000Z' });
+      expect(row?.state_text).toBe(write.serializedState);
+      const read = row ? readCheckpoint(row) : null;
+      expect(read).toEqual({ state: JSON.parse(write.serializedState) });
+      expect(stateOf(row)).toMatchObject({
+        user_text: 'nul\u0000 and lone \ud800 surrogate, emoji 😀, acentuação',
+        metadata: { at: '2025-01-02T03:04:05.000Z' },
+      });
+      expect((await store.listEvents(who.conversation_key))[0].payload).toEqual({ text: 'x\ufffdy' });
+      expect((await store.findProcessedMessage(who.conversation_key, 'm'))?.response).toEqual({
+        answer: '\ufffd',
+      });
     });
   });
 
-  it('compacts to the newest versions', async () => {
+  it('compacts a batch of conversations to their newest versions', async () => {
     const who = identity();
     await seed(who, 7);
-    expect(await store.compact(who.conversation_key, 3)).toBe(4);
+    const other = identity();
+    await seed(other, 2);
+    expect(await store.compact([who.conversation_key, other.conversation_key], 3)).toBe(4);
     expect((await store.listVersions(who.conversation_key)).map((v) => v.version)).toEqual([7, 6, 5]);
-    expect(await store.compact(who.conversation_key, 3)).toBe(0);
+    expect((await store.listVersions(other.conversation_key)).map((v) => v.version)).toEqual([2, 1]);
+    expect(await store.compact([who.conversation_key], 3)).toBe(0);
   });
 
   it('deletes one conversation entirely and nothing else', async () => {
@@ -413,7 +432,7 @@ describe.each(backends)('CheckpointStore contract on $name', (backend) => {
     const tenant = `t${Date.now().toString(36)}${counter++}`;
     const sessions = [identity(tenant), identity(tenant), identity(tenant)];
     for (const who of sessions) await seed(who, 1);
-    await store.tryAcquireLease(identity(tenant), 'never-committed:1', 60000);
+    await take(identity(tenant), 'never-committed:1', 60000);
     const first = await store.listSessions({ tenant_id: tenant, limit: 2 });
     expect(first.items).toHaveLength(2);
     expect(first.next_cursor).toEqual(expect.any(String));

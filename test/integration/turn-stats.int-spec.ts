@@ -2,10 +2,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
-  canonicalJson,
-  checkpointChecksum,
   CheckpointStore,
   PostgresCheckpointStore,
+  serializeCheckpoint,
   TurnStatsQuery,
 } from '@agent/checkpoint';
 import type { AgentState, StoredEvent } from '@agent/contracts';
@@ -93,18 +92,18 @@ describe('TurnStatsQuery', () => {
       session_id: session,
       agent_id: 'telecom_contas',
     };
-    expect(await store.tryAcquireLease(identity, 'stats:1', 60_000)).not.toBeNull();
     for (const [index, events] of turns.entries()) {
+      const lease = { token: 'stats:1', leaseMs: 60_000 };
+      expect((await store.acquireLease(identity, lease)).session).not.toBeNull();
       const turn = index + 1;
       const state: AgentState = { turn };
       const parent = turn > 1 ? turn - 1 : null;
-      const serializedState = canonicalJson(state);
+      const { text, checksum } = serializeCheckpoint(state, parent);
       await store.commitTurn(
         { identity, leaseToken: 'stats:1', parentVersion: parent, turn, state, status: 'active', events },
-        { expectedHead: turn - 1, serializedState, checksum: checkpointChecksum(state, parent) },
+        { expectedHead: turn - 1, serializedState: text, checksum },
       );
     }
-    await store.releaseLease(identity.conversation_key, 'stats:1');
   }
 
   beforeAll(async () => {

@@ -43,7 +43,59 @@ function normalize(value: unknown, sort: boolean): unknown {
   return out;
 }
 
-/** SHA-256 over the canonical state plus its parent version. */
+/**
+ * How a checkpoint row's state and checksum are written. 1: the state's canonical JSON was hashed and jsonb
+ * stored it (rows of earlier releases, verified by re-canonicalizing); 2: the stored text is what was hashed.
+ */
+export type CheckpointFormat = 1 | 2;
+
+export interface SerializedCheckpoint {
+  text: string;
+  checksum: string;
+}
+
+/**
+ * The text a checkpoint stores and its checksum: one serialization, one hash (format 2). JSON.stringify escapes
+ * NUL and lone surrogates, so the text is always storable and parses back to the same state.
+ */
+export function serializeCheckpoint(state: unknown, parentVersion: number | null): SerializedCheckpoint {
+  const text = JSON.stringify(state) ?? 'null';
+  return { text, checksum: storedTextChecksum(text, parentVersion) };
+}
+
+/** The parsed state when the stored row passes integrity, else why not. */
+export function readCheckpoint(row: {
+  state_text: string;
+  format: number;
+  checksum: string;
+  parent_version: number | null;
+}): { state: Record<string, unknown> } | { problem: string } {
+  let state: unknown;
+  try {
+    state = JSON.parse(row.state_text);
+  } catch {
+    return { problem: 'state is not JSON' };
+  }
+  if (state === null || typeof state !== 'object' || Array.isArray(state)) {
+    return { problem: 'state is not an object' };
+  }
+  const checksum =
+    row.format === 2
+      ? storedTextChecksum(row.state_text, row.parent_version)
+      : checkpointChecksum(state, row.parent_version);
+  return checksum === row.checksum
+    ? { state: state as Record<string, unknown> }
+    : { problem: 'checksum mismatch' };
+}
+
+function storedTextChecksum(text: string, parentVersion: number | null): string {
+  return createHash('sha256')
+    .update(`${parentVersion ?? 'null'}\n`)
+    .update(text)
+    .digest('hex');
+}
+
+/** SHA-256 over the canonical state plus its parent version (format 1). */
 export function checkpointChecksum(state: unknown, parentVersion: number | null): string {
   return createHash('sha256')
     .update(canonicalJson({ parent_version: parentVersion, state }))

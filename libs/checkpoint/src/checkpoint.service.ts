@@ -1,10 +1,10 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
 import { ConfigType } from '@nestjs/config';
 import { randomUUID } from 'node:crypto';
 import { checkpointConfig } from '@agent/config';
 import { DatabaseUnavailableError, isConnectionError } from '@agent/database';
 import { EventBusService, MetricsService } from '@agent/observability';
-import { canonicalJson, checkpointChecksum } from './canonical-json';
+import { readCheckpoint, serializeCheckpoint } from './canonical-json';
 import { AgentMismatchError, CheckpointFencingError, TurnLockTimeoutError } from './checkpoint.errors';
 import { CheckpointStore } from './checkpoint.store';
 import type {
@@ -15,6 +15,7 @@ import type {
   SessionListFilter,
   SessionRow,
   StoredEventRow,
+  StoredResponse,
   TurnCommit,
 } from './checkpoint.types';
 
@@ -22,8 +23,16 @@ export interface ConversationLease {
   token: string;
   /** The session row as the lease found it: `head_version` is the head this lease's commit extends. */
   session: SessionRow;
+  /** The checkpoint at `session.head_version`, read with the lease and not yet verified (see `load`). */
+  head: CheckpointRow | null;
   waitedMs: number;
+  /** Gives the lease back; nothing to do after a commit, which released it. */
   release(): Promise<void>;
+}
+
+/** A message already processed: its stored response, and no lease taken. */
+export interface Replay {
+  replay: StoredResponse;
 }
 
 export interface VerifiedCheckpointRow extends CheckpointSummary {
@@ -34,12 +43,21 @@ export interface VerifiedCheckpointRow extends CheckpointSummary {
 export type CheckpointOperation =
   'lease' | 'release' | 'load' | 'save' | 'idempotency_lookup' | 'read' | 'delete';
 
+/** Conversations compacted per statement. */
+const COMPACTION_BATCH = 500;
+
+/** A live lease of this instance: the head its commit is fenced on, and how to end it once committed. */
+interface HeldLease {
+  head: number;
+  settle(): void;
+}
+
 /**
  * Facade of CheckpointModule: the one-writer lease, integrity-checked load with recovery,
- * the atomic turn commit with retry, compaction, and the admin reads.
+ * the atomic turn commit with retry, batched compaction, and the admin reads.
  */
 @Injectable()
-export class CheckpointService {
+export class CheckpointService implements BeforeApplicationShutdown {
   private readonly logger = new Logger(CheckpointService.name);
   /**
    * Identifies this service instance in lease tokens. Per instance, not per module load: two apps in one
@@ -48,8 +66,10 @@ export class CheckpointService {
   private readonly instanceId = randomUUID();
   /** In-process FIFO per conversation, in front of the cross-process lease, so arrival order is kept. */
   private readonly localQueues = new Map<string, Promise<void>>();
-  /** The head each live lease saw when taken: its commit is fenced on it. */
-  private readonly leaseHeads = new Map<string, number>();
+  private readonly held = new Map<string, HeldLease>();
+  /** Conversations committed since the last compaction. */
+  private readonly toCompact = new Set<string>();
+  private compactionTimer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly store: CheckpointStore,
@@ -58,13 +78,21 @@ export class CheckpointService {
     private readonly metrics: MetricsService,
   ) {}
 
+  /** The conversation's lease (see `acquireFor`), for work that is not a message (operator actions). */
+  async acquire(identity: ConversationIdentity): Promise<ConversationLease> {
+    const outcome = await this.acquireFor(identity);
+    if ('replay' in outcome) throw new Error('a lease without a message id cannot be a replay');
+    return outcome;
+  }
+
   /**
    * Waits (bounded by TURN_LOCK_TIMEOUT_MS) for the conversation's lease: first behind earlier turns of this
-   * process, then for the Postgres lease row held by any process. A crashed holder's lease expires after
-   * TURN_LEASE_MS; a lease this instance could not release (database down) is reclaimed at once, because the
-   * local FIFO proves its turn is over.
+   * process, then for the Postgres lease row held by any process. Each attempt is one statement that also looks
+   * `messageId` up (a processed message returns its response at once, without a lease) and reads the head
+   * checkpoint. A crashed holder's lease expires after TURN_LEASE_MS; a lease this instance could not release
+   * (database down) is reclaimed at once, because the local FIFO proves its turn is over.
    */
-  async acquire(identity: ConversationIdentity): Promise<ConversationLease> {
+  async acquireFor(identity: ConversationIdentity, messageId?: string): Promise<ConversationLease | Replay> {
     const key = identity.conversation_key;
     const started = Date.now();
     const deadline = started + this.config.TURN_LOCK_TIMEOUT_MS;
@@ -81,11 +109,20 @@ export class CheckpointService {
     try {
       await withDeadline(previous, deadline);
       const token = `${this.instanceId}:${randomUUID()}`;
+      const request = {
+        token,
+        leaseMs: this.config.TURN_LEASE_MS,
+        reclaimPrefix: `${this.instanceId}:`,
+        messageId,
+      };
       let delay = 10;
       for (;;) {
-        const session = await this.withRetry('lease', () =>
-          this.store.tryAcquireLease(identity, token, this.config.TURN_LEASE_MS, `${this.instanceId}:`),
-        );
+        const attempt = await this.withRetry('lease', () => this.store.acquireLease(identity, request));
+        if (attempt.replay) {
+          cleanupLocal();
+          return { replay: attempt.replay };
+        }
+        const session = attempt.session;
         if (session) {
           if (session.agent_id !== identity.agent_id) {
             // The mismatch is the answer; a lease left behind is reclaimed by this instance's next turn.
@@ -96,8 +133,7 @@ export class CheckpointService {
           }
           const waitedMs = Date.now() - started;
           this.metrics.lockWait.observe(waitedMs / 1000);
-          this.leaseHeads.set(token, session.head_version);
-          return this.leaseHandle(key, token, session, waitedMs, cleanupLocal);
+          return this.leaseHandle(key, token, session, attempt.head, waitedMs, cleanupLocal);
         }
         if (Date.now() + delay > deadline) throw new TurnLockTimeoutError(key, Date.now() - started, 1);
         await sleep(delay);
@@ -115,46 +151,46 @@ export class CheckpointService {
   }
 
   /**
+   * The state a turn under `lease` starts from: the head read with the lease when it passes integrity (no
+   * further read), else the newest valid version below it (see `loadLatest`). A head version without its row
+   * (deleted by hand, lost in a restore), or any missing version above the one restored, emits
+   * `checkpoint.recovery.version_gap`.
+   */
+  async load(lease: ConversationLease): Promise<LoadedCheckpoint | null> {
+    const key = lease.session.conversation_key;
+    const headVersion = lease.session.head_version;
+    if (headVersion === 0) return null;
+    if (lease.head) {
+      const read = readCheckpoint(lease.head);
+      if ('state' in read) return { version: lease.head.version, state: read.state, skipped: 0 };
+      this.skipCorrupt(key, lease.head.version, read.problem);
+      return this.scan(key, lease.head.version, 1, lease.head.version - 1);
+    }
+    return this.scan(key, headVersion + 1, 0, headVersion);
+  }
+
+  /**
    * The newest checkpoint that passes integrity among the newest CHECKPOINT_RECOVERY_SCAN_LIMIT versions.
    * Each corrupt one emits `checkpoint.recovery.skip_corrupt`; when none is valid, `checkpoint.recovery.clean_start`
    * and null (the turn starts from an empty state). Only the head is read unless it is corrupt.
    */
-  async loadLatest(conversationKey: string): Promise<LoadedCheckpoint | null> {
-    const limit = this.config.CHECKPOINT_RECOVERY_SCAN_LIMIT;
-    let rows = await this.withRetry('load', () => this.store.latestVersions(conversationKey, 1));
-    let scanned = 0;
-    let skipped = 0;
-    while (rows.length > 0) {
-      for (const row of rows) {
-        scanned++;
-        const problem = verify(row);
-        if (!problem) return { version: row.version, state: row.state, skipped };
-        skipped++;
-        this.logger.warn(`skipping corrupt checkpoint ${conversationKey}@${row.version}: ${problem}`);
-        this.events.emit('checkpoint.recovery.skip_corrupt', { version: row.version, reason: problem });
-      }
-      const oldest = rows[rows.length - 1].version;
-      if (scanned >= limit) break;
-      rows = await this.withRetry('load', () =>
-        this.store.latestVersions(conversationKey, limit - scanned, oldest),
-      );
-    }
-    if (skipped > 0) this.events.emit('checkpoint.recovery.clean_start', { skipped });
-    return null;
+  loadLatest(conversationKey: string): Promise<LoadedCheckpoint | null> {
+    return this.scan(conversationKey, undefined, 0, null);
   }
 
   /**
-   * The atomic turn commit (retried on connection failures), then compaction outside the transaction.
-   * The new version extends the head the lease saw; `parentVersion` records which state it was built from.
+   * The atomic turn commit (retried on connection failures), which also releases the lease; compaction follows
+   * in batches, off the turn path. The new version extends the head the lease saw; `parentVersion` records which
+   * state it was built from. The state is serialized and hashed once.
    */
   async commit(commit: TurnCommit): Promise<number> {
-    const serialized = canonicalJson(commit.state);
-    const checksum = checkpointChecksum(JSON.parse(serialized), commit.parentVersion);
-    const expectedHead = this.leaseHeads.get(commit.leaseToken) ?? commit.parentVersion ?? 0;
+    const { text, checksum } = serializeCheckpoint(commit.state, commit.parentVersion);
+    const lease = this.held.get(commit.leaseToken);
+    const expectedHead = lease?.head ?? commit.parentVersion ?? 0;
     const started = performance.now();
     const version = await this.withRetry('save', async () => {
       try {
-        return await this.store.commitTurn(commit, { expectedHead, checksum, serializedState: serialized });
+        return await this.store.commitTurn(commit, { expectedHead, checksum, serializedState: text });
       } catch (error) {
         // A retried commit whose earlier attempt did land (the acknowledgement was lost) must not fail.
         if (error instanceof CheckpointFencingError) {
@@ -164,14 +200,42 @@ export class CheckpointService {
         throw error;
       }
     });
-    if (this.leaseHeads.has(commit.leaseToken)) this.leaseHeads.set(commit.leaseToken, version);
+    lease?.settle();
     this.metrics.checkpointWriteDuration.observe((performance.now() - started) / 1000);
-    this.metrics.checkpointSize.observe(Buffer.byteLength(serialized));
-    await this.compact(commit.identity.conversation_key);
+    this.metrics.checkpointSize.observe(Buffer.byteLength(text));
+    this.scheduleCompaction(commit.identity.conversation_key);
     return version;
   }
 
-  findProcessedMessage(conversationKey: string, messageId: string): Promise<Record<string, unknown> | null> {
+  /**
+   * Compacts the conversations committed since the last run to their newest CHECKPOINT_RETENTION versions, in
+   * batches. Runs every CHECKPOINT_COMPACTION_INTERVAL_MS and at shutdown; a failure emits
+   * `checkpoint.compaction.failed`, never undoes a write, and leaves the conversations for the next run.
+   */
+  async compactPending(): Promise<void> {
+    while (this.toCompact.size > 0) {
+      const batch = [...this.toCompact].slice(0, COMPACTION_BATCH);
+      for (const key of batch) this.toCompact.delete(key);
+      try {
+        await this.store.compact(batch, this.config.CHECKPOINT_RETENTION);
+      } catch (error) {
+        for (const key of batch) this.toCompact.add(key);
+        this.logger.warn(`checkpoint compaction failed for ${batch.length} conversations: ${String(error)}`);
+        this.events.emit('checkpoint.compaction.failed', {
+          error: error instanceof Error ? error.message : String(error),
+        });
+        return;
+      }
+    }
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    if (this.compactionTimer) clearInterval(this.compactionTimer);
+    this.compactionTimer = null;
+    await this.compactPending();
+  }
+
+  findProcessedMessage(conversationKey: string, messageId: string): Promise<StoredResponse | null> {
     return this.withRetry('idempotency_lookup', () =>
       this.store.findProcessedMessage(conversationKey, messageId),
     );
@@ -193,8 +257,8 @@ export class CheckpointService {
   async listCheckpoints(conversationKey: string): Promise<VerifiedCheckpointRow[]> {
     const rows = await this.withRetry('read', () => this.store.latestVersions(conversationKey, 1000));
     return rows.map((row) => {
-      const { state: _state, ...summary } = row;
-      return { ...summary, valid: verify(row) === null };
+      const { state_text: _state, ...summary } = row;
+      return { ...summary, valid: 'state' in readCheckpoint(row) };
     });
   }
 
@@ -210,16 +274,20 @@ export class CheckpointService {
     key: string,
     token: string,
     session: SessionRow,
+    head: CheckpointRow | null,
     waitedMs: number,
     cleanupLocal: () => void,
   ): ConversationLease {
     const leaseMs = this.config.TURN_LEASE_MS;
+    let released = false;
     const heartbeat = setInterval(
       () => {
         this.store.renewLease(key, token, leaseMs).then(
-          (held) => {
+          (stillHeld) => {
             // The commit will be fenced; say why in the log.
-            if (!held) this.logger.warn(`lease on ${key} was lost before the turn committed`);
+            if (!stillHeld && !released) {
+              this.logger.warn(`lease on ${key} was lost before the turn committed`);
+            }
           },
           (error: unknown) => this.logger.warn(`lease renewal failed for ${key}: ${String(error)}`),
         );
@@ -227,16 +295,26 @@ export class CheckpointService {
       Math.max(100, Math.floor(leaseMs / 3)),
     );
     heartbeat.unref();
-    let released = false;
+    const end = () => {
+      released = true;
+      clearInterval(heartbeat);
+      this.held.delete(token);
+    };
+    this.held.set(token, {
+      head: session.head_version,
+      settle: () => {
+        end();
+        cleanupLocal();
+      },
+    });
     return {
       token,
       session,
+      head,
       waitedMs,
       release: async () => {
         if (released) return;
-        released = true;
-        clearInterval(heartbeat);
-        this.leaseHeads.delete(token);
+        end();
         try {
           await this.withRetry('release', () => this.store.releaseLease(key, token));
         } catch (error) {
@@ -249,16 +327,72 @@ export class CheckpointService {
     };
   }
 
-  private async compact(conversationKey: string): Promise<void> {
-    try {
-      await this.store.compact(conversationKey, this.config.CHECKPOINT_RETENTION);
-    } catch (error) {
-      // Compaction is housekeeping: its failure never undoes the committed turn; the next commit compacts.
-      this.logger.warn(`checkpoint compaction failed for ${conversationKey}: ${String(error)}`);
-      this.events.emit('checkpoint.compaction.failed', {
-        error: error instanceof Error ? error.message : String(error),
-      });
+  /**
+   * Newest first below `beforeVersion`, at most CHECKPOINT_RECOVERY_SCAN_LIMIT versions in all (`scanned`
+   * already counted, all of them corrupt). With `expected` (the version that should come next), a stored version
+   * below it emits `checkpoint.recovery.version_gap`, as does finding nothing below a missing head.
+   */
+  private async scan(
+    conversationKey: string,
+    beforeVersion: number | undefined,
+    scanned: number,
+    expected: number | null,
+  ): Promise<LoadedCheckpoint | null> {
+    const limit = this.config.CHECKPOINT_RECOVERY_SCAN_LIMIT;
+    let skipped = scanned;
+    let next = expected;
+    let before = beforeVersion;
+    while (scanned < limit) {
+      // The first read asks for the head only: it is valid almost always.
+      const size = before === undefined ? 1 : limit - scanned;
+      const rows = await this.withRetry('load', () =>
+        this.store.latestVersions(conversationKey, size, before),
+      );
+      if (rows.length === 0) {
+        // Nothing stored at or below a missing head (after a corrupt one, older versions may be compacted).
+        if (next !== null && next >= 1 && skipped === 0) this.versionGap(conversationKey, next, null);
+        break;
+      }
+      for (const row of rows) {
+        scanned++;
+        if (next !== null && row.version < next) this.versionGap(conversationKey, next, row.version);
+        next = row.version - 1;
+        const read = readCheckpoint(row);
+        if ('state' in read) return { version: row.version, state: read.state, skipped };
+        skipped++;
+        this.skipCorrupt(conversationKey, row.version, read.problem);
+      }
+      before = rows[rows.length - 1].version;
+      // Below the stored versions, missing ones are compacted, not lost.
+      next = null;
     }
+    if (skipped > 0) this.events.emit('checkpoint.recovery.clean_start', { skipped });
+    return null;
+  }
+
+  private skipCorrupt(conversationKey: string, version: number, reason: string): void {
+    this.logger.warn(`skipping corrupt checkpoint ${conversationKey}@${version}: ${reason}`);
+    this.events.emit('checkpoint.recovery.skip_corrupt', { version, reason });
+  }
+
+  private versionGap(conversationKey: string, expected: number, found: number | null): void {
+    this.logger.warn(
+      `checkpoint ${conversationKey}@${expected} is missing; next stored version: ${found ?? 'none'}`,
+    );
+    this.events.emit('checkpoint.recovery.version_gap', {
+      expected_version: expected,
+      found_version: found,
+      missing_versions: expected - (found ?? 0),
+    });
+  }
+
+  private scheduleCompaction(conversationKey: string): void {
+    this.toCompact.add(conversationKey);
+    if (this.compactionTimer) return;
+    this.compactionTimer = setInterval(() => {
+      void this.compactPending();
+    }, this.config.CHECKPOINT_COMPACTION_INTERVAL_MS);
+    this.compactionTimer.unref();
   }
 
   /**
@@ -293,14 +427,6 @@ export class CheckpointService {
 /** A failure of the connection, not of the statement: worth retrying. */
 function isTransient(error: unknown): boolean {
   return error instanceof DatabaseUnavailableError || isConnectionError(error);
-}
-
-function verify(row: CheckpointRow): string | null {
-  if (row.state === null || typeof row.state !== 'object' || Array.isArray(row.state)) {
-    return 'state is not an object';
-  }
-  const expected = checkpointChecksum(row.state, row.parent_version);
-  return expected === row.checksum ? null : 'checksum mismatch';
 }
 
 class LocalWaitTimeout extends Error {}

@@ -1,18 +1,46 @@
 import type { AgentState, StoredEvent } from '@agent/contracts';
 import type { NodeTiming } from '@agent/observability';
+import type { CheckpointFormat } from './canonical-json';
 
 export interface CheckpointRow {
   conversation_key: string;
   version: number;
   /** The version whose state this one was built from (lineage); null for a conversation's (re)start. */
   parent_version: number | null;
-  state: AgentState;
+  /** The state as stored; parsed only after integrity passes (CheckpointService). */
+  state_text: string;
+  format: CheckpointFormat;
   checksum: string;
   size_bytes: number;
   created_at: Date;
 }
 
-export type CheckpointSummary = Omit<CheckpointRow, 'state'>;
+export type CheckpointSummary = Omit<CheckpointRow, 'state_text'>;
+
+/** What taking the lease read in the same statement. */
+export interface LeaseAttempt {
+  /** The stored response when the message was already processed; no lease is taken then. */
+  replay: StoredResponse | null;
+  /** The session row with the lease taken, or null while another holder has it. */
+  session: SessionRow | null;
+  /** The checkpoint at the session's head version, unverified; null when none is stored there. */
+  head: CheckpointRow | null;
+}
+
+export interface StoredResponse {
+  response: Record<string, unknown>;
+  /** The fingerprint of the request body that produced it (null for records of earlier releases). */
+  fingerprint: string | null;
+}
+
+export interface LeaseRequest {
+  token: string;
+  leaseMs: number;
+  /** Also take a lease held by a token with this prefix (this process's own, left behind). */
+  reclaimPrefix?: string;
+  /** Look this message up first: when processed, its response comes back and no lease is taken. */
+  messageId?: string;
+}
 
 export interface SessionRow {
   conversation_key: string;
@@ -62,7 +90,7 @@ export interface TurnCommit {
   /** Per-node durations of the graph run (none for an operator action). */
   nodes?: NodeTiming[];
   events: StoredEvent[];
-  idempotency?: { message_id: string; response: Record<string, unknown> };
+  idempotency?: { message_id: string; response: Record<string, unknown>; fingerprint?: string };
 }
 
 /** The decision of one commit as its turn log row keeps it (docs/architecture.md#the-turn-log). */
@@ -90,8 +118,8 @@ export interface TurnSummary {
 export interface CheckpointWrite {
   /** The head the writer's lease saw: the write is fenced on it and becomes version `expectedHead + 1`. */
   expectedHead: number;
+  /** `serializeCheckpoint(state, parentVersion)`: the text stored as the state (format 2) and its hash. */
   checksum: string;
-  /** `canonicalJson(state)`, stored as the jsonb state. */
   serializedState: string;
 }
 

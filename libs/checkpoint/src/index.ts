@@ -6,4 +6,11 @@ export * from './checkpoint.store';
 export * from './turn-stats.query';
 export * from './turn-summary';
 export { InvalidCursorError, PostgresCheckpointStore } from './postgres-checkpoint.store';
-export { canonicalJson, checkpointChecksum, jsonbText } from './canonical-json';
+export {
+  canonicalJson,
+  checkpointChecksum,
+  CheckpointFormat,
+  jsonbText,
+  readCheckpoint,
+  serializeCheckpoint,
+} from './canonical-json';

@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { EntityManager, QueryRunnerProviderAlreadyReleasedError } from 'typeorm';
-import { DatabaseService, DatabaseUnavailableError } from '@agent/database';
+import { DatabaseService } from '@agent/database';
 import { jsonbText } from './canonical-json';
 import { CheckpointFencingError } from './checkpoint.errors';
 import { CheckpointStore } from './checkpoint.store';
@@ -9,14 +8,33 @@ import type {
   CheckpointSummary,
   CheckpointWrite,
   ConversationIdentity,
+  LeaseAttempt,
+  LeaseRequest,
   SessionListFilter,
   SessionRow,
   StoredEventRow,
+  StoredResponse,
   TurnCommit,
 } from './checkpoint.types';
 
 const SESSION_COLUMNS = `conversation_key, tenant_id, session_id, agent_id, user_id, channel, status, active_agent, next_state,
   last_route, last_intent, turn_count, head_version, lease_owner, lease_expires_at, created_at, updated_at`;
+
+const CHECKPOINT_COLUMNS = `conversation_key, version, parent_version, state AS state_text, format, checksum, size_bytes,
+  created_at`;
+
+/** A lease attempt's row: the replay, the session columns, and the head checkpoint's columns prefixed `cp_`. */
+interface LeaseAttemptRow extends SessionRow {
+  replay_response: Record<string, unknown> | null;
+  replay_fingerprint: string | null;
+  cp_version: number | null;
+  cp_parent_version: number | null;
+  cp_state: string | null;
+  cp_format: 1 | 2 | null;
+  cp_checksum: string | null;
+  cp_size_bytes: number | null;
+  cp_created_at: Date | null;
+}
 
 /** Postgres adapter of the conversation store (the same SQL serves a real server and embedded PGlite). */
 @Injectable()
@@ -29,27 +47,13 @@ export class PostgresCheckpointStore extends CheckpointStore {
     return this.db.dataSource;
   }
 
-  /**
-   * A transaction whose connection died between two statements (pg_terminate_backend, network cut) makes
-   * TypeORM release the query runner on the client's error event; the next statement then throws
-   * QueryRunnerProviderAlreadyReleasedError. The server rolled the transaction back, so it is an outage, not a bug.
-   */
-  private async transaction<T>(work: (manager: EntityManager) => Promise<T>): Promise<T> {
-    try {
-      return await this.db.transaction(work);
-    } catch (error) {
-      if (error instanceof QueryRunnerProviderAlreadyReleasedError) throw new DatabaseUnavailableError(error);
-      throw error;
-    }
-  }
-
   async latestVersions(
     conversationKey: string,
     limit: number,
     beforeVersion?: number,
   ): Promise<CheckpointRow[]> {
     const rows: CheckpointRow[] = await this.ds.query(
-      `SELECT conversation_key, version, parent_version, state, checksum, size_bytes, created_at
+      `SELECT ${CHECKPOINT_COLUMNS}
          FROM checkpoints WHERE conversation_key = $1 AND ($3::integer IS NULL OR version < $3)
         ORDER BY version DESC LIMIT $2`,
       [conversationKey, limit, beforeVersion ?? null],
@@ -59,8 +63,7 @@ export class PostgresCheckpointStore extends CheckpointStore {
 
   async getVersion(conversationKey: string, version: number): Promise<CheckpointRow | null> {
     const rows: CheckpointRow[] = await this.ds.query(
-      `SELECT conversation_key, version, parent_version, state, checksum, size_bytes, created_at
-         FROM checkpoints WHERE conversation_key = $1 AND version = $2`,
+      `SELECT ${CHECKPOINT_COLUMNS} FROM checkpoints WHERE conversation_key = $1 AND version = $2`,
       [conversationKey, version],
     );
     return rows[0] ?? null;
@@ -68,27 +71,36 @@ export class PostgresCheckpointStore extends CheckpointStore {
 
   async listVersions(conversationKey: string): Promise<CheckpointSummary[]> {
     return this.ds.query(
-      `SELECT conversation_key, version, parent_version, checksum, size_bytes, created_at
+      `SELECT conversation_key, version, parent_version, format, checksum, size_bytes, created_at
          FROM checkpoints WHERE conversation_key = $1 ORDER BY version DESC`,
       [conversationKey],
     );
   }
 
-  async tryAcquireLease(
-    identity: ConversationIdentity,
-    token: string,
-    leaseMs: number,
-    reclaimPrefix?: string,
-  ): Promise<SessionRow | null> {
-    const rows: SessionRow[] = await this.ds.query(
-      `INSERT INTO sessions (conversation_key, tenant_id, session_id, agent_id, user_id, channel, lease_owner, lease_expires_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, now() + ($8::text || ' milliseconds')::interval)
-       ON CONFLICT (conversation_key) DO UPDATE
-         SET lease_owner = EXCLUDED.lease_owner, lease_expires_at = EXCLUDED.lease_expires_at
-         WHERE sessions.lease_owner IS NULL OR sessions.lease_expires_at < now()
-            OR sessions.lease_owner = EXCLUDED.lease_owner
-            OR ($9::text IS NOT NULL AND left(sessions.lease_owner, length($9::text)) = $9::text)
-       RETURNING ${SESSION_COLUMNS}`,
+  async acquireLease(identity: ConversationIdentity, request: LeaseRequest): Promise<LeaseAttempt> {
+    // The lease upsert runs only when the message was not processed; the head is read by the version the upsert
+    // returns (the statement's snapshot cannot see a checkpoint newer than that head).
+    const rows: LeaseAttemptRow[] = await this.ds.query(
+      `WITH replay AS (
+         SELECT response, fingerprint FROM processed_messages WHERE conversation_key = $1 AND message_id = $10
+       ), lease AS (
+         INSERT INTO sessions (conversation_key, tenant_id, session_id, agent_id, user_id, channel, lease_owner, lease_expires_at)
+         SELECT $1, $2, $3, $4, $5, $6, $7, now() + ($8::text || ' milliseconds')::interval
+          WHERE NOT EXISTS (SELECT 1 FROM replay)
+         ON CONFLICT (conversation_key) DO UPDATE
+           SET lease_owner = EXCLUDED.lease_owner, lease_expires_at = EXCLUDED.lease_expires_at
+           WHERE sessions.lease_owner IS NULL OR sessions.lease_expires_at < now()
+              OR sessions.lease_owner = EXCLUDED.lease_owner
+              OR ($9::text IS NOT NULL AND left(sessions.lease_owner, length($9::text)) = $9::text)
+         RETURNING ${SESSION_COLUMNS}
+       )
+       SELECT (SELECT response FROM replay) AS replay_response, (SELECT fingerprint FROM replay) AS replay_fingerprint,
+              l.*, c.version AS cp_version, c.parent_version AS cp_parent_version, c.state AS cp_state,
+              c.format AS cp_format, c.checksum AS cp_checksum, c.size_bytes AS cp_size_bytes,
+              c.created_at AS cp_created_at
+         FROM (SELECT 1) AS one
+         LEFT JOIN lease l ON true
+         LEFT JOIN checkpoints c ON c.conversation_key = $1 AND c.version = l.head_version`,
       [
         identity.conversation_key,
         identity.tenant_id,
@@ -96,12 +108,47 @@ export class PostgresCheckpointStore extends CheckpointStore {
         identity.agent_id,
         identity.user_id ?? null,
         identity.channel ?? null,
-        token,
-        String(leaseMs),
-        reclaimPrefix ?? null,
+        request.token,
+        String(request.leaseMs),
+        request.reclaimPrefix ?? null,
+        request.messageId ?? null,
       ],
     );
-    return rows[0] ?? null;
+    const row = rows[0];
+    if (row.replay_response !== null) {
+      return {
+        replay: { response: row.replay_response, fingerprint: row.replay_fingerprint },
+        session: null,
+        head: null,
+      };
+    }
+    if (row.conversation_key === null) return { replay: null, session: null, head: null };
+    const {
+      replay_response: _response,
+      replay_fingerprint: _fingerprint,
+      cp_version,
+      cp_parent_version,
+      cp_state,
+      cp_format,
+      cp_checksum,
+      cp_size_bytes,
+      cp_created_at,
+      ...session
+    } = row;
+    const head =
+      cp_version === null || cp_state === null || cp_format === null || cp_checksum === null
+        ? null
+        : {
+            conversation_key: session.conversation_key,
+            version: cp_version,
+            parent_version: cp_parent_version,
+            state_text: cp_state,
+            format: cp_format,
+            checksum: cp_checksum,
+            size_bytes: cp_size_bytes ?? 0,
+            created_at: cp_created_at ?? new Date(),
+          };
+    return { replay: null, session, head };
   }
 
   async renewLease(conversationKey: string, token: string, leaseMs: number): Promise<boolean> {
@@ -123,82 +170,75 @@ export class PostgresCheckpointStore extends CheckpointStore {
   async commitTurn(commit: TurnCommit, write: CheckpointWrite): Promise<number> {
     const key = commit.identity.conversation_key;
     const version = write.expectedHead + 1;
-    return this.transaction(async (manager) => {
-      // Fencing first, so a fenced commit writes nothing: only the lease holder may extend the head it saw.
-      const fenced: [unknown[], number] = await manager.query(
-        `UPDATE sessions
+    // One statement, so one round trip and one commit: the fenced session update (which also releases the lease)
+    // feeds every insert, so a fenced commit writes nothing and a failing insert undoes the update.
+    const rows: { committed: number }[] = await this.ds.query(
+      `WITH fenced AS (
+         UPDATE sessions
             SET head_version = $3, turn_count = $4, status = $5, active_agent = $6, next_state = $7,
-                last_route = $8, last_intent = $9, user_id = COALESCE($10, user_id), updated_at = now()
-          WHERE conversation_key = $1 AND head_version = $2 AND lease_owner = $11`,
-        [
-          key,
-          write.expectedHead,
-          version,
-          commit.turn,
-          commit.status,
-          commit.state.active_agent ?? null,
-          commit.state.next_state ?? null,
-          commit.state.route ?? null,
-          commit.state.intent ?? null,
-          commit.identity.user_id ?? null,
-          commit.leaseToken,
-        ],
-      );
-      if (fenced[1] !== 1) throw new CheckpointFencingError(key, write.expectedHead);
-      await manager.query(
-        `INSERT INTO checkpoints (conversation_key, version, parent_version, state, checksum, size_bytes)
-         VALUES ($1, $2, $3, $4::jsonb, $5, $6)`,
-        [
-          key,
-          version,
-          commit.parentVersion,
-          write.serializedState,
-          write.checksum,
-          Buffer.byteLength(write.serializedState),
-        ],
-      );
-      await manager.query(
-        `INSERT INTO turn_log (conversation_key, version, turn, tenant_id, agent_id, summary, nodes, events)
-         VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8::jsonb)`,
-        [
-          key,
-          version,
-          commit.turn,
-          commit.identity.tenant_id,
-          commit.identity.agent_id,
-          commit.summary ? jsonbText(commit.summary) : null,
-          jsonbText(commit.nodes ?? []),
-          jsonbText(commit.events.map((event) => ({ name: event.name, payload: event.payload }))),
-        ],
-      );
-      if (commit.idempotency) {
-        await manager.query(
-          `INSERT INTO processed_messages (conversation_key, message_id, turn, response) VALUES ($1, $2, $3, $4::jsonb)`,
-          [key, commit.idempotency.message_id, commit.turn, jsonbText(commit.idempotency.response)],
-        );
-      }
-      return version;
-    });
+                last_route = $8, last_intent = $9, user_id = COALESCE($10, user_id), updated_at = now(),
+                lease_owner = NULL, lease_expires_at = NULL
+          WHERE conversation_key = $1 AND head_version = $2 AND lease_owner = $11
+         RETURNING conversation_key
+       ), checkpoint AS (
+         INSERT INTO checkpoints (conversation_key, version, parent_version, state, format, checksum, size_bytes)
+         SELECT conversation_key, $3::integer, $12::integer, $13::text, 2, $14::text, $15::integer FROM fenced
+       ), turn_row AS (
+         INSERT INTO turn_log (conversation_key, version, turn, tenant_id, agent_id, summary, nodes, events)
+         SELECT conversation_key, $3::integer, $4::integer, $16::text, $17::text, $18::jsonb, $19::jsonb, $20::jsonb
+           FROM fenced
+       ), processed AS (
+         INSERT INTO processed_messages (conversation_key, message_id, turn, response, fingerprint)
+         SELECT conversation_key, $21::text, $4::integer, $22::jsonb, $23::text FROM fenced WHERE $21::text IS NOT NULL
+       )
+       SELECT count(*)::integer AS committed FROM fenced`,
+      [
+        key,
+        write.expectedHead,
+        version,
+        commit.turn,
+        commit.status,
+        commit.state.active_agent ?? null,
+        commit.state.next_state ?? null,
+        commit.state.route ?? null,
+        commit.state.intent ?? null,
+        commit.identity.user_id ?? null,
+        commit.leaseToken,
+        commit.parentVersion,
+        write.serializedState,
+        write.checksum,
+        Buffer.byteLength(write.serializedState),
+        commit.identity.tenant_id,
+        commit.identity.agent_id,
+        commit.summary ? jsonbText(commit.summary) : null,
+        jsonbText(commit.nodes ?? []),
+        jsonbText(commit.events.map((event) => ({ name: event.name, payload: event.payload }))),
+        commit.idempotency?.message_id ?? null,
+        commit.idempotency ? jsonbText(commit.idempotency.response) : null,
+        commit.idempotency?.fingerprint ?? null,
+      ],
+    );
+    if (rows[0]?.committed !== 1) throw new CheckpointFencingError(key, write.expectedHead);
+    return version;
   }
 
-  async compact(conversationKey: string, keep: number): Promise<number> {
+  async compact(conversationKeys: string[], keep: number): Promise<number> {
+    if (conversationKeys.length === 0) return 0;
     const result: [unknown[], number] = await this.ds.query(
-      `DELETE FROM checkpoints WHERE conversation_key = $1 AND version <= (
-         SELECT COALESCE(MAX(version), 0) - $2 FROM checkpoints WHERE conversation_key = $1)`,
-      [conversationKey, keep],
+      `DELETE FROM checkpoints c USING sessions s
+        WHERE s.conversation_key = ANY($1::text[]) AND c.conversation_key = s.conversation_key
+          AND c.version <= s.head_version - $2`,
+      [conversationKeys, keep],
     );
     return result[1];
   }
 
-  async findProcessedMessage(
-    conversationKey: string,
-    messageId: string,
-  ): Promise<Record<string, unknown> | null> {
-    const rows: { response: Record<string, unknown> }[] = await this.ds.query(
-      `SELECT response FROM processed_messages WHERE conversation_key = $1 AND message_id = $2`,
+  async findProcessedMessage(conversationKey: string, messageId: string): Promise<StoredResponse | null> {
+    const rows: StoredResponse[] = await this.ds.query(
+      `SELECT response, fingerprint FROM processed_messages WHERE conversation_key = $1 AND message_id = $2`,
       [conversationKey, messageId],
     );
-    return rows[0]?.response ?? null;
+    return rows[0] ?? null;
   }
 
   async getSession(conversationKey: string): Promise<SessionRow | null> {
@@ -253,11 +293,14 @@ export class PostgresCheckpointStore extends CheckpointStore {
   }
 
   async deleteConversation(conversationKey: string): Promise<void> {
-    await this.transaction(async (manager) => {
-      for (const table of ['checkpoints', 'turn_log', 'processed_messages', 'sessions']) {
-        await manager.query(`DELETE FROM ${table} WHERE conversation_key = $1`, [conversationKey]);
-      }
-    });
+    // One statement, so all or nothing without a transaction block.
+    await this.ds.query(
+      `WITH checkpoints_gone AS (DELETE FROM checkpoints WHERE conversation_key = $1),
+            turn_log_gone AS (DELETE FROM turn_log WHERE conversation_key = $1),
+            processed_gone AS (DELETE FROM processed_messages WHERE conversation_key = $1)
+       DELETE FROM sessions WHERE conversation_key = $1`,
+      [conversationKey],
+    );
   }
 }
 

@@ -286,6 +286,8 @@ export const checkpointEnvSchema = z.object({
   TURN_LOCK_TIMEOUT_MS: envNumber(10000, { min: 1, int: true }),
   TURN_LEASE_MS: envNumber(30000, { min: 1000, int: true }),
   CHECKPOINT_RETENTION: envNumber(20, { min: 1, int: true }),
+  /** How often committed conversations are compacted to CHECKPOINT_RETENTION versions, in batches. */
+  CHECKPOINT_COMPACTION_INTERVAL_MS: envNumber(1000, { min: 10, int: true }),
   CHECKPOINT_RECOVERY_SCAN_LIMIT: envNumber(25, { min: 1, int: true }),
   CHECKPOINT_RETRY_ATTEMPTS: envNumber(3, { min: 1, max: 20, int: true }),
   CHECKPOINT_RETRY_BASE_MS: envNumber(50, { min: 0, int: true }),

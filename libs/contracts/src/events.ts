@@ -80,6 +80,11 @@ export interface EventPayloads {
   'long_term_memory.persist.failed': { error: string };
   'checkpoint.recovery.skip_corrupt': { version: number; reason: string };
   'checkpoint.recovery.clean_start': { skipped: number };
+  'checkpoint.recovery.version_gap': {
+    expected_version: number;
+    found_version: number | null;
+    missing_versions: number;
+  };
   'checkpoint.compaction.failed': { error: string };
   'NOC.001': { channel?: string; message_id?: string };
   AGENT_STARTED: { workflow_id: string };

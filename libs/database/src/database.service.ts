@@ -1,5 +1,10 @@
 import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
-import { DataSource, EntityManager, QueryRunnerProviderAlreadyReleasedError } from 'typeorm';
+import {
+  DataSource,
+  EntityManager,
+  QueryRunnerAlreadyReleasedError,
+  QueryRunnerProviderAlreadyReleasedError,
+} from 'typeorm';
 import { EmbeddedPostgres } from './embedded-postgres';
 
 /** Errors that mean "the database cannot be reached right now" (mapped to 503 by the HTTP layer). */
@@ -35,8 +40,14 @@ export function isConnectionError(error: unknown): boolean {
   let current: unknown = error;
   for (let depth = 0; depth < 5 && current; depth++) {
     if (current instanceof DatabaseUnavailableError) return true;
-    // The client emitted 'error' between two statements of a transaction; the server rolled it back.
-    if (current instanceof QueryRunnerProviderAlreadyReleasedError) return true;
+    // The client emitted 'error' between two statements of a transaction (or at its COMMIT), so TypeORM released
+    // the query runner under it; the server rolled the transaction back.
+    if (
+      current instanceof QueryRunnerProviderAlreadyReleasedError ||
+      current instanceof QueryRunnerAlreadyReleasedError
+    ) {
+      return true;
+    }
     if (typeof current === 'object' && current !== null) {
       const code = (current as { code?: unknown }).code;
       if (typeof code === 'string' && (CONNECTION_ERROR_CODES.has(code) || code.startsWith('08'))) {

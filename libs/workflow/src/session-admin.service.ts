@@ -117,7 +117,7 @@ export class SessionAdminService {
       let deleted: number | null = null;
       let subjectKey: string | null = null;
       if (options.purgeMemory) {
-        const loaded = await this.checkpoints.loadLatest(conversationKey);
+        const loaded = await this.checkpoints.load(lease);
         subjectKey = loaded?.state.long_term_memory_subject_key ?? lease.session.user_id ?? null;
         deleted = subjectKey
           ? await this.memory.purgeSubject({
@@ -159,7 +159,7 @@ export class SessionAdminService {
       };
       return await TurnContextStore.run(context, async () => {
         // Inside the context, so a skipped corrupt checkpoint's event is stored with this commit.
-        const loaded = await this.checkpoints.loadLatest(conversationKey);
+        const loaded = await this.checkpoints.load(lease);
         const state: AgentState = loaded?.state ?? {};
         const patch = decide(state, session);
         if (patch === null) {

@@ -1,6 +1,12 @@
 import { Injectable } from '@nestjs/common';
-import { randomUUID } from 'node:crypto';
-import { CheckpointService, ConversationIdentity, SessionStatus, turnSummary } from '@agent/checkpoint';
+import { createHash, randomUUID } from 'node:crypto';
+import {
+  canonicalJson,
+  CheckpointService,
+  ConversationIdentity,
+  SessionStatus,
+  turnSummary,
+} from '@agent/checkpoint';
 import type { AgentState, JsonRecord } from '@agent/contracts';
 import { MetricsService, TurnContext, TurnContextStore } from '@agent/observability';
 import { WorkflowService } from './workflow.service';
@@ -71,6 +77,32 @@ const PER_TURN_KEYS: (keyof AgentState)[] = [
   'supervisor_results',
 ];
 
+/** The same message_id came with another body: replaying the stored answer would answer a different message. */
+export class IdempotencyKeyReusedError extends Error {
+  constructor(
+    readonly conversationKey: string,
+    readonly messageId: string,
+  ) {
+    super(`message_id "${messageId}" was already used in ${conversationKey} with a different body`);
+    this.name = 'IdempotencyKeyReusedError';
+  }
+}
+
+/** What identifies a message's body besides its conversation: a resend must carry the same. */
+function bodyFingerprint(input: TurnInput): string {
+  return createHash('sha256')
+    .update(
+      canonicalJson([
+        input.channel,
+        input.agent_id,
+        input.text,
+        input.user_id ?? null,
+        input.metadata ?? null,
+      ]),
+    )
+    .digest('hex');
+}
+
 export function conversationKeyOf(tenantId: string, sessionId: string): string {
   return `${tenantId}:${sessionId}`;
 }
@@ -90,10 +122,6 @@ export class TurnService {
   async handle(input: TurnInput): Promise<TurnOutcome> {
     const started = performance.now();
     const conversationKey = conversationKeyOf(input.tenant_id, input.session_id);
-    if (input.message_id) {
-      const stored = await this.checkpoints.findProcessedMessage(conversationKey, input.message_id);
-      if (stored) return { response: stored as unknown as TurnResponse, replayed: true };
-    }
     const identity: ConversationIdentity = {
       conversation_key: conversationKey,
       tenant_id: input.tenant_id,
@@ -102,13 +130,19 @@ export class TurnService {
       user_id: input.user_id ?? null,
       channel: input.channel,
     };
-    const lease = await this.checkpoints.acquire(identity);
-    try {
-      if (input.message_id) {
-        // A duplicate that waited behind the original gets the original's response.
-        const stored = await this.checkpoints.findProcessedMessage(conversationKey, input.message_id);
-        if (stored) return { response: stored as unknown as TurnResponse, replayed: true };
+    const fingerprint = input.message_id ? bodyFingerprint(input) : undefined;
+    // One statement: a processed message_id answers from its record (a duplicate that waited behind the original
+    // gets the original's response); otherwise the lease is taken and the head checkpoint read.
+    const acquired = await this.checkpoints.acquireFor(identity, input.message_id);
+    if ('replay' in acquired) {
+      const { response, fingerprint: stored } = acquired.replay;
+      if (stored !== null && stored !== fingerprint) {
+        throw new IdempotencyKeyReusedError(conversationKey, input.message_id ?? '');
       }
+      return { response: response as unknown as TurnResponse, replayed: true };
+    }
+    const lease = acquired;
+    try {
       const turn = lease.session.turn_count + 1;
       const context: TurnContext = {
         request_id: input.request_id,
@@ -121,7 +155,7 @@ export class TurnService {
         nodes: [],
       };
       return await TurnContextStore.run(context, async () => {
-        const loaded = await this.checkpoints.loadLatest(conversationKey);
+        const loaded = await this.checkpoints.load(lease);
         const messageId = input.message_id ?? randomUUID();
         const initial = this.initialState(loaded?.state ?? {}, input, conversationKey, turn, messageId);
         let final: AgentState;
@@ -145,7 +179,7 @@ export class TurnService {
           nodes: context.nodes,
           events: context.events,
           idempotency: input.message_id
-            ? { message_id: input.message_id, response: response as unknown as JsonRecord }
+            ? { message_id: input.message_id, response: response as unknown as JsonRecord, fingerprint }
             : undefined,
         });
         const method =

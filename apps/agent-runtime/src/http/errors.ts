@@ -16,7 +16,7 @@ import {
 } from '@agent/checkpoint';
 import { DatabaseUnavailableError, isConnectionError } from '@agent/database';
 import { EventBusService } from '@agent/observability';
-import { SessionNotFoundError, SessionStateConflictError } from '@agent/workflow';
+import { IdempotencyKeyReusedError, SessionNotFoundError, SessionStateConflictError } from '@agent/workflow';
 import { RateLimitUnavailableError } from '../auth/shared-rate-limit.storage';
 
 export interface ErrorBody {
@@ -104,6 +104,9 @@ export class HttpErrorFilter implements ExceptionFilter {
     }
     if (exception instanceof AgentMismatchError) {
       return { status: 409, code: 'AGENT_MISMATCH', message: exception.message };
+    }
+    if (exception instanceof IdempotencyKeyReusedError) {
+      return { status: 409, code: 'IDEMPOTENCY_KEY_REUSED', message: exception.message };
     }
     if (exception instanceof SessionNotFoundError) {
       return { status: 404, code: 'SESSION_NOT_FOUND', message: 'session not found' };
