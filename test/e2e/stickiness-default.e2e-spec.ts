@@ -15,7 +15,7 @@ const SHIPPED_PROFILES = join(REPO_ROOT, 'config', 'llm_profiles.yaml');
 
 /** The classifier's requests: the small model asked for a continuity label. */
 const classifierRequests = (fake: FakeLlmServer) =>
-  fake.requests.filter((request) => /route-continuity classifier/.test(requestText(request)));
+  fake.requests.filter((request) => /Classify how a customer-service platform/.test(requestText(request)));
 
 /** The JSON log lines of a process's output (pino: one object per line). */
 function logLines(output: string): { level: number; msg: string }[] {
@@ -106,7 +106,7 @@ describe('route stickiness by default', () => {
       });
       fake.script({
         model: 'small-y',
-        when: (request) => /route-continuity classifier/.test(requestText(request)),
+        when: (request) => /Classify how a customer-service platform/.test(requestText(request)),
         reply: (request) =>
           lastUserMessage(request).includes('o que está incluso?')
             ? { json: { decision: 'CONTINUE', confidence: 0.97, reason: 'follow-up' } }

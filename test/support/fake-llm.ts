@@ -32,7 +32,17 @@ export interface FakeReply {
   rawBody?: string;
   /** Close the connection without answering (a crashed or killed model server). */
   hangUp?: boolean;
-  usage?: { prompt_tokens: number; completion_tokens: number };
+  usage?: { prompt_tokens: number; completion_tokens: number; cached_tokens?: number };
+}
+
+/**
+ * How the server imitates a provider's prompt cache: the prompt's prefix shared with the previous request for
+ * the same model counts as cached, in whole blocks, once it reaches the minimum (OpenAI's documented rule is
+ * 1,024 tokens in blocks of 128). Tokens are characters / 4, as the usage this server reports.
+ */
+export interface FakePromptCache {
+  minTokens: number;
+  blockTokens: number;
 }
 
 export interface FakeScript {
@@ -115,6 +125,9 @@ export class FakeLlmServer {
   connections = 0;
   /** Size of the vectors POST /v1/embeddings returns when the request does not ask for `dimensions`. */
   embeddingDimensions = 64;
+  /** Reports cached prompt tokens as a provider with this cache rule would; none when null. */
+  promptCache: FakePromptCache | null = null;
+  private readonly lastPrompt = new Map<string, string>();
   private scripts: { script: FakeScript; used: number }[] = [];
   private fallback: FakeReply | null = null;
   private readonly sockets = new Set<import('node:net').Socket>();
@@ -166,6 +179,19 @@ export class FakeLlmServer {
   async stop(): Promise<void> {
     for (const socket of this.sockets) socket.destroy();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  /** The cached part of `prompt` under `promptCache`, remembering it as the model's latest prompt. */
+  private cachedTokens(model: string, prompt: string): number {
+    const previous = this.lastPrompt.get(model) ?? '';
+    this.lastPrompt.set(model, prompt);
+    if (!this.promptCache) return 0;
+    let shared = 0;
+    const max = Math.min(previous.length, prompt.length);
+    while (shared < max && previous.charCodeAt(shared) === prompt.charCodeAt(shared)) shared++;
+    const { minTokens, blockTokens } = this.promptCache;
+    const tokens = Math.floor(shared / 4 / blockTokens) * blockTokens;
+    return tokens >= minTokens ? tokens : 0;
   }
 
   private embed(request: FakeChatRequest, res: ServerResponse): Promise<void> {
@@ -249,10 +275,9 @@ export class FakeLlmServer {
         arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments),
       },
     }));
-    const promptChars = request.messages.reduce(
-      (n, m) => n + (typeof m.content === 'string' ? m.content.length : 0),
-      0,
-    );
+    const prompt = request.messages.map((m) => (typeof m.content === 'string' ? m.content : '')).join('');
+    const promptChars = prompt.length;
+    const cachedTokens = reply.usage?.cached_tokens ?? this.cachedTokens(request.model, prompt);
     send(res, 200, {
       id: `chatcmpl-fake-${this.requests.length}`,
       object: 'chat.completion',
@@ -265,13 +290,20 @@ export class FakeLlmServer {
           finish_reason: toolCalls.length > 0 ? 'tool_calls' : 'stop',
         },
       ],
-      usage: reply.usage
-        ? { ...reply.usage, total_tokens: reply.usage.prompt_tokens + reply.usage.completion_tokens }
-        : {
-            prompt_tokens: Math.ceil(promptChars / 4),
-            completion_tokens: Math.ceil((content ?? '').length / 4) + toolCalls.length * 10,
-            total_tokens: Math.ceil(promptChars / 4) + Math.ceil((content ?? '').length / 4),
-          },
+      usage: {
+        ...(reply.usage
+          ? {
+              prompt_tokens: reply.usage.prompt_tokens,
+              completion_tokens: reply.usage.completion_tokens,
+              total_tokens: reply.usage.prompt_tokens + reply.usage.completion_tokens,
+            }
+          : {
+              prompt_tokens: Math.ceil(promptChars / 4),
+              completion_tokens: Math.ceil((content ?? '').length / 4) + toolCalls.length * 10,
+              total_tokens: Math.ceil(promptChars / 4) + Math.ceil((content ?? '').length / 4),
+            }),
+        ...(cachedTokens > 0 ? { prompt_tokens_details: { cached_tokens: cachedTokens } } : {}),
+      },
     });
   }
 }

@@ -17,9 +17,12 @@ interface Script {
   invalid?: boolean;
 }
 
-/** The key a classifier request is answered by: the current message and the reply right before it. */
+/**
+ * The key a classifier request is answered by: the current message and the start of the reply right before it
+ * (the classifier sees a long reply cut to its start and its end).
+ */
 function keyOf(user: string, previousAssistant: string | undefined): string {
-  return `${user}\u0000${previousAssistant ?? ''}`;
+  return `${user}\u0000${(previousAssistant ?? '').slice(0, 60)}`;
 }
 
 function capture() {

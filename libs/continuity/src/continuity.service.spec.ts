@@ -6,7 +6,12 @@ import type { AgentState, RouteDecision, StoredEvent } from '@agent/contracts';
 import { MetricsService, TurnContextStore } from '@agent/observability';
 import { FakeChatRequest, FakeLlmServer, FakeReply } from '@agent/testing/fake-llm';
 import { createTestLlm } from '@agent/testing/test-llm';
-import { CONTINUITY_SYSTEM_PROMPT, HISTORY_MESSAGE_MAX_CHARS } from './continuity.prompt';
+import {
+  approximateTokens,
+  CONTINUITY_SYSTEM_PROMPT,
+  cutToTokens,
+  HISTORY_MESSAGE_MAX_TOKENS,
+} from './continuity.prompt';
 import { ContinuityOutcome, ContinuityService } from './continuity.service';
 
 const REPO = resolve(__dirname, '..', '..', '..');
@@ -23,6 +28,7 @@ intents:
     mcp_tools: [consultar_plano, listar_servicos]
   - name: billing_invoice_explanation
     description: invoices, payments, charges and contestation
+    label: invoices and charges
     agent: billing_agent
     domain: telecom
     mcp_tools: [consultar_fatura]
@@ -357,8 +363,9 @@ describe('ContinuityService', () => {
       expect(payload).toEqual({
         active_agent: 'product_agent',
         active_agent_capabilities: ['plans, services, benefits and plan change'],
-        // orders_agent owns only a disabled intent, so it is not offered.
-        other_agents: { billing_agent: ['invoices, payments, charges and contestation'] },
+        // orders_agent owns only a disabled intent, so it is not offered; an intent's label, where it has one,
+        // stands for its description.
+        other_agents: { billing_agent: ['invoices and charges'] },
         previous_intent: 'product_services_information',
         previous_domain: 'telecom',
         recent_history: [
@@ -505,7 +512,7 @@ describe('ContinuityService', () => {
   });
 
   describe('history', () => {
-    const long = 'x'.repeat(HISTORY_MESSAGE_MAX_CHARS + 300);
+    const long = `Sua fatura de março ${'tem vários itens detalhados aqui. '.repeat(40)}Quer contestar algum?`;
     const history: AgentState['history'] = [
       { role: 'user', content: 'turn 1 question' },
       { role: 'assistant', content: 'turn 1 answer' },
@@ -522,10 +529,26 @@ describe('ContinuityService', () => {
       await evaluate(service, baseState('turn 4 question', { history }));
       expect(sentPayload().recent_history).toEqual([
         { role: 'user', content: 'turn 2 question' },
-        { role: 'assistant', content: 'x'.repeat(HISTORY_MESSAGE_MAX_CHARS) },
+        { role: 'assistant', content: cutToTokens(long, HISTORY_MESSAGE_MAX_TOKENS) },
         { role: 'user', content: 'turn 3 question' },
         { role: 'assistant', content: 'turn 3 answer' },
       ]);
+    });
+
+    it('cuts a long message to its start and its end within the token budget', () => {
+      const cut = cutToTokens(long, HISTORY_MESSAGE_MAX_TOKENS);
+      expect(approximateTokens(long)).toBeGreaterThan(HISTORY_MESSAGE_MAX_TOKENS * 4);
+      expect(approximateTokens(cut)).toBeLessThanOrEqual(HISTORY_MESSAGE_MAX_TOKENS);
+      expect(cut).toMatch(/^Sua fatura de março tem .* … .* Quer contestar algum\?$/);
+      expect(cutToTokens('curta e completa', HISTORY_MESSAGE_MAX_TOKENS)).toBe('curta e completa');
+      // One unbroken run of letters is still cut, in runs of 16.
+      expect(approximateTokens(cutToTokens('x'.repeat(2000), 20))).toBeLessThanOrEqual(20);
+    });
+
+    it('estimates tokens by words, numbers and symbols, not by characters', () => {
+      expect(approximateTokens('o que está incluso?')).toBe(6);
+      expect(approximateTokens('atendimento')).toBe(3);
+      expect(approximateTokens('R$ 49,90')).toBe(5);
     });
 
     it('ROUTE_STICKINESS_HISTORY_TURNS=0 sends no history', async () => {

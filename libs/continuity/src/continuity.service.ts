@@ -14,13 +14,7 @@ import {
 import { LlmService, StructuredFailureReason } from '@agent/llm';
 import { EventBusService, MetricsService } from '@agent/observability';
 import { continuityOutput } from './continuity.output';
-import {
-  buildPayload,
-  capabilitiesByAgent,
-  CONTINUITY_SYSTEM_PROMPT,
-  nonEmptyString,
-  truncate,
-} from './continuity.prompt';
+import { classifierInput, CONTINUITY_SYSTEM_PROMPT, nonEmptyString, truncate } from './continuity.prompt';
 
 export interface ContinuityOutcome {
   signal: ContinuitySignal;
@@ -107,22 +101,15 @@ export class ContinuityService implements OnModuleInit {
     const text = (state.sanitized_input ?? state.user_text ?? '').trim();
     if (text === '') return null;
 
-    const intents = this.files.routing.intents.filter((intent) => intent.enabled);
-    const capabilities = capabilitiesByAgent(intents);
-    const requestedAgent = nonEmptyString(state.active_agent) ?? '';
-    // Only an agent that owns an enabled intent can keep a turn: session nodes, the supervisor or a stale name
-    // from an older catalogue cannot.
-    const activeAgent = capabilities.has(requestedAgent) ? requestedAgent : '';
-    const payload = buildPayload(
+    const { activeAgent, payload } = classifierInput(
       state,
-      activeAgent,
-      capabilities,
+      this.files.routing.intents.filter((intent) => intent.enabled),
       text,
       this.config.ROUTE_STICKINESS_HISTORY_TURNS,
     );
 
     const started = performance.now();
-    const classification = await this.classify(JSON.stringify(payload));
+    const classification = await this.classify(payload);
     const latencyMs = Math.round((performance.now() - started) * 100) / 100;
 
     const { decision: label, confidence } = classification;

@@ -117,6 +117,8 @@ export interface EventPayloads {
     model: string;
     latency_ms: number;
     prompt_tokens: number;
+    /** Of prompt_tokens, those the provider served from its prompt cache. */
+    cached_prompt_tokens: number;
     completion_tokens: number;
     outcome: LlmCallOutcome;
   };

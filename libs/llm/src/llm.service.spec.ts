@@ -84,6 +84,22 @@ describe(LlmService.name, () => {
     });
   });
 
+  it('records the prompt tokens the provider served from its cache', async () => {
+    fake.script({
+      model: 'route_continuity',
+      reply: { content: 'x', usage: { prompt_tokens: 1300, completion_tokens: 3, cached_tokens: 1024 } },
+    });
+    const result = await service.llm.chat({
+      profile: 'route_continuity',
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    expect(result).toMatchObject({ promptTokens: 1300, cachedPromptTokens: 1024 });
+    expect(service.calls[service.calls.length - 1]).toMatchObject({
+      prompt_tokens: 1300,
+      cached_prompt_tokens: 1024,
+    });
+  });
+
   it('never asks for more tokens than the profile allows', async () => {
     fake.script({ model: 'route_continuity', reply: { content: 'x' } });
     await service.llm.chat({

@@ -84,6 +84,8 @@ export interface ChatResult {
   model: string;
   latencyMs: number;
   promptTokens: number;
+  /** Of promptTokens, those the provider reported as read from its prompt cache (0 when it says nothing). */
+  cachedPromptTokens: number;
   completionTokens: number;
   finishReason: string | null;
 }
@@ -323,6 +325,8 @@ export class LlmService implements OnModuleInit, OnModuleDestroy {
       }
       const promptTokens = completion.usage?.prompt_tokens ?? 0;
       const completionTokens = completion.usage?.completion_tokens ?? 0;
+      // The part of the prompt the provider served from its prompt cache (billed at a lower rate), where it says.
+      const cachedPromptTokens = completion.usage?.prompt_tokens_details?.cached_tokens ?? 0;
       return {
         result: (latencyMs: number): ChatResult => ({
           content,
@@ -331,10 +335,12 @@ export class LlmService implements OnModuleInit, OnModuleDestroy {
           model: profile.model,
           latencyMs,
           promptTokens,
+          cachedPromptTokens,
           completionTokens,
           finishReason: choice.finish_reason ?? null,
         }),
         promptTokens,
+        cachedPromptTokens,
         completionTokens,
       };
     });
@@ -350,7 +356,12 @@ export class LlmService implements OnModuleInit, OnModuleDestroy {
     send: (
       client: OpenAI,
       options: RequestOptions,
-    ) => Promise<{ result: (latencyMs: number) => R; promptTokens: number; completionTokens: number }>,
+    ) => Promise<{
+      result: (latencyMs: number) => R;
+      promptTokens: number;
+      cachedPromptTokens?: number;
+      completionTokens: number;
+    }>,
   ): Promise<R> {
     const timeoutMs = Math.round(profile.config.timeout_seconds * 1000);
     const client = this.clientFor(profile);
@@ -369,6 +380,7 @@ export class LlmService implements OnModuleInit, OnModuleDestroy {
             sent.promptTokens,
             sent.completionTokens,
             'ok',
+            sent.cachedPromptTokens,
           );
           return sent.result(latencyMs);
         } catch (error) {
@@ -421,6 +433,7 @@ export class LlmService implements OnModuleInit, OnModuleDestroy {
     promptTokens: number,
     completionTokens: number,
     outcome: LlmCallOutcome,
+    cachedPromptTokens = 0,
   ): void {
     const latency = Math.round(latencyMs * 100) / 100;
     this.events.emit('llm.call', {
@@ -428,12 +441,16 @@ export class LlmService implements OnModuleInit, OnModuleDestroy {
       model,
       latency_ms: latency,
       prompt_tokens: promptTokens,
+      cached_prompt_tokens: cachedPromptTokens,
       completion_tokens: completionTokens,
       outcome,
     });
     this.metrics.llmCalls.inc({ profile, outcome });
     if (outcome !== 'not_configured') this.metrics.llmLatency.observe({ profile }, latencyMs / 1000);
     if (promptTokens > 0) this.metrics.llmTokens.inc({ profile, kind: 'prompt' }, promptTokens);
+    if (cachedPromptTokens > 0) {
+      this.metrics.llmTokens.inc({ profile, kind: 'cached_prompt' }, cachedPromptTokens);
+    }
     if (completionTokens > 0) this.metrics.llmTokens.inc({ profile, kind: 'completion' }, completionTokens);
   }
 

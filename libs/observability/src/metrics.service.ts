@@ -57,7 +57,7 @@ export class MetricsService {
   });
   readonly llmTokens = new Counter({
     name: 'agent_llm_tokens_total',
-    help: 'LLM tokens by profile and kind (prompt|completion)',
+    help: 'LLM tokens by profile and kind (prompt|cached_prompt|completion; cached_prompt is part of prompt)',
     labelNames: ['profile', 'kind'] as const,
     registers: [this.registry],
   });
