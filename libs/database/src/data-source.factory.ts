@@ -1,5 +1,6 @@
 import { DataSource, DataSourceOptions } from 'typeorm';
 import { ALL_MIGRATIONS } from '@agent/migrations';
+import { EmbeddedPostgres } from './embedded-postgres';
 import { registeredEntities } from './entity-registry';
 
 export interface DataSourceSettings {
@@ -35,4 +36,37 @@ export async function createDataSource(settings: DataSourceSettings): Promise<Da
   const dataSource = new DataSource(buildDataSourceOptions(settings));
   await dataSource.initialize();
   return dataSource;
+}
+
+/** A database outside the app, for the command-line tools; `close` also stops the embedded server. */
+export interface OpenDatabase {
+  dataSource: DataSource;
+  embedded: boolean;
+  close(): Promise<void>;
+}
+
+/** DATABASE_URL's server, or the embedded Postgres in DATA_DIR when it is unset (the app must be stopped then). */
+export async function openDatabase(
+  config: { DATABASE_URL?: string; DATA_DIR: string },
+  poolSize = 2,
+): Promise<OpenDatabase> {
+  if (config.DATABASE_URL) {
+    const dataSource = await createDataSource({ url: config.DATABASE_URL, poolSize, embedded: false });
+    return { dataSource, embedded: false, close: () => dataSource.destroy() };
+  }
+  const embedded = await EmbeddedPostgres.start(config.DATA_DIR);
+  try {
+    const dataSource = await createDataSource({ url: embedded.url, poolSize, embedded: true });
+    return {
+      dataSource,
+      embedded: true,
+      close: async () => {
+        await dataSource.destroy();
+        await embedded.stop();
+      },
+    };
+  } catch (error) {
+    await embedded.stop();
+    throw error;
+  }
 }

@@ -10,7 +10,7 @@ import { registerEntities } from './entity-registry';
 const EMBEDDED_POSTGRES = Symbol('EMBEDDED_POSTGRES');
 
 /** Replicas starting together must not race on migrations: a Postgres advisory lock serializes them. */
-async function runMigrationsExclusively(dataSource: DataSource, embedded: boolean) {
+export async function runMigrationsExclusively(dataSource: DataSource, embedded: boolean) {
   // PGlite is single-process and has one pooled connection: holding a lock connection would deadlock.
   if (embedded) return dataSource.runMigrations({ transaction: 'each' });
   const runner = dataSource.createQueryRunner();

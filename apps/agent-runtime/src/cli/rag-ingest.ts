@@ -4,7 +4,7 @@ import { parseArgs } from 'node:util';
 import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { AppConfigModule, EnvValidationError, parseEnvNamespace } from '@agent/config';
-import { createDataSource, EmbeddedPostgres } from '@agent/database';
+import { openDatabase } from '@agent/database';
 import { LlmModule, LlmService } from '@agent/llm';
 import { ObservabilityModule } from '@agent/observability';
 import { loadDirectory, RagIngestError, RagService, RagStore, validateChunking } from '@agent/rag';
@@ -57,13 +57,8 @@ async function main(argv: string[]): Promise<void> {
   loadDirectory(directory);
 
   const llmContext = await NestFactory.createApplicationContext(IngestLlmModule, { logger: ['error'] });
-  const database = parseEnvNamespace('database');
-  const embedded = database.DATABASE_URL ? null : await EmbeddedPostgres.start(database.DATA_DIR);
-  const dataSource = await createDataSource({
-    url: embedded?.url ?? (database.DATABASE_URL as string),
-    poolSize: 2,
-    embedded: embedded !== null,
-  });
+  const database = await openDatabase(parseEnvNamespace('database'));
+  const { dataSource } = database;
   try {
     await dataSource.runMigrations({ transaction: 'each' });
     const service = new RagService(new RagStore(dataSource), rag, llmContext.get(LlmService));
@@ -76,8 +71,7 @@ async function main(argv: string[]): Promise<void> {
     });
     console.log(JSON.stringify(report, null, 2));
   } finally {
-    await dataSource.destroy();
-    await embedded?.stop();
+    await database.close();
     await llmContext.close();
   }
 }
