@@ -189,10 +189,21 @@ describe('operator console in Chromium', () => {
     expect(summary).toContain('customer');
     expect(summary).toContain('quero falar com uma pessoa');
     expect(summary).toMatch(/Messages held since\s*1/);
-    // Claiming arrives with the handoff queue endpoints; until the server documents it, the desk says so.
-    await expectVisible(card.getByText('Claiming is not available on this server yet'));
-    expect(await card.getByRole('button', { name: 'Claim' }).isDisabled()).toBe(true);
+    expect(summary).toMatch(/Taken by\s*nobody yet/);
     await screenshot(page, 'handoff-desk');
+
+    // Claiming names who took it (the key's id); someone else's claim is then refused.
+    await card.getByRole('button', { name: 'Claim' }).click();
+    await expectVisible(card.getByRole('button', { name: 'Claimed' }));
+    expect(await card.getByRole('button', { name: 'Claimed' }).isDisabled()).toBe(true);
+    expect(await card.textContent()).toMatch(/Taken by\s*key:[0-9a-f]+ at /);
+    const stolen = await app.post(
+      `/v1/admin/sessions/${id}/claim?tenant_id=${TENANT}`,
+      { operator: 'someone else' },
+      { authorization: `Bearer ${ADMIN_KEY}` },
+    );
+    expect(stolen.status).toBe(409);
+    expect(stolen.body).toMatchObject({ error: { code: 'HANDOFF_CLAIMED' } });
 
     await card.getByRole('button', { name: 'Resume to the agents' }).click();
     const dialog = page.getByRole('dialog', { name: 'Give this conversation back to the agents?' });

@@ -1,8 +1,8 @@
-import { EventEmitter2 } from '@nestjs/event-emitter';
 import { join } from 'node:path';
 import { ConfigFilesService, parseEnvNamespace } from '@agent/config';
 import { LlmService } from '@agent/llm';
 import { EventBusService, MetricsService, TracingService } from '@agent/observability';
+import { listeningBus } from './listening-bus';
 import type { FakeLlmServer } from './fake-llm';
 import { REPO_ROOT } from './repo-root';
 
@@ -35,8 +35,7 @@ export function createTestLlm(
     llmEnv,
     parseEnvNamespace('routing', raw),
   );
-  const events = new EventBusService(new EventEmitter2());
-  const metrics = new MetricsService();
+  const { events, metrics } = listeningBus();
   const llm = new LlmService(llmEnv, files, events, metrics, new TracingService());
   return { llm, files, events, metrics };
 }

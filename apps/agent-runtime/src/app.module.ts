@@ -7,6 +7,7 @@ import { LlmModule } from '@agent/llm';
 import { ObservabilityModule } from '@agent/observability';
 import { WorkflowModule } from '@agent/workflow';
 import { ConfigType } from '@nestjs/config';
+import { AdminHandoffsController } from './admin/admin-handoffs.controller';
 import { AdminKeyController } from './admin/admin-key.controller';
 import { AdminSessionsController } from './admin/admin-sessions.controller';
 import { AdminStatsController } from './admin/admin-stats.controller';
@@ -34,6 +35,7 @@ import { loggerParams } from './logging';
   controllers: [
     ChannelMessagesController,
     AdminKeyController,
+    AdminHandoffsController,
     AdminSessionsController,
     AdminStatsController,
     HealthController,

@@ -60,7 +60,6 @@ export function App() {
     () =>
       signedIn && {
         client: createAdminClient(signedIn.key, () => signOut(KEY_REFUSED)),
-        secret: signedIn.key,
         key: signedIn.me,
         signOut: () => signOut(),
       },

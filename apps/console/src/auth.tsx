@@ -15,8 +15,6 @@ export const keyStorage = {
 
 export interface Operator {
   client: AdminClient;
-  /** The admin key itself, for the few calls the typed client does not know yet (see callDocumented). */
-  secret: string;
   /** What the key may see, from GET /v1/admin/me. */
   key: AdminKey;
   signOut: () => void;

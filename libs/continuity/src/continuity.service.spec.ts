@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseEnvNamespace } from '@agent/config';
 import type { AgentState, RouteDecision, StoredEvent } from '@agent/contracts';
-import { MetricsService, TurnContextStore } from '@agent/observability';
+import { EventBusService, MetricsService, TurnContext, TurnContextStore } from '@agent/observability';
 import { FakeChatRequest, FakeLlmServer, FakeReply } from '@agent/testing/fake-llm';
 import { createTestLlm } from '@agent/testing/test-llm';
 import {
@@ -65,6 +65,19 @@ function baseState(message = 'o que está incluso?', overrides: Partial<AgentSta
   };
 }
 
+function turnContext(turn: number): TurnContext {
+  return {
+    request_id: 'r1',
+    tenant_id: 'acme',
+    agent_id: 'telecom_contas',
+    session_id: 's1',
+    conversation_key: 'acme:s1',
+    turn,
+    events: [],
+    nodes: [],
+  };
+}
+
 function withoutActiveAgent(message: string): AgentState {
   const state = baseState(message);
   delete state.active_agent;
@@ -74,6 +87,7 @@ function withoutActiveAgent(message: string): AgentState {
 interface Harness {
   service: ContinuityService;
   metrics: MetricsService;
+  events: EventBusService;
 }
 
 describe('ContinuityService', () => {
@@ -100,30 +114,23 @@ describe('ContinuityService', () => {
   function harness(env: Record<string, string> = {}, endpoint: FakeLlmServer | null = fake): Harness {
     const { llm, files, events, metrics } = createTestLlm(endpoint, { CONFIG_DIR: configDir });
     const continuityEnv = parseEnvNamespace('continuity', { ENABLE_ROUTE_STICKINESS: 'true', ...env });
-    const service = new ContinuityService(continuityEnv, files, llm, events, metrics);
-    return { service, metrics };
+    const service = new ContinuityService(continuityEnv, files, llm, events);
+    return { service, metrics, events };
   }
 
-  /** Runs evaluate inside a turn context so the emitted events can be inspected like a turn's commit. */
+  /**
+   * Runs evaluate inside a turn context so the emitted events can be inspected like a turn's commit; with `bus`,
+   * the events are then published as a commit publishes them.
+   */
   async function evaluate(
     service: ContinuityService,
     state: AgentState,
+    bus?: EventBusService,
   ): Promise<{ outcome: ContinuityOutcome | null; events: StoredEvent[] }> {
-    const events: StoredEvent[] = [];
-    const outcome = await TurnContextStore.run(
-      {
-        request_id: 'r1',
-        tenant_id: 'acme',
-        agent_id: 'telecom_contas',
-        session_id: 's1',
-        conversation_key: 'acme:s1',
-        turn: 2,
-        events,
-        nodes: [],
-      },
-      () => service.evaluate(state),
-    );
-    return { outcome, events };
+    const context = turnContext(2);
+    const outcome = await TurnContextStore.run(context, () => service.evaluate(state));
+    bus?.publishCommitted(context);
+    return { outcome, events: context.events };
   }
 
   function classifierReplies(reply: FakeReply, times?: number): void {
@@ -661,13 +668,13 @@ describe('ContinuityService', () => {
     });
 
     it('counts every evaluation by decision, acceptance and fallback reason', async () => {
-      const { service, metrics } = harness();
+      const { service, metrics, events } = harness();
       classifierReplies({ json: { decision: 'CONTINUE', confidence: 0.99 } }, 1);
       classifierReplies({ json: { decision: 'CONTINUE', confidence: 0.1 } }, 1);
       classifierReplies({ status: 503 }, 1);
-      await evaluate(service, baseState());
-      await evaluate(service, baseState());
-      await evaluate(service, baseState());
+      await evaluate(service, baseState(), events);
+      await evaluate(service, baseState(), events);
+      await evaluate(service, baseState(), events);
       const values = (await metrics.continuityDecisions.get()).values.map((v) => ({
         labels: v.labels,
         value: v.value,
@@ -716,7 +723,7 @@ describe('ContinuityService', () => {
     });
 
     it('records the shadow router decision and whether it agreed', async () => {
-      const { service, metrics } = harness({ ROUTE_STICKINESS_SHADOW_RATE: '1' });
+      const { service, metrics, events: bus } = harness({ ROUTE_STICKINESS_SHADOW_RATE: '1' });
       const router = (agent: string): RouteDecision => ({
         route: agent,
         agent,
@@ -730,24 +737,14 @@ describe('ContinuityService', () => {
         route_bypassed: false,
         metadata: {},
       });
-      const events: StoredEvent[] = [];
-      await TurnContextStore.run(
-        {
-          request_id: 'r',
-          tenant_id: 'acme',
-          agent_id: 'telecom_contas',
-          session_id: 's1',
-          conversation_key: 'acme:s1',
-          turn: 1,
-          events,
-          nodes: [],
-        },
-        () => {
-          expect(service.recordShadow('product_agent', router('billing_agent'))).toBe(false);
-          expect(service.recordShadow('billing_agent', router('billing_agent'))).toBe(true);
-          return Promise.resolve();
-        },
-      );
+      const context = turnContext(1);
+      const { events } = context;
+      await TurnContextStore.run(context, () => {
+        expect(service.recordShadow('product_agent', router('billing_agent'))).toBe(false);
+        expect(service.recordShadow('billing_agent', router('billing_agent'))).toBe(true);
+        return Promise.resolve();
+      });
+      bus.publishCommitted(context);
       expect(events.map((e) => e.payload)).toEqual([
         expect.objectContaining({
           continuity_agent: 'product_agent',

@@ -12,7 +12,7 @@ import {
   SessionControl,
 } from '@agent/contracts';
 import { LlmService, StructuredFailureReason } from '@agent/llm';
-import { EventBusService, MetricsService } from '@agent/observability';
+import { EventBusService } from '@agent/observability';
 import { continuityOutput } from './continuity.output';
 import { classifierInput, CONTINUITY_SYSTEM_PROMPT, nonEmptyString, truncate } from './continuity.prompt';
 
@@ -64,7 +64,6 @@ export class ContinuityService implements OnModuleInit {
     private readonly files: ConfigFilesService,
     private readonly llm: LlmService,
     private readonly events: EventBusService,
-    private readonly metrics: MetricsService,
   ) {
     const profile = llm.resolveProfile(config.ROUTE_STICKINESS_LLM_PROFILE);
     this.offReason = !config.ENABLE_ROUTE_STICKINESS
@@ -143,11 +142,6 @@ export class ContinuityService implements OnModuleInit {
       latency_ms: latencyMs,
       reason: classification.reason,
     });
-    this.metrics.continuityDecisions.inc({
-      decision: label,
-      accepted: String(accepted),
-      fallback_reason: fallbackReason ?? 'none',
-    });
     return { signal, decision };
   }
 
@@ -171,7 +165,6 @@ export class ContinuityService implements OnModuleInit {
       router_method: routerDecision.method,
       agreed,
     });
-    this.metrics.continuityShadow.inc({ agreed: String(agreed) });
     return agreed;
   }
 

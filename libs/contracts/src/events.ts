@@ -47,11 +47,15 @@ export interface EventPayloads {
     router_method: string;
     agreed: boolean;
   };
-  'session.human_handoff.requested': { reason: string; source: string };
+  /** What a person needs to pick the conversation up (docs/integration.md#the-handoff-desk). */
+  'session.human_handoff.requested': HandoffRequest;
+  /** A person took a waiting conversation (admin API). */
+  'session.handoff.claimed': { source: string; claimed_by: string };
   'session.end.requested': { reason: string; source: string };
   'session.message.rejected_after_end': Record<string, unknown>;
   'session.message.held_for_human': Record<string, unknown>;
-  'session.resumed': { source: string };
+  /** Back to the bot; `claimed_by` is who held the conversation, null when nobody had claimed it. */
+  'session.resumed': { source: string; claimed_by?: string | null };
   'guardrails.input.completed': { blocked: boolean; decisions: unknown[]; codes?: string[] };
   'guardrails.output.completed': {
     blocked: boolean;
@@ -123,6 +127,64 @@ export interface EventPayloads {
     outcome: LlmCallOutcome;
   };
   'workflow.node.completed': { node: string; duration_ms: number; outcome: 'ok' | 'error' };
+  /** One rail result, by action: GRL.002 allow, .003 sanitize, .004 block, .005 retry, .006 handover, .007 observe. */
+  'GRL.002': GuardrailRailEvent;
+  'GRL.003': GuardrailRailEvent;
+  'GRL.004': GuardrailRailEvent;
+  'GRL.005': GuardrailRailEvent;
+  'GRL.006': GuardrailRailEvent;
+  'GRL.007': GuardrailRailEvent;
+  /** A rail failed and its fail_closed posture blocked the message. */
+  'GRL.008': GuardrailRailEvent;
+  /** One guardrail stage's summary. */
+  'GRL.009': {
+    stage: string;
+    source?: string;
+    phase: string;
+    rail_codes: string[];
+    result_count: number;
+    completion_order: string[];
+    cancelled_codes: string[];
+    fail_fast_triggered: boolean;
+    terminal_code: string | null;
+    terminal_action: string | null;
+    duration_ms: number;
+  };
+}
+
+export interface GuardrailRailEvent {
+  stage: string;
+  source?: string;
+  code: string;
+  action: string;
+  reason: string;
+  latency_ms: number;
+  error?: string;
+  cause?: unknown;
+  metadata: Record<string, unknown>;
+}
+
+/** A conversation's last messages as the handoff summary shows them. */
+export interface HandoffMessage {
+  role: 'user' | 'assistant';
+  content: string;
+  turn?: number;
+}
+
+export interface HandoffRequest {
+  reason: string;
+  /** `continuity` (the classifier) or `admin`. */
+  source: string;
+  channel?: string | null;
+  user_id?: string | null;
+  /** The agent that was serving the conversation, and the intent of its last routed turn. */
+  active_agent?: string | null;
+  intent?: string | null;
+  /** The operation the customer was in the middle of (dropped by the handoff), or null. */
+  pending_transaction?: Record<string, unknown> | null;
+  /** The customer's message that asked for a person (absent for an operator's handoff). */
+  user_text?: string | null;
+  last_messages?: HandoffMessage[];
 }
 
 export type LlmCallOutcome =
@@ -148,6 +210,9 @@ export type EventName = KnownEventName | DynamicEventName;
 export type EventPayload<N extends EventName> = N extends KnownEventName
   ? EventPayloads[N]
   : Record<string, unknown>;
+
+/** What an in-process listener receives after commit: the payload with the envelope every stored event has. */
+export type CommittedEvent<N extends EventName> = EventPayload<N> & EventEnvelope;
 
 export interface StoredEvent {
   name: string;

@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { ConfigFileError, ConfigFilesService, loadYamlFile, parseEnvNamespace } from '@agent/config';
-import type { AgentState } from '@agent/contracts';
+import type { AgentState, EventName } from '@agent/contracts';
 import { EventBusService } from '@agent/observability';
 import { FakeChatRequest, FakeLlmServer, FakeReply } from '@agent/testing/fake-llm';
 import { createTestLlm } from '@agent/testing/test-llm';
@@ -63,9 +63,13 @@ function harness(
     load: (_name: string, schema: typeof guardrailsFileSchema) => schema.parse(file),
     path: (name: string) => `/config/${name}`,
   } as unknown as ConfigFilesService;
-  const { llm, metrics } = createTestLlm(options.noModels ? null : fake);
+  const { llm, metrics, events: listened } = createTestLlm(options.noModels ? null : fake);
+  // Recorded here and published to the metrics listener (outside a turn, so at once).
   const bus = {
-    emit: (name: string, payload: Record<string, unknown>) => events.push({ name, payload }),
+    emit: (name: EventName, payload: Record<string, unknown>) => {
+      events.push({ name, payload });
+      return listened.emit(name, payload);
+    },
   } as unknown as EventBusService;
   const env = { ...parseEnvNamespace('guardrails', {}), ...options.env };
   const service = new GuardrailsService(files, env, llm, bus, metrics);

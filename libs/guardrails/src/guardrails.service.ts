@@ -478,7 +478,6 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
           ...(result.error ? { error: result.error, cause: result.metadata.cause } : {}),
           metadata: result.metadata,
         });
-        this.metrics.guardrailActions.inc({ stage, code: result.code, action: result.action });
       },
       railFailed: (stage, code, error, failClosed) => {
         const treatedAs = failClosed ? 'BLOCK (fail_closed)' : 'OBSERVE (fail_closed=false)';
@@ -492,9 +491,6 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
         this.logger.error(`Guardrail ${stage}.${code} failed: ${error.message}; treated as ${treatedAs}`);
       },
       completed: (outcome) => {
-        for (const code of outcome.cancelledCodes) {
-          this.metrics.guardrailActions.inc({ stage: outcome.stage, code, action: 'cancelled' });
-        }
         this.events.emit(GRL_SUMMARY, {
           stage: outcome.stage,
           ...(outcome.source === undefined ? {} : { source: outcome.source }),

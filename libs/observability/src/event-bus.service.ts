@@ -1,11 +1,13 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { EventEmitter2 } from '@nestjs/event-emitter';
 import type { EventName, EventPayload, StoredEvent } from '@agent/contracts';
-import { TurnContextStore } from './turn-context';
+import { TurnContext, TurnContextStore } from './turn-context';
 
 /**
- * Publishes events on @nestjs/event-emitter and, inside a turn, buffers them so the turn's commit stores
- * them in its turn log row. Every payload carries tenant_id, agent_id, session_id, conversation_key, turn, at.
+ * The event bus. Inside a turn (or an operator action) an event is only buffered: the commit stores it in its turn log row, and
+ * `publishCommitted` hands it to the in-process listeners (@nestjs/event-emitter) afterwards, so a turn that
+ * fails with 409 or 503 has announced nothing. Outside a turn, or after its commit, an event is published at
+ * once. Every payload carries tenant_id, agent_id, session_id, conversation_key, turn, at.
  */
 @Injectable()
 export class EventBusService {
@@ -26,13 +28,19 @@ export class EventBusService {
       at,
     };
     const event: StoredEvent = { name, payload: full, at };
-    context?.events.push(event);
-    this.publish(event);
+    // Work a turn left running past its commit (a shadow comparison) is no longer part of what it stores.
+    if (context && context.committed !== true) context.events.push(event);
+    else this.publish(event);
     return event;
   }
 
-  /** Publishes an already-built event (for events stored outside a turn, e.g. admin operations). */
-  publish(event: StoredEvent): void {
+  /** Called once the turn's commit succeeded: its buffered events reach the in-process listeners, in order. */
+  publishCommitted(context: TurnContext): void {
+    context.committed = true;
+    for (const event of context.events) this.publish(event);
+  }
+
+  private publish(event: StoredEvent): void {
     try {
       this.emitter.emit(event.name, event.payload);
     } catch (error) {

@@ -1,5 +1,6 @@
 export * from './observability.module';
 export * from './event-bus.service';
+export * from './metrics.listener';
 export * from './metrics.service';
 export * from './node-telemetry.service';
 export * from './tracing.service';

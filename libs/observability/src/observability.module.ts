@@ -3,6 +3,7 @@ import { ConfigType } from '@nestjs/config';
 import { EventEmitterModule } from '@nestjs/event-emitter';
 import { appConfig } from '@agent/config';
 import { EventBusService } from './event-bus.service';
+import { MetricsListener } from './metrics.listener';
 import { MetricsService } from './metrics.service';
 import { NodeTelemetryService } from './node-telemetry.service';
 import { TracingService } from './tracing.service';
@@ -10,7 +11,7 @@ import { TracingService } from './tracing.service';
 @Global()
 @Module({
   imports: [EventEmitterModule.forRoot({ wildcard: false, ignoreErrors: true })],
-  providers: [EventBusService, MetricsService, NodeTelemetryService, TracingService],
+  providers: [EventBusService, MetricsService, MetricsListener, NodeTelemetryService, TracingService],
   exports: [EventBusService, MetricsService, NodeTelemetryService, TracingService],
 })
 export class ObservabilityModule implements OnModuleInit {

@@ -17,6 +17,8 @@ export interface TurnContext {
   turn: number;
   events: StoredEvent[];
   nodes: NodeTiming[];
+  /** Set when the commit succeeded and the events were published; later events are published at once. */
+  committed?: boolean;
 }
 
 const storage = new AsyncLocalStorage<TurnContext>();

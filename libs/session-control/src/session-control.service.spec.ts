@@ -1,39 +1,40 @@
-import { EventEmitter2 } from '@nestjs/event-emitter';
-import { parseEnvNamespace } from '@agent/config';
 import type { AgentState, StoredEvent } from '@agent/contracts';
-import { EventBusService, MetricsService, TurnContextStore } from '@agent/observability';
+import { parseEnvNamespace } from '@agent/config';
+import { EventBusService, MetricsService, TurnContext, TurnContextStore } from '@agent/observability';
+import { listeningBus } from '@agent/testing/listening-bus';
 import { SessionControlService } from './session-control.service';
 
 function build(env: Record<string, string> = {}): {
   service: SessionControlService;
   metrics: MetricsService;
+  bus: EventBusService;
 } {
-  const metrics = new MetricsService();
-  const service = new SessionControlService(
-    parseEnvNamespace('sessionControl', env),
-    new EventBusService(new EventEmitter2()),
-    metrics,
-  );
-  return { service, metrics };
+  const { events: bus, metrics } = listeningBus();
+  const service = new SessionControlService(parseEnvNamespace('sessionControl', env), bus);
+  return { service, metrics, bus };
 }
 
-/** Runs `work` inside a turn context and returns its result with the events it emitted. */
-async function inTurn<T>(work: () => T): Promise<{ result: T; events: StoredEvent[] }> {
-  const events: StoredEvent[] = [];
-  const result = await TurnContextStore.run(
-    {
-      request_id: 'r1',
-      tenant_id: 'acme',
-      agent_id: 'telecom_contas',
-      session_id: 's1',
-      conversation_key: 'acme:s1',
-      turn: 3,
-      events,
-      nodes: [],
-    },
-    () => Promise.resolve(work()),
-  );
-  return { result, events };
+/**
+ * Runs `work` inside a turn context and returns its result with the events it emitted; with `bus`, the events
+ * are then published as a commit publishes them.
+ */
+async function inTurn<T>(
+  work: () => T,
+  bus?: EventBusService,
+): Promise<{ result: T; events: StoredEvent[] }> {
+  const context: TurnContext = {
+    request_id: 'r1',
+    tenant_id: 'acme',
+    agent_id: 'telecom_contas',
+    session_id: 's1',
+    conversation_key: 'acme:s1',
+    turn: 3,
+    events: [],
+    nodes: [],
+  };
+  const result = await TurnContextStore.run(context, () => Promise.resolve(work()));
+  bus?.publishCommitted(context);
+  return { result, events: context.events };
 }
 
 const pendingConfirmation: AgentState = {
@@ -111,9 +112,10 @@ describe('SessionControlService', () => {
 
   describe('human_handoff node', () => {
     it('sets the handoff contract, emits the event and counts it (notify mode)', async () => {
-      const { service, metrics } = build({ HUMAN_HANDOFF_MESSAGE: 'A person will help you.' });
-      const { result, events } = await inTurn(() =>
-        service.humanHandoff({ route_decision: { reason: 'asks for a person' } }),
+      const { service, metrics, bus } = build({ HUMAN_HANDOFF_MESSAGE: 'A person will help you.' });
+      const { result, events } = await inTurn(
+        () => service.humanHandoff({ route_decision: { reason: 'asks for a person' } }),
+        bus,
       );
       expect(result).toEqual({
         answer: 'A person will help you.',
@@ -130,6 +132,37 @@ describe('SessionControlService', () => {
       expect((await metrics.sessionsHandedOff.get()).values).toEqual([
         expect.objectContaining({ labels: { source: 'continuity' }, value: 1 }),
       ]);
+    });
+
+    it('the request carries what a person needs to pick the conversation up', async () => {
+      const history = Array.from({ length: 8 }, (_, i) => ({
+        role: i % 2 === 0 ? ('user' as const) : ('assistant' as const),
+        content: `m${i}`,
+        turn: Math.floor(i / 2) + 1,
+        ...(i % 2 === 1 ? { route: 'orders_agent', intent: 'orders_cancel' } : {}),
+      }));
+      const { events } = await inTurn(() =>
+        build().service.humanHandoff({
+          ...pendingConfirmation,
+          active_agent: undefined,
+          intent: 'human_handoff',
+          channel: 'whatsapp',
+          user_id: 'u-9',
+          user_text: 'quero uma pessoa',
+          history,
+        }),
+      );
+      expect(events[0].payload).toMatchObject({
+        reason: 'the user asked for a person',
+        source: 'continuity',
+        channel: 'whatsapp',
+        user_id: 'u-9',
+        active_agent: 'orders_agent',
+        intent: 'orders_cancel',
+        pending_transaction: { name: 'cancelar_pedido', arguments: { order_id: '123' } },
+        user_text: 'quero uma pessoa',
+        last_messages: history.slice(-6).map(({ role, content, turn }) => ({ role, content, turn })),
+      });
     });
 
     it('holds the session in hold mode', async () => {
@@ -149,8 +182,8 @@ describe('SessionControlService', () => {
     });
 
     it('an admin handoff records its source and reason', async () => {
-      const { service, metrics } = build();
-      const { events } = await inTurn(() => service.humanHandoff({}, 'admin', 'operator request'));
+      const { service, metrics, bus } = build();
+      const { events } = await inTurn(() => service.humanHandoff({}, 'admin', 'operator request'), bus);
       expect(events[0].payload).toMatchObject({ reason: 'operator request', source: 'admin' });
       expect((await metrics.sessionsHandedOff.get()).values[0].labels).toEqual({ source: 'admin' });
     });
@@ -158,9 +191,10 @@ describe('SessionControlService', () => {
 
   describe('end_session node', () => {
     it('sets the end contract and emits session.end.requested', async () => {
-      const { service, metrics } = build({ END_SESSION_MESSAGE: 'Bye.' });
-      const { result, events } = await inTurn(() =>
-        service.endSession({ route_decision: { reason: 'done' }, human_handoff_held: true }),
+      const { service, metrics, bus } = build({ END_SESSION_MESSAGE: 'Bye.' });
+      const { result, events } = await inTurn(
+        () => service.endSession({ route_decision: { reason: 'done' }, human_handoff_held: true }),
+        bus,
       );
       expect(result).toEqual({
         answer: 'Bye.',

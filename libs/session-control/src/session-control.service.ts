@@ -3,13 +3,16 @@ import { ConfigType } from '@nestjs/config';
 import { sessionControlConfig } from '@agent/config';
 import {
   AgentState,
+  BLOCKED_ROUTE,
+  HandoffRequest,
   HUMAN_HANDOFF_REQUESTED_STATE,
   JsonRecord,
+  promptHistory,
   RouteDecision,
   SESSION_ENDED_STATE,
   SessionControl,
 } from '@agent/contracts';
-import { EventBusService, MetricsService } from '@agent/observability';
+import { EventBusService } from '@agent/observability';
 
 export type SessionControlSource = 'continuity' | 'admin';
 
@@ -19,7 +22,6 @@ export class SessionControlService {
   constructor(
     @Inject(sessionControlConfig.KEY) private readonly config: ConfigType<typeof sessionControlConfig>,
     private readonly events: EventBusService,
-    private readonly metrics: MetricsService,
   ) {}
 
   /**
@@ -40,17 +42,16 @@ export class SessionControlService {
     return null;
   }
 
-  /** The `human_handoff` node: no agent, tool or RAG runs; the event is the integration contract. */
+  /**
+   * The `human_handoff` node: no agent, tool or RAG runs. The event is the integration contract: it carries
+   * what a person needs to pick the conversation up.
+   */
   humanHandoff(
     state: AgentState,
     source: SessionControlSource = 'continuity',
     reason?: string,
   ): Partial<AgentState> {
-    this.events.emit('session.human_handoff.requested', {
-      reason: reason ?? decisionReason(state),
-      source,
-    });
-    this.metrics.sessionsHandedOff.inc({ source });
+    this.events.emit('session.human_handoff.requested', handoffRequest(state, source, reason));
     return {
       answer: this.config.HUMAN_HANDOFF_MESSAGE,
       session_control: 'HUMAN_HANDOFF',
@@ -74,7 +75,6 @@ export class SessionControlService {
       reason: reason ?? decisionReason(state),
       source,
     });
-    this.metrics.sessionsEnded.inc({ source });
     return {
       answer: this.config.END_SESSION_MESSAGE,
       session_control: 'END_SESSION',
@@ -88,9 +88,15 @@ export class SessionControlService {
     };
   }
 
+  /** A person took the waiting conversation (admin claim); the state does not change. */
+  claim(claimedBy: string): Partial<AgentState> {
+    this.events.emit('session.handoff.claimed', { source: 'admin', claimed_by: claimedBy });
+    return {};
+  }
+
   /** Clears a held handoff (admin resume): later turns run normally. */
-  resume(): Partial<AgentState> {
-    this.events.emit('session.resumed', { source: 'admin' });
+  resume(claimedBy: string | null = null): Partial<AgentState> {
+    this.events.emit('session.resumed', { source: 'admin', claimed_by: claimedBy });
     return {
       human_handoff_held: false,
       human_handoff_requested: false,
@@ -161,6 +167,34 @@ function abandonPendingTransaction(
 
 function isTransactionState(nextState: string | null | undefined): boolean {
   return typeof nextState === 'string' && /^(WAITING|COLLECTING)_[A-Z0-9_]+$/.test(nextState);
+}
+
+/** Messages of the conversation a handoff request shows. */
+const HANDOFF_LAST_MESSAGES = 6;
+/** Routes that are not an agent serving the customer. */
+const NON_AGENT_ROUTES = new Set(['human_handoff', 'end_session', BLOCKED_ROUTE]);
+
+function handoffRequest(state: AgentState, source: SessionControlSource, reason?: string): HandoffRequest {
+  const history = promptHistory(state.history);
+  // The agent serving the conversation is the one that answered last: this turn's routing already says handoff.
+  const served = [...history]
+    .reverse()
+    .find((m) => m.role === 'assistant' && m.route !== undefined && !NON_AGENT_ROUTES.has(m.route));
+  return {
+    reason: reason ?? decisionReason(state),
+    source,
+    channel: state.channel ?? null,
+    user_id: state.user_id ?? null,
+    active_agent: served?.route ?? null,
+    intent: served?.intent ?? null,
+    pending_transaction: state.active_transaction ?? state.pending_tool_call ?? null,
+    user_text: source === 'continuity' ? (state.sanitized_input ?? state.user_text ?? null) : null,
+    last_messages: history.slice(-HANDOFF_LAST_MESSAGES).map((m) => ({
+      role: m.role,
+      content: m.content,
+      ...(m.turn === undefined ? {} : { turn: m.turn }),
+    })),
+  };
 }
 
 function decisionReason(state: AgentState): string {

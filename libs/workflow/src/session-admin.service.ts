@@ -8,8 +8,9 @@ import {
   turnSummary,
 } from '@agent/checkpoint';
 import type { AgentState, StoredEvent } from '@agent/contracts';
+import { HandoffClaim, HandoffDeskService } from '@agent/events';
 import { MemoryService } from '@agent/memory';
-import { TurnContext, TurnContextStore } from '@agent/observability';
+import { EventBusService, TurnContext, TurnContextStore } from '@agent/observability';
 import { SessionControlService } from '@agent/session-control';
 
 /** No session (with at least one turn) under this conversation key. */
@@ -32,7 +33,18 @@ export class SessionStateConflictError extends Error {
   }
 }
 
-export type SessionAdminAction = 'end' | 'handoff' | 'resume';
+/** Another person already took the waiting conversation. */
+export class HandoffClaimedError extends Error {
+  constructor(
+    readonly conversationKey: string,
+    readonly claim: HandoffClaim,
+  ) {
+    super(`the conversation was claimed by ${claim.claimed_by} at ${claim.claimed_at}`);
+    this.name = 'HandoffClaimedError';
+  }
+}
+
+export type SessionAdminAction = 'end' | 'handoff' | 'resume' | 'claim';
 
 export interface SessionAdminResult {
   action: SessionAdminAction;
@@ -44,6 +56,8 @@ export interface SessionAdminResult {
   state: AgentState;
   /** The events this operation stored (empty when unchanged). */
   events: StoredEvent[];
+  /** Who holds the conversation after the operation (claim only). */
+  claim?: HandoffClaim | null;
 }
 
 export interface SessionDeleteResult {
@@ -65,6 +79,8 @@ export class SessionAdminService {
     private readonly checkpoints: CheckpointService,
     private readonly sessionControl: SessionControlService,
     private readonly memory: MemoryService,
+    private readonly handoffs: HandoffDeskService,
+    private readonly events: EventBusService,
   ) {}
 
   /** The END_SESSION contract, source `admin`; ending an ended session changes nothing. */
@@ -89,9 +105,33 @@ export class SessionAdminService {
     });
   }
 
+  /**
+   * A person takes a conversation waiting for one. Claiming one's own claim again changes nothing; a claim by
+   * someone else is a conflict, as is a conversation that is not waiting.
+   */
+  async claim(conversationKey: string, requestId: string, claimedBy: string): Promise<SessionAdminResult> {
+    let claim: HandoffClaim | null = null;
+    const result = await this.apply('claim', conversationKey, requestId, async (_state, session) => {
+      if (session.status !== 'handoff') {
+        throw new SessionStateConflictError(
+          conversationKey,
+          session.status,
+          'session is not waiting for a person',
+        );
+      }
+      claim = await this.handoffs.currentClaim(conversationKey);
+      if (claim !== null) {
+        if (claim.claimed_by !== claimedBy) throw new HandoffClaimedError(conversationKey, claim);
+        return null;
+      }
+      return this.sessionControl.claim(claimedBy);
+    });
+    return { ...result, claim: result.changed ? await this.handoffs.currentClaim(conversationKey) : claim };
+  }
+
   /** Back to the bot after a human: clears a held (or pending) handoff. */
   resume(conversationKey: string, requestId: string): Promise<SessionAdminResult> {
-    return this.apply('resume', conversationKey, requestId, (state, session) => {
+    return this.apply('resume', conversationKey, requestId, async (state, session) => {
       if (state.session_ended === true) {
         throw new SessionStateConflictError(
           conversationKey,
@@ -103,7 +143,9 @@ export class SessionAdminService {
         state.human_handoff_held === true ||
         state.human_handoff_requested === true ||
         session.status === 'handoff';
-      return pending ? this.sessionControl.resume() : null;
+      if (!pending) return null;
+      const claim = await this.handoffs.currentClaim(conversationKey);
+      return this.sessionControl.resume(claim?.claimed_by ?? null);
     });
   }
 
@@ -142,7 +184,10 @@ export class SessionAdminService {
     action: SessionAdminAction,
     conversationKey: string,
     requestId: string,
-    decide: (state: AgentState, session: SessionRow) => Partial<AgentState> | null,
+    decide: (
+      state: AgentState,
+      session: SessionRow,
+    ) => Partial<AgentState> | null | Promise<Partial<AgentState> | null>,
   ): Promise<SessionAdminResult> {
     const lease = await this.lease(conversationKey);
     try {
@@ -161,7 +206,7 @@ export class SessionAdminService {
         // Inside the context, so a skipped corrupt checkpoint's event is stored with this commit.
         const loaded = await this.checkpoints.load(lease);
         const state: AgentState = loaded?.state ?? {};
-        const patch = decide(state, session);
+        const patch = await decide(state, session);
         if (patch === null) {
           return { action, changed: false, version: session.head_version, session, state, events: [] };
         }
@@ -178,6 +223,7 @@ export class SessionAdminService {
           summary: turnSummary(next, 'admin', null, action),
           events: context.events,
         });
+        this.events.publishCommitted(context);
         const updated = (await this.checkpoints.getSession(conversationKey)) ?? {
           ...session,
           status,

@@ -8,7 +8,7 @@ import {
   turnSummary,
 } from '@agent/checkpoint';
 import type { AgentState, JsonRecord } from '@agent/contracts';
-import { MetricsService, TurnContext, TurnContextStore } from '@agent/observability';
+import { EventBusService, MetricsService, TurnContext, TurnContextStore } from '@agent/observability';
 import { WorkflowService } from './workflow.service';
 
 export interface TurnInput {
@@ -117,6 +117,7 @@ export class TurnService {
     private readonly checkpoints: CheckpointService,
     private readonly workflow: WorkflowService,
     private readonly metrics: MetricsService,
+    private readonly events: EventBusService,
   ) {}
 
   async handle(input: TurnInput): Promise<TurnOutcome> {
@@ -182,6 +183,8 @@ export class TurnService {
             ? { message_id: input.message_id, response: response as unknown as JsonRecord, fingerprint }
             : undefined,
         });
+        // Only now do in-process listeners hear of the turn: a turn that failed above announced nothing.
+        this.events.publishCommitted(context);
         const method =
           typeof final.route_decision?.method === 'string' ? final.route_decision.method : 'none';
         this.metrics.turns.inc({

@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { AgentsModule } from '@agent/agents';
 import { CheckpointModule } from '@agent/checkpoint';
 import { ContinuityModule } from '@agent/continuity';
+import { EventsModule } from '@agent/events';
 import { GuardrailsModule } from '@agent/guardrails';
 import { JudgesModule } from '@agent/judges';
 import { MemoryModule } from '@agent/memory';
@@ -22,6 +23,7 @@ import { WorkflowService } from './workflow.service';
     SessionControlModule,
     AgentsModule,
     JudgesModule,
+    EventsModule,
   ],
   providers: [WorkflowService, TurnService, SessionAdminService],
   exports: [
@@ -31,6 +33,7 @@ import { WorkflowService } from './workflow.service';
     CheckpointModule,
     SessionControlModule,
     GuardrailsModule,
+    EventsModule,
   ],
 })
 export class WorkflowModule {}

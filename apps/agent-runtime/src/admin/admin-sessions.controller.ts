@@ -37,6 +37,7 @@ import {
 } from './session-view';
 import { oldestMessageTurn, timelineTurns } from './session-timeline';
 import { SessionTimelineDto } from './timeline.dto';
+import { ClaimBodyDto } from './handoffs.dto';
 
 /**
  * The admin API (docs/api.md). A global admin key names the tenant with `?tenant_id=`; a tenant-scoped key
@@ -190,6 +191,26 @@ export class AdminSessionsController {
     return this.act('resume', key, request, () => this.admin.resume(key, String(request.id)));
   }
 
+  @Post(':session_id/claim')
+  @HttpCode(200)
+  @ApiOperation({
+    summary:
+      'Take a conversation waiting for a person (who, when); claiming one someone else holds is 409 HANDOFF_CLAIMED',
+  })
+  @ApiOkResponse({ type: AdminActionResultDto })
+  @ApiErrors(409)
+  claim(
+    @Param() params: SessionParamDto,
+    @Query() query: TenantQueryDto,
+    @Body() body: ClaimBodyDto,
+    @Req() request: FastifyRequest,
+  ): Promise<AdminActionResultDto> {
+    const key = this.conversationKey(request, params.session_id, query.tenant_id);
+    const principal = principalOf(request);
+    const operator = body.operator ?? (principal.key_id ? `key:${principal.key_id}` : 'admin');
+    return this.act('claim', key, request, () => this.admin.claim(key, String(request.id), operator));
+  }
+
   @Delete(':session_id')
   @ApiOperation({
     summary:
@@ -229,6 +250,7 @@ export class AdminSessionsController {
       events: result.events.map((event) => event.name),
       session: sessionSummary(result.session),
       state: stateSummary(result.version, result.state),
+      ...(result.claim === undefined ? {} : { claim: result.claim }),
     };
   }
 

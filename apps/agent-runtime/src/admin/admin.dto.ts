@@ -336,8 +336,16 @@ export class CheckpointListDto {
   items!: CheckpointInfoDto[];
 }
 
+export class HandoffClaimDto {
+  @ApiProperty({ example: 'maria@contact-center' })
+  claimed_by!: string;
+
+  @ApiProperty({ format: 'date-time' })
+  claimed_at!: string;
+}
+
 export class AdminActionResultDto {
-  @ApiProperty({ enum: ['end', 'handoff', 'resume'] })
+  @ApiProperty({ enum: ['end', 'handoff', 'resume', 'claim'] })
   action!: string;
 
   @ApiProperty({ description: 'False when the session already was in that state: nothing was written' })
@@ -357,6 +365,13 @@ export class AdminActionResultDto {
 
   @ApiProperty({ type: StateSummaryDto })
   state!: StateSummaryDto;
+
+  @ApiPropertyOptional({
+    type: HandoffClaimDto,
+    nullable: true,
+    description: 'claim only: who holds the conversation now',
+  })
+  claim?: HandoffClaimDto | null;
 }
 
 export class DeleteResultDto {

@@ -16,7 +16,12 @@ import {
 } from '@agent/checkpoint';
 import { DatabaseUnavailableError, isConnectionError } from '@agent/database';
 import { EventBusService } from '@agent/observability';
-import { IdempotencyKeyReusedError, SessionNotFoundError, SessionStateConflictError } from '@agent/workflow';
+import {
+  HandoffClaimedError,
+  IdempotencyKeyReusedError,
+  SessionNotFoundError,
+  SessionStateConflictError,
+} from '@agent/workflow';
 import { RateLimitUnavailableError } from '../auth/shared-rate-limit.storage';
 
 export interface ErrorBody {
@@ -118,6 +123,9 @@ export class HttpErrorFilter implements ExceptionFilter {
         message: exception.message,
         details: { status: exception.status },
       };
+    }
+    if (exception instanceof HandoffClaimedError) {
+      return { status: 409, code: 'HANDOFF_CLAIMED', message: exception.message, details: exception.claim };
     }
     if (exception instanceof InvalidCursorError) {
       return { status: 400, code: 'INVALID_CURSOR', message: exception.message };

@@ -9,6 +9,7 @@ export type SessionStatus = SessionSummary['status'];
 export type SessionTimeline = Schemas['SessionTimelineDto'];
 export type TimelineTurn = Schemas['TimelineTurnDto'];
 export type StickinessStats = Schemas['StickinessStatsDto'];
+export type WaitingHandoff = Schemas['WaitingHandoffDto'];
 export type AdminClient = Client<paths>;
 
 /** A refused or failed admin API call, from the error envelope `{error: {code, message, details?}, request_id}`. */
@@ -55,34 +56,6 @@ export function createAdminClient(key: string, onUnauthorized: () => void): Admi
     },
   });
   return client;
-}
-
-/**
- * A call to an admin endpoint this console knows from the API's documentation but that the server's
- * openapi.json (and so the typed client) may not have yet: same key, same error envelope.
- */
-export async function callDocumented(key: string, method: 'POST', path: string): Promise<unknown> {
-  const response = await fetch(new URL(path, window.location.origin), {
-    method,
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: '{}',
-  });
-  const body: unknown = await response.json().catch(() => null);
-  if (!response.ok) throw apiErrorOf(response.status, body);
-  return body;
-}
-
-/** The operations the server documents at /docs/json (its live OpenAPI document), as "METHOD path". */
-export async function documentedOperations(): Promise<Set<string>> {
-  const response = await fetch(new URL('/docs/json', window.location.origin));
-  if (!response.ok) return new Set();
-  const document: unknown = await response.json();
-  const paths = isRecord(document) && isRecord(document.paths) ? document.paths : {};
-  return new Set(
-    Object.entries(paths).flatMap(([path, operations]) =>
-      isRecord(operations) ? Object.keys(operations).map((method) => `${method.toUpperCase()} ${path}`) : [],
-    ),
-  );
 }
 
 /** The data of a call, or its error as an ApiError (for TanStack Query, which expects a throw). */

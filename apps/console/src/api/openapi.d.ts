@@ -38,6 +38,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/handoffs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Sessions waiting for a person, oldest request first, with waiting time, the pick-up summary and the claim */
+        get: operations["AdminHandoffsController_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/admin/sessions": {
         parameters: {
             query?: never;
@@ -169,6 +186,23 @@ export interface paths {
         put?: never;
         /** Back to the bot after a human: clears a held handoff */
         post: operations["AdminSessionsController_resume"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/sessions/{session_id}/claim": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Take a conversation waiting for a person (who, when); claiming one someone else holds is 409 HANDOFF_CLAIMED */
+        post: operations["AdminSessionsController_claim"];
         delete?: never;
         options?: never;
         head?: never;
@@ -331,6 +365,65 @@ export interface components {
              * @example 3f9a0c2b71de
              */
             key_id: string | null;
+        };
+        HandoffMessageDto: {
+            /** @enum {string} */
+            role: "user" | "assistant";
+            content: string;
+            turn?: number;
+        };
+        HandoffClaimDto: {
+            /** @example maria@contact-center */
+            claimed_by: string;
+            /** Format: date-time */
+            claimed_at: string;
+        };
+        WaitingHandoffDto: {
+            /** @example acme:web-7f3a */
+            conversation_key: string;
+            /** @example acme */
+            tenant_id: string;
+            /** @example web-7f3a */
+            session_id: string;
+            /** @example telecom_contas */
+            agent_id: string;
+            user_id: string | null;
+            /** @example web */
+            channel: string | null;
+            /**
+             * Format: date-time
+             * @description When the latest handoff request was made
+             */
+            requested_at: string;
+            /** @description Seconds since requested_at */
+            waiting_seconds: number;
+            /** @description The classifier's or the operator's reason */
+            reason: string;
+            /**
+             * @description `continuity` (the customer asked) or `admin`
+             * @example continuity
+             */
+            source: string;
+            /** @description The agent that served the customer before */
+            active_agent: string | null;
+            /** @description The intent of its last turn */
+            intent: string | null;
+            /** @description The operation the customer was in the middle of (dropped by the handoff) */
+            pending_transaction: {
+                [key: string]: unknown;
+            } | null;
+            /** @description The message that asked for a person */
+            user_text: string | null;
+            /** @description The last messages before the request */
+            last_messages: components["schemas"]["HandoffMessageDto"][];
+            /** @description Customer messages since the request */
+            messages_since: number;
+            /** @description Null while nobody has taken it */
+            claim: components["schemas"]["HandoffClaimDto"] | null;
+        };
+        HandoffListDto: {
+            /** @description Oldest request first */
+            items: components["schemas"]["WaitingHandoffDto"][];
         };
         SessionSummaryDto: {
             /** @example acme:web-7f3a */
@@ -576,7 +669,7 @@ export interface components {
         };
         AdminActionResultDto: {
             /** @enum {string} */
-            action: "end" | "handoff" | "resume";
+            action: "end" | "handoff" | "resume" | "claim";
             /** @description False when the session already was in that state: nothing was written */
             changed: boolean;
             /** @description Head checkpoint version after the operation */
@@ -592,6 +685,15 @@ export interface components {
             events: string[];
             session: components["schemas"]["SessionSummaryDto"];
             state: components["schemas"]["StateSummaryDto"];
+            /** @description claim only: who holds the conversation now */
+            claim?: components["schemas"]["HandoffClaimDto"] | null;
+        };
+        ClaimBodyDto: {
+            /**
+             * @description Who takes the conversation; defaults to the admin key's id
+             * @example maria@contact-center
+             */
+            operator?: string;
         };
         DeleteResultDto: {
             conversation_key: string;
@@ -818,6 +920,74 @@ export interface operations {
             };
             /** @description Rate limit of the key exceeded (Retry-After) */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    AdminHandoffsController_list: {
+        parameters: {
+            query?: {
+                /** @description Required with a global admin key; a tenant-scoped key defaults to its tenant */
+                tenant_id?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HandoffListDto"];
+                };
+            };
+            /** @description Validation failed (field errors in error.details) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Missing or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description The key may not act for this tenant or call this kind of endpoint */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Rate limit of the key exceeded (Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Database unavailable (Retry-After) */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1499,6 +1669,97 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminActionResultDto"];
+                };
+            };
+            /** @description Validation failed (field errors in error.details) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Missing or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description The key may not act for this tenant or call this kind of endpoint */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description No such session (for this key: another tenant is indistinguishable from none) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Conflict: agent mismatch, conversation busy (Retry-After) or session state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Rate limit of the key exceeded (Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Database unavailable (Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    AdminSessionsController_claim: {
+        parameters: {
+            query?: {
+                /** @description Required with a global admin key; a tenant-scoped key defaults to its tenant */
+                tenant_id?: string;
+            };
+            header?: never;
+            path: {
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ClaimBodyDto"];
+            };
+        };
         responses: {
             200: {
                 headers: {

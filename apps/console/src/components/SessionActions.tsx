@@ -30,7 +30,10 @@ const COPY: Record<Action, { button: string; title: string; body: string; done: 
     },
   };
 
-function perform(client: AdminClient, action: Action, session: SessionSummary, reason: string) {
+/** What the actions need of a session (a session summary, or a handoff desk entry). */
+type ActionTarget = Pick<SessionSummary, 'session_id' | 'tenant_id' | 'status'>;
+
+function perform(client: AdminClient, action: Action, session: ActionTarget, reason: string) {
   const params = { path: { session_id: session.session_id }, query: { tenant_id: session.tenant_id } };
   const body = reason ? { reason } : {};
   switch (action) {
@@ -44,7 +47,7 @@ function perform(client: AdminClient, action: Action, session: SessionSummary, r
 }
 
 /** The actions that fit the session's status, each behind a confirmation. */
-export function SessionActions({ session }: { session: SessionSummary }) {
+export function SessionActions({ session }: { session: ActionTarget }) {
   const { client } = useOperator();
   const queries = useQueryClient();
   const [asking, setAsking] = useState<Action | null>(null);

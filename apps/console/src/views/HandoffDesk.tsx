@@ -1,25 +1,19 @@
-import { useMutation, useQueries, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
-import { callDocumented, documentedOperations, unwrap, type SessionSummary } from '../api/client';
+import { unwrap, type WaitingHandoff } from '../api/client';
 import { useOperator } from '../auth';
 import { ErrorNotice } from '../components/ErrorNotice';
 import { SessionActions } from '../components/SessionActions';
 import { TenantField } from '../components/TenantField';
 import { formatDateTime, formatDuration } from '../format';
-import { byLongestWait, pickUpOf, type PickUp } from '../handoff';
 import { useNow } from '../hooks';
 import { routeHref } from '../routes';
 
-/** The documented claim operation of the handoff queue; used only when the server documents it. */
-const CLAIM_OPERATION = 'POST /v1/admin/sessions/{session_id}/claim';
-/** Sessions the desk looks at (their timelines give the waiting time and the pick-up summary). */
+/** Conversations the desk shows (the oldest requests). */
 const DESK_LIMIT = 50;
 const REFRESH_MS = 15_000;
 
-/**
- * Sessions waiting for a person, longest wait first, with what is needed to pick them up. Built on the
- * sessions list filtered by status (oldest activity first) and each session's timeline.
- */
+/** Conversations waiting for a person, oldest request first, from the handoff queue (GET /v1/admin/handoffs). */
 export function HandoffDesk({ tenant: requested }: { tenant?: string }) {
   const { client, key } = useOperator();
   const now = useNow(5_000);
@@ -28,31 +22,11 @@ export function HandoffDesk({ tenant: requested }: { tenant?: string }) {
     queryKey: ['handoffs', tenant],
     queryFn: () =>
       unwrap(
-        client.GET('/v1/admin/sessions', {
-          params: { query: { tenant_id: tenant, status: 'handoff', limit: DESK_LIMIT } },
-        }),
+        client.GET('/v1/admin/handoffs', { params: { query: { tenant_id: tenant, limit: DESK_LIMIT } } }),
       ),
     refetchInterval: REFRESH_MS,
   });
-  const sessions = waiting.data?.items ?? [];
-  const timelines = useQueries({
-    queries: sessions.map((session) => ({
-      queryKey: ['timeline', session.tenant_id, session.session_id],
-      queryFn: () =>
-        unwrap(
-          client.GET('/v1/admin/sessions/{session_id}/timeline', {
-            params: { path: { session_id: session.session_id }, query: { tenant_id: session.tenant_id } },
-          }),
-        ),
-      refetchInterval: REFRESH_MS,
-    })),
-  });
-  const entries = sessions
-    .map((session, index) => {
-      const timeline = timelines[index]?.data;
-      return { session, pickUp: timeline ? pickUpOf(timeline) : null };
-    })
-    .sort(byLongestWait);
+  const items = waiting.data?.items ?? [];
 
   return (
     <section aria-labelledby="desk-title">
@@ -62,14 +36,14 @@ export function HandoffDesk({ tenant: requested }: { tenant?: string }) {
       <p role="status" className="muted">
         {waiting.isPending
           ? 'Loading…'
-          : `${sessions.length === 0 ? 'Nobody' : sessions.length} waiting for a person${
-              waiting.data?.next_cursor ? ` (the ${DESK_LIMIT} with the oldest activity are shown)` : ''
+          : `${items.length === 0 ? 'Nobody' : items.length} waiting for a person${
+              items.length === DESK_LIMIT ? ` (the ${DESK_LIMIT} oldest requests are shown)` : ''
             }. Refreshed every ${REFRESH_MS / 1000} s.`}
       </p>
       <ol className="desk">
-        {entries.map(({ session, pickUp }) => (
-          <li key={session.conversation_key}>
-            <WaitingCard session={session} pickUp={pickUp} now={now} />
+        {items.map((item) => (
+          <li key={item.conversation_key}>
+            <WaitingCard item={item} now={now} />
           </li>
         ))}
       </ol>
@@ -91,118 +65,106 @@ function DeskTenantForm({ tenant }: { tenant: string | undefined }) {
   );
 }
 
-function WaitingCard({
-  session,
-  pickUp,
-  now,
-}: {
-  session: SessionSummary;
-  pickUp: PickUp | null;
-  now: number;
-}) {
-  const waitedMs = pickUp?.requestedAt ? now - Date.parse(pickUp.requestedAt) : null;
-  const title = `${session.session_id}${waitedMs !== null ? `, waiting ${formatDuration(waitedMs)}` : ''}`;
+function WaitingCard({ item, now }: { item: WaitingHandoff; now: number }) {
+  const waited = formatDuration(Math.max(0, now - Date.parse(item.requested_at)));
+  const messages = [
+    ...item.last_messages.map((message) => ({ customer: message.role === 'user', text: message.content })),
+    ...(item.user_text ? [{ customer: true, text: item.user_text }] : []),
+  ];
   return (
-    <article className="turn" aria-label={title}>
+    <article className="turn" aria-label={`${item.session_id}, waiting ${waited}`}>
       <header>
         <h2>
-          <a href={routeHref({ view: 'timeline', tenant: session.tenant_id, session: session.session_id })}>
-            {session.session_id}
+          <a href={routeHref({ view: 'timeline', tenant: item.tenant_id, session: item.session_id })}>
+            {item.session_id}
           </a>
         </h2>
-        <span className="badge badge-handoff">
-          {waitedMs !== null ? `waiting ${formatDuration(waitedMs)}` : 'waiting'}
-        </span>
-        {pickUp?.requestedAt && <span className="muted">since {formatDateTime(pickUp.requestedAt)}</span>}
+        <span className="badge badge-handoff">waiting {waited}</span>
+        <span className="muted">since {formatDateTime(item.requested_at)}</span>
       </header>
       <dl className="decision">
         <div>
           <dt>Customer · channel</dt>
           <dd>
-            {session.user_id ?? 'anonymous'} · {session.channel ?? '—'}
+            {item.user_id ?? 'anonymous'} · {item.channel ?? '—'}
           </dd>
         </div>
         <div>
           <dt>Tenant · agent</dt>
           <dd>
-            {session.tenant_id} · {session.agent_id}
+            {item.tenant_id} · {item.agent_id}
           </dd>
         </div>
         <div>
           <dt>Was with · about</dt>
           <dd>
-            {pickUp?.agent ?? '—'} · {pickUp?.intent ?? '—'}
+            {item.active_agent ?? '—'} · {item.intent ?? '—'}
           </dd>
         </div>
         <div>
           <dt>Asked by</dt>
           <dd>
-            {pickUp?.requestedBy ?? '—'}
-            {pickUp?.reason ? `: “${pickUp.reason}”` : ''}
+            {item.source === 'admin' ? 'operator' : 'customer'}
+            {item.reason ? `: “${item.reason}”` : ''}
           </dd>
         </div>
         <div>
           <dt>Messages held since</dt>
-          <dd>{pickUp ? pickUp.heldMessages : '—'}</dd>
+          <dd>{item.messages_since}</dd>
+        </div>
+        {item.pending_transaction && (
+          <div>
+            <dt>Dropped operation</dt>
+            <dd>{JSON.stringify(item.pending_transaction)}</dd>
+          </div>
+        )}
+        <div>
+          <dt>Taken by</dt>
+          <dd>
+            {item.claim
+              ? `${item.claim.claimed_by} at ${formatDateTime(item.claim.claimed_at)}`
+              : 'nobody yet'}
+          </dd>
         </div>
       </dl>
-      {pickUp && pickUp.lastMessages.length > 0 && (
+      {messages.length > 0 && (
         <div className="messages">
           <h3>Last messages</h3>
-          {pickUp.lastMessages.map((message, index) => (
+          {messages.map((message, index) => (
             <p key={index}>
-              <span className="who">{message.role === 'customer' ? 'Customer' : 'Answer'}</span>
+              <span className="who">{message.customer ? 'Customer' : 'Answer'}</span>
               {message.text}
             </p>
           ))}
         </div>
       )}
       <div className="session-actions">
-        <ClaimButton session={session} />
-        <SessionActions session={session} />
+        <ClaimButton item={item} />
+        <SessionActions session={{ ...item, status: 'handoff' }} />
       </div>
     </article>
   );
 }
 
-/**
- * Claiming (who took the conversation, so two people do not) belongs to the handoff queue endpoints. The
- * button calls the documented endpoint when this server documents it and says plainly when it does not.
- */
-function ClaimButton({ session }: { session: SessionSummary }) {
-  const { secret } = useOperator();
+/** Takes the conversation for this operator (the key's id names who); someone else's claim is refused. */
+function ClaimButton({ item }: { item: WaitingHandoff }) {
+  const { client } = useOperator();
   const queries = useQueryClient();
-  const operations = useQuery({
-    queryKey: ['operations'],
-    queryFn: documentedOperations,
-    staleTime: Infinity,
-  });
-  const available = operations.data?.has(CLAIM_OPERATION) === true;
   const claim = useMutation({
     mutationFn: () =>
-      callDocumented(
-        secret,
-        'POST',
-        `/v1/admin/sessions/${encodeURIComponent(session.session_id)}/claim?tenant_id=${encodeURIComponent(session.tenant_id)}`,
+      unwrap(
+        client.POST('/v1/admin/sessions/{session_id}/claim', {
+          params: { path: { session_id: item.session_id }, query: { tenant_id: item.tenant_id } },
+          body: {},
+        }),
       ),
     onSettled: () => queries.invalidateQueries(),
   });
-  const noteId = `claim-note-${session.conversation_key}`;
   return (
     <>
-      <button
-        type="button"
-        disabled={!available || claim.isPending || claim.isSuccess}
-        aria-describedby={available ? undefined : noteId}
-        onClick={() => claim.mutate()}
-      >
-        {claim.isSuccess ? 'Claimed' : 'Claim'}
+      <button type="button" disabled={item.claim !== null || claim.isPending} onClick={() => claim.mutate()}>
+        {item.claim ? 'Claimed' : 'Claim'}
       </button>
-      {!available && operations.isFetched && (
-        <span id={noteId} className="muted">
-          Claiming is not available on this server yet; resume or end the session directly.
-        </span>
-      )}
       {claim.error && <ErrorNotice error={claim.error} action="claim this session" />}
     </>
   );

@@ -1,0 +1,186 @@
+import { FakeLlmServer } from '../support/fake-llm';
+import { scriptStages } from '../support/scripted-stages';
+import { startTestApp, TestApp, uniqueId } from '../support/test-app';
+
+/** Booting the app with a fresh embedded PGlite can take minutes on a busy machine. */
+const APP_START_TIMEOUT_MS = 240_000;
+const TENANT = 'acme';
+const OTHER = 'globex';
+const AGENT_ID = 'telecom_contas';
+const ADMIN = { authorization: 'Bearer desk-admin-global' };
+const ADMIN_SCOPED = { authorization: 'Bearer desk-admin-acme' };
+const CHANNEL = { authorization: 'Bearer desk-channel' };
+const CHANNEL_OTHER = { authorization: 'Bearer desk-channel-other' };
+const PENDING_MESSAGE = 'A person will answer you shortly.';
+
+interface Waiting {
+  conversation_key: string;
+  tenant_id: string;
+  session_id: string;
+  channel: string | null;
+  user_id: string | null;
+  requested_at: string;
+  waiting_seconds: number;
+  reason: string;
+  source: string;
+  active_agent: string | null;
+  intent: string | null;
+  user_text: string | null;
+  last_messages: { role: string; content: string }[];
+  messages_since: number;
+  claim: { claimed_by: string; claimed_at: string } | null;
+}
+
+interface ActionResult {
+  action: string;
+  changed: boolean;
+  events: string[];
+  claim?: { claimed_by: string; claimed_at: string } | null;
+}
+
+describe('the handoff desk over HTTP (HUMAN_HANDOFF_MODE=hold)', () => {
+  let fake: FakeLlmServer;
+  let app: TestApp;
+
+  beforeAll(async () => {
+    fake = await FakeLlmServer.start();
+    app = await startTestApp({
+      fakeLlm: fake,
+      env: {
+        ENABLE_ROUTE_STICKINESS: 'true',
+        HUMAN_HANDOFF_MODE: 'hold',
+        HUMAN_HANDOFF_PENDING_MESSAGE: PENDING_MESSAGE,
+        CHANNEL_API_KEYS: `${TENANT}:desk-channel,${OTHER}:desk-channel-other`,
+        ADMIN_API_KEYS: `desk-admin-global,${TENANT}:desk-admin-acme`,
+      },
+    });
+  }, APP_START_TIMEOUT_MS);
+
+  afterAll(async () => {
+    await app?.close();
+    await fake.stop();
+  });
+
+  beforeEach(() => {
+    fake.reset();
+    scriptStages(fake, { 'I want to talk to a person': { decision: 'HUMAN_HANDOFF', confidence: 0.99 } });
+  });
+
+  async function say(tenant: string, sessionId: string, text: string) {
+    const res = await app.post<{ answer: string; blocked: boolean }>(
+      '/v1/channels/whatsapp/messages',
+      { tenant_id: tenant, agent_id: AGENT_ID, session_id: sessionId, user_id: `u-${sessionId}`, text },
+      tenant === OTHER ? CHANNEL_OTHER : CHANNEL,
+    );
+    expect(res.status).toBe(200);
+    return res.body;
+  }
+
+  const path = (tenant: string, sessionId: string, action: string) =>
+    `/v1/admin/sessions/${sessionId}/${action}?tenant_id=${tenant}`;
+
+  async function waiting(headers: Record<string, string>, query = ''): Promise<Waiting[]> {
+    const res = await app.get<{ items: Waiting[] }>(`/v1/admin/handoffs${query}`, headers);
+    expect(res.status).toBe(200);
+    return res.body.items;
+  }
+
+  it('lists, claims and resumes a waiting conversation; the next message runs the agent again', async () => {
+    const first = uniqueId('desk');
+    const second = uniqueId('desk');
+    const foreign = uniqueId('desk');
+    await say(TENANT, first, 'What is my plan?');
+    await say(TENANT, first, 'I want to talk to a person');
+    await say(OTHER, foreign, 'What is my plan?');
+    const adminHandoff = await app.post<ActionResult>(
+      path(OTHER, foreign, 'handoff'),
+      { reason: 'called the hotline' },
+      ADMIN,
+    );
+    expect(adminHandoff.status).toBe(200);
+    await say(TENANT, second, 'I want to talk to a person');
+    expect((await say(TENANT, first, 'hello?')).answer).toBe(PENDING_MESSAGE);
+
+    const all = (await waiting(ADMIN)).filter((w) => [first, second, foreign].includes(w.session_id));
+    expect(all.map((w) => w.session_id)).toEqual([first, foreign, second]);
+    const [item] = all;
+    expect(item).toMatchObject({
+      conversation_key: `${TENANT}:${first}`,
+      tenant_id: TENANT,
+      channel: 'whatsapp',
+      user_id: `u-${first}`,
+      reason: 'scripted HUMAN_HANDOFF',
+      source: 'continuity',
+      user_text: 'I want to talk to a person',
+      messages_since: 1,
+      claim: null,
+    });
+    expect(item.last_messages).toEqual([
+      expect.objectContaining({ role: 'user', content: 'What is my plan?' }),
+      expect.objectContaining({ role: 'assistant', content: expect.any(String) }),
+    ]);
+    expect(item.active_agent).toEqual(expect.any(String));
+    expect(item.waiting_seconds).toBeGreaterThanOrEqual(0);
+    expect(all[1]).toMatchObject({ tenant_id: OTHER, source: 'admin', reason: 'called the hotline' });
+
+    // A tenant-scoped key sees its tenant only; another tenant is 403.
+    const scoped = await waiting(ADMIN_SCOPED);
+    expect(scoped.every((w) => w.tenant_id === TENANT)).toBe(true);
+    expect(scoped.map((w) => w.session_id)).toEqual(expect.arrayContaining([first, second]));
+    const forbidden = await app.get(`/v1/admin/handoffs?tenant_id=${OTHER}`, ADMIN_SCOPED);
+    expect(forbidden.status).toBe(403);
+    expect(forbidden.body).toMatchObject({ error: { code: 'FORBIDDEN' } });
+
+    const claimed = await app.post<ActionResult>(path(TENANT, first, 'claim'), { operator: 'maria' }, ADMIN);
+    expect(claimed.status).toBe(200);
+    expect(claimed.body).toMatchObject({
+      action: 'claim',
+      changed: true,
+      events: ['session.handoff.claimed'],
+      claim: { claimed_by: 'maria' },
+    });
+    const again = await app.post<ActionResult>(path(TENANT, first, 'claim'), { operator: 'maria' }, ADMIN);
+    expect(again.body).toMatchObject({ changed: false, claim: { claimed_by: 'maria' } });
+    const stolen = await app.post(path(TENANT, first, 'claim'), { operator: 'joao' }, ADMIN_SCOPED);
+    expect(stolen.status).toBe(409);
+    expect(stolen.body).toMatchObject({
+      error: { code: 'HANDOFF_CLAIMED', details: { claimed_by: 'maria' } },
+    });
+    const listed = (await waiting(ADMIN_SCOPED)).find((w) => w.session_id === first);
+    expect(listed?.claim).toEqual({ claimed_by: 'maria', claimed_at: claimed.body.claim?.claimed_at });
+
+    const resumed = await app.post<ActionResult>(path(TENANT, first, 'resume'), {}, ADMIN);
+    expect(resumed.body).toMatchObject({ changed: true, events: ['session.resumed'] });
+    const events = await app.get<{ items: { name: string; payload: Record<string, unknown> }[] }>(
+      `/v1/admin/sessions/${first}/events?tenant_id=${TENANT}`,
+      ADMIN,
+    );
+    expect(events.body.items.find((e) => e.name === 'session.resumed')?.payload).toMatchObject({
+      source: 'admin',
+      claimed_by: 'maria',
+    });
+    expect((await waiting(ADMIN)).map((w) => w.session_id)).not.toContain(first);
+    const back = await say(TENANT, first, 'What is my plan?');
+    expect(back.blocked).toBe(false);
+    expect(back.answer).not.toBe(PENDING_MESSAGE);
+
+    // A new request after the resume is unclaimed again.
+    await say(TENANT, first, 'I want to talk to a person');
+    expect((await waiting(ADMIN)).find((w) => w.session_id === first)?.claim).toBeNull();
+  });
+
+  it('refuses a claim on a conversation nobody is waiting on, and a bad operator', async () => {
+    const sessionId = uniqueId('desk');
+    await say(TENANT, sessionId, 'What is my plan?');
+    const notWaiting = await app.post(path(TENANT, sessionId, 'claim'), { operator: 'maria' }, ADMIN);
+    expect(notWaiting.status).toBe(409);
+    expect(notWaiting.body).toMatchObject({ error: { code: 'SESSION_STATE_CONFLICT' } });
+    const bad = await app.post(path(TENANT, sessionId, 'claim'), { operator: '' }, ADMIN);
+    expect(bad.status).toBe(400);
+    expect(bad.body).toMatchObject({ error: { code: 'VALIDATION_FAILED' } });
+    const badLimit = await app.get('/v1/admin/handoffs?limit=0', ADMIN);
+    expect(badLimit.status).toBe(400);
+    const missing = await app.post(path(TENANT, uniqueId('none'), 'claim'), {}, ADMIN);
+    expect(missing.status).toBe(404);
+  });
+});
