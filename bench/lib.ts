@@ -27,6 +27,7 @@ export interface LlmCallRow {
   profile: string;
   latency_ms: number;
   prompt_tokens: number;
+  cached_prompt_tokens: number;
   completion_tokens: number;
   outcome: string;
 }
@@ -45,6 +46,7 @@ export async function llmCalls(dataSource: DataSource, conversationKeys: string[
     profile: String(row.payload.profile),
     latency_ms: Number(row.payload.latency_ms ?? 0),
     prompt_tokens: Number(row.payload.prompt_tokens ?? 0),
+    cached_prompt_tokens: Number(row.payload.cached_prompt_tokens ?? 0),
     completion_tokens: Number(row.payload.completion_tokens ?? 0),
     outcome: String(row.payload.outcome),
   }));

@@ -43,7 +43,7 @@ export function latencyProfiles(
 }
 
 /** Deterministic PRNG (mulberry32) so every mode sees the same latency sequence per profile. */
-function prng(seed: number): () => number {
+export function prng(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;

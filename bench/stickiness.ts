@@ -1,13 +1,19 @@
 /**
- * npm run bench:stickiness — the same scripted conversation set with
- * stickiness off, on (sequential: classifier then router) and on (speculative: router's LLM stage in parallel).
- * Options (env): BENCH_SCALE (latency multiplier, default 1), BENCH_CONCURRENCY (conversations in flight, default 6),
- * BENCH_LATENCY_<PROFILE>=median:p95 (ms), DATABASE_URL (else embedded Postgres).
+ * npm run bench:stickiness — generated conversations in Portuguese, English and Spanish (bench/traffic.ts) at
+ * several shares of follow-up turns, each run with stickiness off and on with every strategy (sequential,
+ * speculative, adaptive), against the scripted model with assumed latencies and assumed prices.
+ * Options (env): BENCH_CONVERSATIONS (110 per mix), BENCH_FOLLOWUPS (0.3,0.5,0.7; the middle one is the default
+ * mix), BENCH_CONCURRENCY (conversations in flight, 16), BENCH_SCALE (latency multiplier, 1),
+ * BENCH_LATENCY_<PROFILE>=median:p95 (ms), BENCH_PRICES (price file, bench/config/prices.yaml),
+ * BENCH_PROMPT_CACHE (min:block tokens of the imitated prompt cache, 1024:128; `off`), DATABASE_URL.
  */
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { FakeLlmServer } from '../test/support/fake-llm';
+import { parse } from 'yaml';
+import { z } from 'zod';
+import { FakeLlmServer, FakePromptCache } from '../test/support/fake-llm';
 import { startTestApp } from '../test/support/test-app';
-import { BENCH_CONVERSATIONS, ContinuityLabel, scriptIndex, ScriptedConversation } from './conversations';
+import { ContinuityLabel, scriptIndex, ScriptedConversation } from './conversations';
 import {
   barChartSvg,
   consoleTable,
@@ -20,284 +26,317 @@ import {
   writeReport,
 } from './lib';
 import { latencyProfiles, scriptFakeLlm } from './scripted-llm';
+import { generateTraffic } from './traffic';
 
-interface Mode {
-  name: 'off' | 'sequential' | 'speculative' | 'adaptive';
-  env: Record<string, string>;
-}
+type ModeName = 'off' | 'sequential' | 'speculative' | 'adaptive';
 
-const MODES: Mode[] = [
+const MODES: { name: ModeName; env: Record<string, string> }[] = [
   { name: 'off', env: { ENABLE_ROUTE_STICKINESS: 'false' } },
   { name: 'sequential', env: { ENABLE_ROUTE_STICKINESS: 'true', ROUTE_STICKINESS_STRATEGY: 'sequential' } },
   { name: 'speculative', env: { ENABLE_ROUTE_STICKINESS: 'true', ROUTE_STICKINESS_STRATEGY: 'speculative' } },
   { name: 'adaptive', env: { ENABLE_ROUTE_STICKINESS: 'true', ROUTE_STICKINESS_STRATEGY: 'adaptive' } },
 ];
+const STICKY: ModeName[] = ['sequential', 'speculative', 'adaptive'];
+/** The profile whose calls stickiness can avoid, and the classifier's. */
+const ROUTER = 'router';
+const CLASSIFIER = 'route_continuity';
+
+const priceSchema = z.object({
+  model: z.string(),
+  input: z.number().nonnegative(),
+  cached_input: z.number().nonnegative(),
+  output: z.number().nonnegative(),
+});
+const priceFileSchema = z.object({ tiers: z.record(priceSchema) });
+type Price = z.infer<typeof priceSchema>;
+
+interface Usage {
+  prompt: number;
+  cached: number;
+  completion: number;
+  cost: number;
+}
 
 interface TurnRecord {
-  mode: Mode['name'];
-  conversation: string;
+  mode: ModeName;
+  mix: number;
   conversation_id: string;
   index: number;
-  turn: number;
   label: ContinuityLabel;
   status: number;
   latency_ms: number;
-  route: string;
   method: string;
   route_bypassed: boolean;
-  continuity_decision: string | null;
-  continuity_latency_ms: number | null;
   router_calls: number;
-  tokens: Record<string, number>;
+  usage: Record<string, Usage>;
 }
 
 interface TurnResponseBody {
   turn?: number;
-  route?: string;
   route_bypassed?: boolean;
   route_decision?: { method?: string };
-  continuity_signal?: { decision?: string; latency_ms?: number } | null;
+}
+
+/** Each profile's price: its tier in the shipped profiles file, that tier's line of the price file. */
+function profilePrices(pricesPath: string): Record<string, Price> {
+  const prices = priceFileSchema.parse(parse(readFileSync(pricesPath, 'utf8'))).tiers;
+  const shipped = z
+    .object({ profiles: z.record(z.object({ tier: z.string() }).passthrough()) })
+    .parse(parse(readFileSync(join(REPO_ROOT, 'config', 'llm_profiles.yaml'), 'utf8'))).profiles;
+  const result: Record<string, Price> = {};
+  for (const [profile, { tier }] of Object.entries(shipped)) {
+    const price = prices[tier];
+    if (!price) throw new Error(`${pricesPath} has no price for tier "${tier}" (profile ${profile})`);
+    result[profile] = price;
+  }
+  return result;
+}
+
+function costOf(price: Price | undefined, prompt: number, cached: number, completion: number): number {
+  if (!price) return 0;
+  return ((prompt - cached) * price.input + cached * price.cached_input + completion * price.output) / 1e6;
+}
+
+function promptCacheRule(value: string | undefined): FakePromptCache | null {
+  if (value === 'off') return null;
+  const [minTokens, blockTokens] = (value ?? '1024:128').split(':').map(Number);
+  return { minTokens, blockTokens };
 }
 
 async function runMode(
-  mode: Mode,
-  conversations: ScriptedConversation[],
-  runTag: string,
-  scale: number,
-  concurrency: number,
-) {
+  mode: (typeof MODES)[number],
+  mixes: Map<number, ScriptedConversation[]>,
+  settings: { runTag: string; scale: number; concurrency: number; prices: Record<string, Price> },
+): Promise<TurnRecord[]> {
   const fake = await FakeLlmServer.start();
-  scriptFakeLlm(fake, scriptIndex(conversations), latencyProfiles(scale));
+  fake.promptCache = promptCacheRule(process.env.BENCH_PROMPT_CACHE);
+  scriptFakeLlm(fake, scriptIndex([...mixes.values()].flat()), latencyProfiles(settings.scale));
   const app = await startTestApp({
     fakeLlm: fake,
     env: {
       ...mode.env,
       LLM_PROFILES_PATH: join(REPO_ROOT, 'bench', 'config', 'llm_profiles.yaml'),
       TURN_LOCK_TIMEOUT_MS: '60000',
+      // Thousands of turns a minute from one client: the benchmark measures routing, not the rate limit.
+      RATE_LIMIT_PER_MINUTE: '1000000',
     },
   });
-  const started = performance.now();
+  const records: TurnRecord[] = [];
   try {
-    const perConversation = await pool(conversations, concurrency, async (conversation) => {
-      const sessionId = `${runTag}-${mode.name}-${conversation.id}`;
-      const records: TurnRecord[] = [];
-      for (const [index, scripted] of conversation.turns.entries()) {
-        const t0 = performance.now();
-        const res = await app.post<TurnResponseBody>('/v1/channels/web/messages', {
-          tenant_id: 'bench',
-          agent_id: conversation.agentId,
-          session_id: sessionId,
-          text: scripted.text,
-        });
-        records.push({
-          mode: mode.name,
-          conversation: sessionId,
-          conversation_id: conversation.id,
-          index,
-          turn: res.body.turn ?? index + 1,
-          label: scripted.label,
-          status: res.status,
-          latency_ms: performance.now() - t0,
-          route: res.body.route ?? '',
-          method: res.body.route_decision?.method ?? '',
-          route_bypassed: res.body.route_bypassed === true,
-          continuity_decision: res.body.continuity_signal?.decision ?? null,
-          continuity_latency_ms: res.body.continuity_signal?.latency_ms ?? null,
-          router_calls: 0,
-          tokens: {},
-        });
+    for (const [mix, conversations] of mixes) {
+      console.log(`  mode ${mode.name}, ${Math.round(mix * 100)}% follow-ups ...`);
+      const sessionOf = (id: string) => `${settings.runTag}-${mode.name}-${mix}-${id}`;
+      const perConversation = await pool(conversations, settings.concurrency, async (conversation) => {
+        const turns: (TurnRecord & { turn: number })[] = [];
+        for (const [index, scripted] of conversation.turns.entries()) {
+          const started = performance.now();
+          const res = await app.post<TurnResponseBody>('/v1/channels/web/messages', {
+            tenant_id: 'bench',
+            agent_id: conversation.agentId,
+            session_id: sessionOf(conversation.id),
+            text: scripted.text,
+          });
+          turns.push({
+            mode: mode.name,
+            mix,
+            conversation_id: conversation.id,
+            index,
+            turn: res.body.turn ?? index + 1,
+            label: scripted.label,
+            status: res.status,
+            latency_ms: performance.now() - started,
+            method: res.body.route_decision?.method ?? '',
+            route_bypassed: res.body.route_bypassed === true,
+            router_calls: 0,
+            usage: {},
+          });
+        }
+        return turns;
+      });
+      const keys = conversations.map((c) => `bench:${sessionOf(c.id)}`);
+      const calls = await llmCalls(app.dataSource, keys);
+      const byTurn = new Map<string, typeof calls>();
+      for (const call of calls) {
+        const key = `${call.conversation_key}#${call.turn}`;
+        byTurn.set(key, [...(byTurn.get(key) ?? []), call]);
       }
-      return records;
-    });
-    const wallMs = performance.now() - started;
-    const records = perConversation.flat();
-    const calls = await llmCalls(
-      app.dataSource,
-      records.map((r) => `bench:${r.conversation}`).filter((v, i, a) => a.indexOf(v) === i),
-    );
-    for (const record of records) {
-      for (const call of calls.filter(
-        (c) => c.conversation_key === `bench:${record.conversation}` && c.turn === record.turn,
-      )) {
-        if (call.profile === 'router') record.router_calls++;
-        record.tokens[call.profile] =
-          (record.tokens[call.profile] ?? 0) + call.prompt_tokens + call.completion_tokens;
+      for (const record of perConversation.flat()) {
+        for (const call of byTurn.get(`bench:${sessionOf(record.conversation_id)}#${record.turn}`) ?? []) {
+          if (call.profile === ROUTER) record.router_calls++;
+          const usage = (record.usage[call.profile] ??= { prompt: 0, cached: 0, completion: 0, cost: 0 });
+          usage.prompt += call.prompt_tokens;
+          usage.cached += call.cached_prompt_tokens;
+          usage.completion += call.completion_tokens;
+          usage.cost += costOf(
+            settings.prices[call.profile],
+            call.prompt_tokens,
+            call.cached_prompt_tokens,
+            call.completion_tokens,
+          );
+        }
+        const { turn: _turn, ...kept } = record;
+        records.push(kept);
       }
     }
-    return { records, wallMs };
+    return records;
   } finally {
     await app.close();
     await fake.stop();
   }
 }
 
-function summarize(records: TurnRecord[]) {
-  const latencies = records.map((r) => r.latency_ms);
-  const profiles = [...new Set(records.flatMap((r) => Object.keys(r.tokens)))].sort();
+const tokensOf = (usage: Usage | undefined) => (usage ? usage.prompt + usage.completion : 0);
+const totalTokens = (r: TurnRecord) =>
+  Object.values(r.usage).reduce((n, u) => n + u.prompt + u.completion, 0);
+const totalCost = (r: TurnRecord) => Object.values(r.usage).reduce((n, u) => n + u.cost, 0);
+
+function latencies(records: TurnRecord[], label?: ContinuityLabel) {
+  const values = records.filter((r) => label === undefined || r.label === label).map((r) => r.latency_ms);
+  return { p50: percentile(values, 50), p95: percentile(values, 95) };
+}
+
+function summarize(records: TurnRecord[], conversations: number) {
+  const cost = records.reduce((n, r) => n + totalCost(r), 0);
   return {
     turns: records.length,
     errors: records.filter((r) => r.status !== 200).length,
-    p50: percentile(latencies, 50),
-    p95: percentile(latencies, 95),
-    p99: percentile(latencies, 99),
-    mean: mean(latencies),
+    overall: latencies(records),
+    route: latencies(records, 'ROUTE'),
+    continue: latencies(records, 'CONTINUE'),
     router_calls: records.reduce((n, r) => n + r.router_calls, 0),
     bypassed: records.filter((r) => r.route_bypassed).length,
-    bypassed_without_router: records.filter((r) => r.route_bypassed && r.router_calls === 0).length,
-    methods: countBy(records.map((r) => r.method || 'none')),
-    tokens_per_turn: Object.fromEntries(profiles.map((p) => [p, mean(records.map((r) => r.tokens[p] ?? 0))])),
-    continuity_latency_p50: percentile(
-      records.flatMap((r) => (r.continuity_latency_ms === null ? [] : [r.continuity_latency_ms])),
-      50,
-    ),
+    tokens: mean(records.map(totalTokens)),
+    classifier_tokens: mean(records.map((r) => tokensOf(r.usage[CLASSIFIER]))),
+    router_tokens: mean(records.map((r) => tokensOf(r.usage[ROUTER]))),
+    cached_tokens: mean(records.map((r) => Object.values(r.usage).reduce((n, u) => n + u.cached, 0))),
+    cost_per_turn: cost / records.length,
+    cost_per_1000_conversations: (cost / conversations) * 1000,
   };
+}
+
+/**
+ * The saving attributed to stickiness by its rule (docs/architecture.md): only turns with route_bypassed=true and
+ * no router call count, each saving what the same turn's router calls cost in the "off" run; the classifier's
+ * cost on every turn is set against it.
+ */
+function attributed(on: TurnRecord[], off: TurnRecord[]) {
+  const twins = new Map(off.map((r) => [`${r.conversation_id}#${r.index}`, r]));
+  let turns = 0;
+  let routerTokens = 0;
+  let routerCost = 0;
+  for (const record of on) {
+    if (!record.route_bypassed || record.router_calls > 0) continue;
+    const twin = twins.get(`${record.conversation_id}#${record.index}`);
+    if (!twin) continue;
+    turns++;
+    routerTokens += tokensOf(twin.usage[ROUTER]);
+    routerCost += twin.usage[ROUTER]?.cost ?? 0;
+  }
+  const classifierCost = on.reduce((n, r) => n + (r.usage[CLASSIFIER]?.cost ?? 0), 0);
+  return { turns, routerTokens, routerCost, classifierCost, net: routerCost - classifierCost };
 }
 
 /** "−12%": how far `value` is below (or above) `reference`. */
-function percentAgainst(value: number, reference: number): string {
+function against(value: number, reference: number): string {
+  if (reference === 0) return '';
   const change = Math.round(((value - reference) / reference) * 100);
-  return `${change <= 0 ? '−' : '+'}${Math.abs(change)}%`;
+  return ` (${change <= 0 ? '−' : '+'}${Math.abs(change)}%)`;
 }
 
-function countBy(values: string[]): Record<string, number> {
-  const counts: Record<string, number> = {};
-  for (const v of values) counts[v] = (counts[v] ?? 0) + 1;
-  return counts;
-}
-
-/** Savings attributed by the attribution rule (docs/architecture.md): only turns with route_bypassed=true and no llm.router call, paired with "off". */
-function attributedSavings(on: TurnRecord[], off: TurnRecord[]) {
-  const offByKey = new Map(off.map((r) => [`${r.conversation_id}#${r.index}`, r]));
-  let turns = 0;
-  let latency = 0;
-  let routerTokens = 0;
-  for (const record of on) {
-    if (!record.route_bypassed || record.router_calls > 0) continue;
-    const twin = offByKey.get(`${record.conversation_id}#${record.index}`);
-    if (!twin) continue;
-    turns++;
-    latency += twin.latency_ms - record.latency_ms;
-    routerTokens += twin.tokens.router ?? 0;
-  }
-  return {
-    turns,
-    latency_ms_total: latency,
-    latency_ms_per_turn: turns ? latency / turns : 0,
-    router_tokens_saved: routerTokens,
-  };
-}
+const dollars = (value: number, digits = 2) => `$${value.toFixed(digits)}`;
 
 async function main(): Promise<void> {
   const scale = Number(process.env.BENCH_SCALE ?? '1');
-  const concurrency = Number(process.env.BENCH_CONCURRENCY ?? '6');
-  const conversations = BENCH_CONVERSATIONS;
+  const concurrency = Number(process.env.BENCH_CONCURRENCY ?? '16');
+  const count = Number(process.env.BENCH_CONVERSATIONS ?? '110');
+  const shares = (process.env.BENCH_FOLLOWUPS ?? '0.3,0.5,0.7').split(',').map(Number);
+  const defaultMix = shares[Math.floor(shares.length / 2)];
+  const pricesPath = process.env.BENCH_PRICES ?? join(REPO_ROOT, 'bench', 'config', 'prices.yaml');
+  const prices = profilePrices(pricesPath);
+  const mixes = new Map(
+    shares.map((share) => [share, generateTraffic({ conversations: count, followUps: share })]),
+  );
   const runTag = `run${Date.now().toString(36)}`;
-  const totalTurns = conversations.reduce((n, c) => n + c.turns.length, 0);
   console.log(
-    `bench:stickiness — ${conversations.length} conversations, ${totalTurns} turns per mode, latency scale ${scale}, concurrency ${concurrency}`,
+    `bench:stickiness — ${count} conversations per mix, follow-up shares ${shares.join(', ')}, latency scale ${scale}, concurrency ${concurrency}`,
   );
-  console.log(
-    'The LLM is scripted (test/support/fake-llm): it answers from the labels with the assumed latency per profile.',
-  );
-  const results: Record<string, { records: TurnRecord[]; wallMs: number }> = {};
+  const records: TurnRecord[] = [];
   for (const mode of MODES) {
-    console.log(`running mode ${mode.name} ...`);
-    results[mode.name] = await runMode(mode, conversations, runTag, scale, concurrency);
+    records.push(...(await runMode(mode, mixes, { runTag, scale, concurrency, prices })));
   }
-  const summaries = Object.fromEntries(MODES.map((m) => [m.name, summarize(results[m.name].records)]));
-  const savings = {
-    sequential: attributedSavings(results.sequential.records, results.off.records),
-    speculative: attributedSavings(results.speculative.records, results.off.records),
-    adaptive: attributedSavings(results.adaptive.records, results.off.records),
-  };
-  const latencies = latencyProfiles(scale);
+  const select = (mode: ModeName, mix: number) => records.filter((r) => r.mode === mode && r.mix === mix);
+
   const lines: string[] = [
     '# Stickiness benchmark',
     '',
-    `Run: ${new Date().toISOString()} · ${conversations.length} conversations · ${totalTurns} turns per mode · database: ${process.env.DATABASE_URL ? 'Postgres (DATABASE_URL)' : 'embedded PGlite'} · concurrency ${concurrency}`,
+    `Run: ${new Date().toISOString()} · database: ${process.env.DATABASE_URL ? 'Postgres (DATABASE_URL)' : 'embedded PGlite'} · concurrency ${concurrency} · latency scale ${scale} · prompt cache imitated: ${process.env.BENCH_PROMPT_CACHE ?? '1024:128'}`,
     '',
-    'The LLM is **scripted** (the fake OpenAI-compatible server of `test/support/fake-llm.ts`): every stage answers from the conversation labels after a latency drawn from a log-normal distribution per profile (median / p95 below, ms; assumptions, not measurements of a real model). The numbers measure what the runtime does with those latencies: which stages run, in which order, and what that costs.',
+    `Reproduce: \`npm run bench:stickiness\` (options in \`bench/stickiness.ts\`). ${count} generated conversations per mix (bench/traffic.ts: Portuguese, English and Spanish, telecom and retail, 4 to 8 turns, one in three closing with a request for a person or an ending); the model is scripted: every stage answers from the labels after a latency drawn per profile (median / p95 ms below, assumptions), and each call is priced with \`${pricesPath.replace(`${REPO_ROOT}/`, '')}\` (per million tokens: ${Object.entries(
+      priceFileSchema.parse(parse(readFileSync(pricesPath, 'utf8'))).tiers,
+    )
+      .map(([tier, p]) => `${tier} ${p.model} ${p.input}/${p.cached_input}/${p.output} input/cached/output`)
+      .join('; ')}).`,
     '',
-    '| profile | median ms | p95 ms |',
-    '|---|---|---|',
-    ...Object.entries(latencies).map(([p, l]) => `| ${p} | ${round(l.median, 0)} | ${round(l.p95, 0)} |`),
-    '',
-    '## Summary per mode',
-    '',
-    '| mode | turns | errors | p50 ms | p95 ms | p99 ms | mean ms | router LLM calls | bypassed turns | bypassed without router call |',
-    '|---|---|---|---|---|---|---|---|---|---|',
-    ...MODES.map((m) => {
-      const s = summaries[m.name];
-      return `| ${m.name} | ${s.turns} | ${s.errors} | ${round(s.p50, 0)} | ${round(s.p95, 0)} | ${round(s.p99, 0)} | ${round(s.mean, 0)} | ${s.router_calls} | ${s.bypassed} | ${s.bypassed_without_router} |`;
-    }),
-    '',
-    `p50 against stickiness off: sequential ${percentAgainst(summaries.sequential.p50, summaries.off.p50)}, speculative ${percentAgainst(summaries.speculative.p50, summaries.off.p50)}.`,
-    '',
-    `Router LLM calls avoided vs off: sequential ${summaries.off.router_calls - summaries.sequential.router_calls}, speculative ${summaries.off.router_calls - summaries.speculative.router_calls} (speculative starts the router with the classifier and discards it on CONTINUE/HANDOFF/END, so it pays the router's tokens on every turn the keyword stage does not settle).`,
-    '',
-    '## Tokens per turn by profile',
-    '',
-    `| mode | ${[...new Set(Object.values(summaries).flatMap((s) => Object.keys(s.tokens_per_turn)))].sort().join(' | ')} |`,
-    `|---|${[...new Set(Object.values(summaries).flatMap((s) => Object.keys(s.tokens_per_turn)))].map(() => '---').join('|')}|`,
-    ...MODES.map((m) => {
-      const profiles = [
-        ...new Set(Object.values(summaries).flatMap((s) => Object.keys(s.tokens_per_turn))),
-      ].sort();
-      return `| ${m.name} | ${profiles.map((p) => round(summaries[m.name].tokens_per_turn[p] ?? 0, 1)).join(' | ')} |`;
-    }),
-    '',
-    '## Routing methods',
-    '',
-    '| mode | methods |',
-    '|---|---|',
-    ...MODES.map(
-      (m) =>
-        `| ${m.name} | ${Object.entries(summaries[m.name].methods)
-          .map(([k, v]) => `${k}: ${v}`)
-          .join(', ')} |`,
-    ),
-    '',
-    '## Savings attributed to stickiness (only bypassed turns without a router call)',
-    '',
-    'Only turns with `route_bypassed=true` and no `llm.router` call count; each is compared with the same turn of the same conversation in the "off" run.',
-    '',
-    '| mode | eligible turns | latency saved per turn ms | latency saved total ms | router tokens saved |',
-    '|---|---|---|---|---|',
-    ...(['sequential', 'speculative', 'adaptive'] as const).map(
-      (m) =>
-        `| ${m} | ${savings[m].turns} | ${round(savings[m].latency_ms_per_turn, 0)} | ${round(savings[m].latency_ms_total, 0)} | ${savings[m].router_tokens_saved} |`,
-    ),
-    '',
-    `Classifier latency p50 (continuity_signal.latency_ms): sequential ${round(summaries.sequential.continuity_latency_p50, 0)} ms, speculative ${round(summaries.speculative.continuity_latency_p50, 0)} ms.`,
-    '',
-    '![latency per mode](stickiness.svg)',
-    '',
-    'Reproduce: `npm run bench:stickiness` (set `DATABASE_URL` for real Postgres; `BENCH_SCALE=0.2` for a quick run). Raw per-turn records: `raw/stickiness-turns.json` next to the report (not committed).',
+    `Latencies assumed: ${Object.entries(latencyProfiles(scale))
+      .map(([profile, l]) => `${profile} ${round(l.median, 0)}/${round(l.p95, 0)}`)
+      .join(', ')}.`,
     '',
   ];
+  for (const mix of shares) {
+    const conversations = mixes.get(mix) ?? [];
+    const turns = conversations.reduce((n, c) => n + c.turns.length, 0);
+    const labels = conversations.flatMap((c) => c.turns.map((t) => t.label));
+    const share = (label: ContinuityLabel) => labels.filter((l) => l === label).length;
+    const summaries = Object.fromEntries(
+      MODES.map((m) => [m.name, summarize(select(m.name, mix), conversations.length)]),
+    ) as Record<ModeName, ReturnType<typeof summarize>>;
+    const off = summaries.off;
+    lines.push(
+      `## ${Math.round(mix * 100)}% follow-ups${mix === defaultMix ? ' (the default mix)' : ''}`,
+      '',
+      `${conversations.length} conversations, ${turns} turns per mode: CONTINUE ${share('CONTINUE')}, ROUTE ${share('ROUTE')}, HUMAN_HANDOFF ${share('HUMAN_HANDOFF')}, END_SESSION ${share('END_SESSION')}.`,
+      '',
+      '| mode | tokens/turn | classifier | router | cached | cost/turn | cost per 1,000 conversations | p50 ms | p95 ms | ROUTE p50 / p95 ms | CONTINUE p50 / p95 ms | router calls | bypassed | errors |',
+      '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+      ...MODES.map(({ name }) => {
+        const s = summaries[name];
+        return `| ${name} | ${round(s.tokens, 0)}${against(s.tokens, off.tokens)} | ${round(s.classifier_tokens, 0)} | ${round(s.router_tokens, 0)} | ${round(s.cached_tokens, 0)} | ${dollars(s.cost_per_turn, 6)}${against(s.cost_per_turn, off.cost_per_turn)} | ${dollars(s.cost_per_1000_conversations)} | ${round(s.overall.p50, 0)}${against(s.overall.p50, off.overall.p50)} | ${round(s.overall.p95, 0)}${against(s.overall.p95, off.overall.p95)} | ${round(s.route.p50, 0)} / ${round(s.route.p95, 0)}${against(s.route.p95, off.route.p95)} | ${round(s.continue.p50, 0)} / ${round(s.continue.p95, 0)} | ${s.router_calls} | ${s.bypassed} | ${s.errors} |`;
+      }),
+      '',
+      'Saving attributed to stickiness (only bypassed turns without a router call, each against the same turn with stickiness off), against what the classifier cost on every turn:',
+      '',
+      '| mode | eligible turns | router tokens saved | router cost saved | classifier cost | net saving per 1,000 conversations |',
+      '|---|---|---|---|---|---|',
+      ...STICKY.map((name) => {
+        const a = attributed(select(name, mix), select('off', mix));
+        return `| ${name} | ${a.turns} | ${a.routerTokens} | ${dollars(a.routerCost, 4)} | ${dollars(a.classifierCost, 4)} | ${dollars((a.net / conversations.length) * 1000)} |`;
+      }),
+      '',
+    );
+  }
+  lines.push('![tokens and p95 of ROUTE turns per mode, default mix](stickiness.svg)', '');
+  const defaults = Object.fromEntries(
+    MODES.map((m) => [m.name, summarize(select(m.name, defaultMix), mixes.get(defaultMix)?.length ?? 1)]),
+  ) as Record<ModeName, ReturnType<typeof summarize>>;
   const reportPath = writeReport('stickiness.md', lines.join('\n'));
   writeReport(
     'stickiness.svg',
     barChartSvg(
-      'Turn latency by mode (scripted LLM)',
+      `Default mix (${Math.round(defaultMix * 100)}% follow-ups): tokens per turn and latency`,
       MODES.map((m) => m.name),
       [
-        { label: 'p50', color: '#4e79a7', values: MODES.map((m) => summaries[m.name].p50) },
-        { label: 'p95', color: '#f28e2b', values: MODES.map((m) => summaries[m.name].p95) },
-        { label: 'p99', color: '#e15759', values: MODES.map((m) => summaries[m.name].p99) },
+        { label: 'tokens/turn', color: '#4e79a7', values: MODES.map((m) => defaults[m.name].tokens) },
+        { label: 'p50 ms', color: '#59a14f', values: MODES.map((m) => defaults[m.name].overall.p50) },
+        { label: 'ROUTE p95 ms', color: '#e15759', values: MODES.map((m) => defaults[m.name].route.p95) },
       ],
-      'ms',
+      'tokens / ms',
     ),
   );
-  writeReport(
-    'raw/stickiness-turns.json',
-    JSON.stringify(
-      Object.values(results).flatMap((r) => r.records),
-      null,
-      1,
-    ),
-  );
-  console.log(consoleTable(lines, '## Summary per mode'));
+  writeReport('raw/stickiness-turns.json', JSON.stringify(records, null, 1));
+  for (const mix of shares) {
+    const heading = lines.find((line) => line.startsWith(`## ${Math.round(mix * 100)}% follow-ups`)) ?? '';
+    console.log(`\n${heading.slice(3)}\n${consoleTable(lines, heading)}`);
+  }
   console.log(`report: ${reportPath}`);
 }
 

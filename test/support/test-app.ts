@@ -60,8 +60,6 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     LLM_API_KEY: 'test-key',
     // On by default in the product; the tests about stickiness turn it on, the others script the router alone.
     ENABLE_ROUTE_STICKINESS: 'false',
-    // Tests count the router's calls per turn; the adaptive default speculates and has tests of its own.
-    ROUTE_STICKINESS_STRATEGY: 'sequential',
     ...database,
     ...options.env,
   };

@@ -239,7 +239,7 @@ export const continuityEnvSchema = z.object({
   ROUTE_STICKINESS_CONFIDENCE_THRESHOLD: envNumber(0.9, { min: 0, max: 1 }),
   ROUTE_STICKINESS_HISTORY_TURNS: envNumber(2, { min: 0, max: 50, int: true }),
   ROUTE_STICKINESS_MAX_TOKENS: envNumber(80, { min: 1, max: 4096, int: true }),
-  ROUTE_STICKINESS_STRATEGY: envEnum(['adaptive', 'sequential', 'speculative'], 'adaptive'),
+  ROUTE_STICKINESS_STRATEGY: envEnum(['adaptive', 'sequential', 'speculative'], 'sequential'),
   ROUTE_STICKINESS_SHADOW_RATE: envNumber(0, { min: 0, max: 1 }),
 });
 

@@ -6,7 +6,7 @@ describe('validateEnv', () => {
     const continuity = parseEnvNamespace('continuity', {});
     expect(continuity).toMatchObject({
       ENABLE_ROUTE_STICKINESS: true,
-      ROUTE_STICKINESS_STRATEGY: 'adaptive',
+      ROUTE_STICKINESS_STRATEGY: 'sequential',
       ROUTE_STICKINESS_LLM_PROFILE: 'route_continuity',
       ROUTE_STICKINESS_CONFIDENCE_THRESHOLD: 0.9,
       ROUTE_STICKINESS_HISTORY_TURNS: 2,
