@@ -1,5 +1,6 @@
-import { Injectable, Logger } from '@nestjs/common';
-import { ConfigFilesService } from '@agent/config';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { ConfigType } from '@nestjs/config';
+import { appConfig, ConfigFilesService, SERVICE_MESSAGES } from '@agent/config';
 import type { AgentState, ContentScreen, DomainAgentNode, JsonRecord } from '@agent/contracts';
 import { ChatMessage, ChatTool, LlmError, LlmService, ToolCall } from '@agent/llm';
 import { McpService, McpToolResult, ToolDescriptor } from '@agent/mcp';
@@ -10,10 +11,6 @@ import { stripAgentPrefix } from './answer-text';
 import { ParameterExtractor } from './parameter-extractor';
 import { ScreenedTools, screenPassages } from './screened-content';
 import { requestContext, TransactionEngine, userText } from './transaction.engine';
-
-/** Said when the agent's LLM cannot answer (not configured, timeout, error). */
-export const AGENT_UNAVAILABLE_MESSAGE =
-  'Não consegui concluir sua solicitação agora. Por favor, tente novamente em instantes.';
 
 /** History messages an agent sees. */
 const HISTORY_WINDOW = 12;
@@ -26,6 +23,8 @@ const HISTORY_WINDOW = 12;
 @Injectable()
 export class AgentsService {
   private readonly logger = new Logger(AgentsService.name);
+  /** Said when the agent's LLM cannot answer (not configured, timeout, error). */
+  private readonly unavailable: string;
 
   constructor(
     private readonly files: ConfigFilesService,
@@ -36,7 +35,10 @@ export class AgentsService {
     private readonly transactions: TransactionEngine,
     private readonly extractor: ParameterExtractor,
     private readonly events: EventBusService,
-  ) {}
+    @Inject(appConfig.KEY) app: ConfigType<typeof appConfig>,
+  ) {
+    this.unavailable = SERVICE_MESSAGES[app.DEFAULT_LANGUAGE].agent_unavailable;
+  }
 
   /**
    * One agent turn. `screen` runs the retrieval and tool guardrails: every retrieved passage and every tool
@@ -140,7 +142,7 @@ export class AgentsService {
           const answer = stripAgentPrefix(reply.content ?? '', this.prompts.displayNames(state));
           return {
             ...base,
-            answer: answer || AGENT_UNAVAILABLE_MESSAGE,
+            answer: answer || this.unavailable,
             mcp_results: results.map((r) => ({ ...r })),
             selected_tool_call: selected,
           };
@@ -177,7 +179,7 @@ export class AgentsService {
       this.logger.warn(`${node} could not answer: ${error.message}`);
       return {
         ...base,
-        answer: AGENT_UNAVAILABLE_MESSAGE,
+        answer: this.unavailable,
         mcp_results: results.map((r) => ({ ...r })),
         selected_tool_call: selected,
       };

@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
+import { SERVICE_LANGUAGES } from './messages';
 
 /** The providers with a preset; every one is reached through the OpenAI-compatible API. */
 export const LLM_PROVIDERS = ['openai', 'ollama', 'vllm', 'oci_openai', 'openai_compatible'] as const;
@@ -54,21 +55,23 @@ const optionalString = z
   .optional()
   .transform((value) => (value === undefined || value.trim() === '' ? undefined : value.trim()));
 
-const envEnum = <T extends [string, ...string[]]>(values: T, fallback: T[number]) =>
+const envEnum = <T extends readonly [string, ...string[]]>(values: T, fallback: T[number]) =>
   z
     .string()
     .optional()
     .transform((value, ctx) => {
       if (value === undefined || value.trim() === '') return fallback;
       const normalized = value.trim().toLowerCase();
-      if (!(values as string[]).includes(normalized)) {
+      const allowed: readonly T[number][] = values;
+      const match = allowed.find((candidate) => candidate === normalized);
+      if (match === undefined) {
         ctx.addIssue({
           code: z.ZodIssueCode.custom,
           message: `expected one of ${values.join('|')}, got "${value}"`,
         });
         return z.NEVER;
       }
-      return normalized;
+      return match;
     });
 
 const httpUrl = z
@@ -196,6 +199,8 @@ export const appEnvSchema = z.object({
   REQUEST_TIMEOUT_MS: envNumber(10000, { min: 100, int: true }),
   TRUST_PROXY: trustedProxies,
   OTEL_EXPORTER_OTLP_ENDPOINT: httpUrl,
+  /** Language of what the service says by itself (fallbacks, guardrail and session messages). */
+  DEFAULT_LANGUAGE: envEnum(SERVICE_LANGUAGES, 'pt'),
 });
 
 export const databaseEnvSchema = z.object({
@@ -244,15 +249,12 @@ export const continuityEnvSchema = z.object({
 });
 
 export const sessionControlEnvSchema = z.object({
-  HUMAN_HANDOFF_MESSAGE: envString('Vou encaminhar seu atendimento para uma pessoa.'),
-  END_SESSION_MESSAGE: envString('Atendimento encerrado. Obrigado pelo contato.'),
-  SESSION_ALREADY_ENDED_MESSAGE: envString(
-    'Este atendimento já foi encerrado. Inicie uma nova sessão para continuar.',
-  ),
+  /** The session texts override the DEFAULT_LANGUAGE entries of the message catalogue. */
+  HUMAN_HANDOFF_MESSAGE: optionalString,
+  END_SESSION_MESSAGE: optionalString,
+  SESSION_ALREADY_ENDED_MESSAGE: optionalString,
   HUMAN_HANDOFF_MODE: envEnum(['notify', 'hold'], 'notify'),
-  HUMAN_HANDOFF_PENDING_MESSAGE: envString(
-    'Seu atendimento já foi encaminhado para uma pessoa. Aguarde, por favor.',
-  ),
+  HUMAN_HANDOFF_PENDING_MESSAGE: optionalString,
 });
 
 export const routingEnvSchema = z.object({

@@ -1,5 +1,6 @@
 export * from './env';
 export * from './env.schema';
+export * from './messages';
 export * from './yaml-loader';
 export * from './config-files.schema';
 export * from './config-files.service';

@@ -76,7 +76,14 @@ function modelDownGuardrails(): GuardrailsService {
   } as unknown as ConfigFilesService;
   const { llm, metrics } = createTestLlm(fake);
   const events = { emit: () => undefined } as unknown as EventBusService;
-  return new GuardrailsService(files, parseEnvNamespace('guardrails', {}), llm, events, metrics);
+  return new GuardrailsService(
+    files,
+    parseEnvNamespace('guardrails', {}),
+    llm,
+    events,
+    metrics,
+    parseEnvNamespace('app', {}),
+  );
 }
 
 describe('the deterministic screen sees through disguise', () => {

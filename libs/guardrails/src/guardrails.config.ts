@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { RAIL_STAGES, RailStage } from './rail.types';
 import { RAIL_CATALOGUE } from './rails/catalogue';
-import { DEFAULT_MESSAGES, GUARDRAIL_LANGUAGES, GuardrailMessages } from './messages';
+import { SERVICE_LANGUAGES, SERVICE_MESSAGES, ServiceLanguage } from '@agent/config';
+import { GuardrailMessages } from './messages';
 
 export const GUARDRAILS_FILE = 'guardrails.yaml';
 
@@ -83,8 +84,8 @@ export const guardrailsFileSchema = z
     degraded_after_failures: z.number().int().positive().max(1000).default(3),
     /** LLM profile of the model-backed rails. */
     llm_profile: z.string().trim().min(1).default('guardrail'),
-    /** Language of the default user-facing texts. */
-    language: z.enum(GUARDRAIL_LANGUAGES).default('pt'),
+    /** Language of the default user-facing texts; DEFAULT_LANGUAGE when absent. */
+    language: z.enum(SERVICE_LANGUAGES).optional(),
     /** Overrides of the default texts (merged over the language's defaults). */
     messages: z
       .object({
@@ -111,8 +112,11 @@ export interface ResolvedGuardrailsConfig {
   messages: GuardrailMessages;
 }
 
-export function resolveGuardrailsConfig(file: GuardrailsFile): ResolvedGuardrailsConfig {
-  const defaults = DEFAULT_MESSAGES[file.language];
+export function resolveGuardrailsConfig(
+  file: GuardrailsFile,
+  defaultLanguage: ServiceLanguage,
+): ResolvedGuardrailsConfig {
+  const defaults = SERVICE_MESSAGES[file.language ?? defaultLanguage].guardrails;
   const stages = Object.fromEntries(
     RAIL_STAGES.map((stage) => [stage, file[stage].filter((entry) => entry.enabled)]),
   ) as Record<RailStage, RailEntry[]>;

@@ -72,7 +72,7 @@ function harness(
     },
   } as unknown as EventBusService;
   const env = { ...parseEnvNamespace('guardrails', {}), ...options.env };
-  const service = new GuardrailsService(files, env, llm, bus, metrics);
+  const service = new GuardrailsService(files, env, llm, bus, metrics, parseEnvNamespace('app', {}));
   return { service, events, metrics, guardrailCalls: () => fake.requestsFor('guardrail') };
 }
 

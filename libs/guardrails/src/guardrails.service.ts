@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleInit } from '@nestjs/common';
 import { ConfigType } from '@nestjs/config';
-import { ConfigFileError, ConfigFilesService, guardrailsConfig } from '@agent/config';
+import { appConfig, ConfigFileError, ConfigFilesService, guardrailsConfig } from '@agent/config';
 import type {
   AgentState,
   ContentScreen,
@@ -92,8 +92,12 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
     private readonly llm: LlmService,
     private readonly events: EventBusService,
     private readonly metrics: MetricsService,
+    @Inject(appConfig.KEY) app: ConfigType<typeof appConfig>,
   ) {
-    this.config = resolveGuardrailsConfig(files.load(GUARDRAILS_FILE, guardrailsFileSchema));
+    this.config = resolveGuardrailsConfig(
+      files.load(GUARDRAILS_FILE, guardrailsFileSchema),
+      app.DEFAULT_LANGUAGE,
+    );
     const { file } = this.config;
     this.rails = Object.fromEntries(
       RAIL_STAGES.map((stage) => [

@@ -4,7 +4,6 @@ export { RailAction, RAIL_STAGES } from './rail.types';
 export type { Rail, RailContext, RailEvaluation, RailResult, RailStage } from './rail.types';
 export { GUARDRAILS_FILE, guardrailsFileSchema } from './guardrails.config';
 export type { GuardrailsFile } from './guardrails.config';
-export { DEFAULT_MESSAGES } from './messages';
-export type { GuardrailLanguage, GuardrailMessages } from './messages';
+export type { GuardrailMessages } from './messages';
 export type { GuardrailModelStatus } from './model-health';
 export { railVerdictSchema } from './rails/model-verdict';

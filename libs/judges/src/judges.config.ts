@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { SERVICE_LANGUAGES } from '@agent/config';
 
 export const JUDGES_FILE = 'judges.yaml';
 export const JUDGE_NAMES = ['response_quality', 'groundedness', 'sentiment', 'tone'] as const;
@@ -69,7 +70,8 @@ export const judgesFileSchema = z
     fail_closed: z.boolean().default(true),
     /** Cap of the evidence sent to an LLM judge. */
     max_context_chars: z.number().int().positive().default(12000),
-    language: z.enum(['pt', 'en']).default('pt'),
+    /** Language of the default replacement text; DEFAULT_LANGUAGE when absent. */
+    language: z.enum(SERVICE_LANGUAGES).optional(),
     /** Replaces the answer when an enforced judge fails. */
     fallback_message: z.string().trim().min(1).optional(),
     judges: z
@@ -118,16 +120,3 @@ export const judgesFileSchema = z
 export type JudgesFile = z.output<typeof judgesFileSchema>;
 export type JudgeEntry = z.output<typeof judgeEntrySchema>;
 export type ReviewRule = z.output<typeof reviewRuleSchema>;
-
-export const DEFAULT_JUDGE_TEXTS = {
-  pt: {
-    fallback_message:
-      'Não consegui validar esta resposta com segurança. Posso reformular ou ajudar de outra forma?',
-    replacement_message:
-      'Não consegui validar esta resposta com segurança. Posso reformular ou ajudar de outra forma?',
-  },
-  en: {
-    fallback_message: 'I could not validate this answer safely. Can I rephrase it or help in another way?',
-    replacement_message: 'I could not validate this answer safely. Can I rephrase it or help in another way?',
-  },
-} as const;

@@ -1,7 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { ConfigFileError, ConfigFilesService, loadYamlFile } from '@agent/config';
+import { ConfigFileError, ConfigFilesService, loadYamlFile, parseEnvNamespace } from '@agent/config';
 import type { AgentState } from '@agent/contracts';
 import { EventBusService } from '@agent/observability';
 import { FakeLlmServer, FakeReply } from '@agent/testing/fake-llm';
@@ -30,7 +30,13 @@ function harness(file: unknown, options: { random?: number; judge?: FakeReply } 
   const bus = {
     emit: (name: string, payload: Record<string, unknown>) => events.push({ name, payload }),
   } as unknown as EventBusService;
-  const service = new JudgesService(files, createTestLlm(fake).llm, bus, () => options.random ?? 0.5);
+  const service = new JudgesService(
+    files,
+    createTestLlm(fake).llm,
+    bus,
+    parseEnvNamespace('app', {}),
+    () => options.random ?? 0.5,
+  );
   return { service, events };
 }
 

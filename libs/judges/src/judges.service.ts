@@ -1,16 +1,10 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
-import { ConfigFilesService } from '@agent/config';
+import { ConfigType } from '@nestjs/config';
+import { appConfig, ConfigFilesService, SERVICE_MESSAGES } from '@agent/config';
 import { foldText, type AgentState, type JsonRecord } from '@agent/contracts';
 import { LlmService } from '@agent/llm';
 import { EventBusService } from '@agent/observability';
-import {
-  DEFAULT_JUDGE_TEXTS,
-  DEFAULT_THRESHOLDS,
-  JudgeEntry,
-  JUDGES_FILE,
-  JudgesFile,
-  judgesFileSchema,
-} from './judges.config';
+import { DEFAULT_THRESHOLDS, JudgeEntry, JUDGES_FILE, JudgesFile, judgesFileSchema } from './judges.config';
 import { DETERMINISTIC_JUDGES, JudgeScore } from './judges/deterministic';
 import { buildJudgeContext, isTransactionalTurn, JudgeContext } from './judges/evidence';
 import { llmJudge } from './judges/llm-judge';
@@ -47,15 +41,19 @@ export class JudgesService {
   private readonly logger = new Logger(JudgesService.name);
   readonly config: JudgesFile;
   private readonly random: () => number;
+  /** What replaces a failing answer unless judges.yaml says otherwise. */
+  private readonly replacement: string;
 
   constructor(
     files: ConfigFilesService,
     private readonly llm: LlmService,
     private readonly events: EventBusService,
+    @Inject(appConfig.KEY) app: ConfigType<typeof appConfig>,
     @Optional() @Inject(JUDGES_RANDOM) random?: () => number,
   ) {
     this.config = files.load(JUDGES_FILE, judgesFileSchema);
     this.random = random ?? Math.random;
+    this.replacement = SERVICE_MESSAGES[this.config.language ?? app.DEFAULT_LANGUAGE].judge_replacement;
   }
 
   /** The `judge` node: samples the turn, runs the enabled judges concurrently, returns `judge_results`. */
@@ -118,7 +116,6 @@ export class JudgesService {
       });
       return Promise.resolve({ approved: true, answer });
     }
-    const texts = DEFAULT_JUDGE_TEXTS[this.config.language];
     const violations: JsonRecord[] = [];
     let replacement: string | null = null;
     const normalized = foldText(answer);
@@ -127,7 +124,7 @@ export class JudgesService {
       if (!pattern.test(answer) && !pattern.test(normalized)) continue;
       violations.push({ rule: rule.id, action: rule.action });
       if (rule.action === 'replace' && replacement === null) {
-        replacement = rule.message ?? review.replacement_message ?? texts.replacement_message;
+        replacement = rule.message ?? review.replacement_message ?? this.replacement;
       }
     }
     const enforcedFailures = (state.judge_results ?? []).filter(
@@ -135,7 +132,7 @@ export class JudgesService {
     );
     for (const failure of enforcedFailures) {
       violations.push({ judge: failure.name, action: 'replace' });
-      replacement ??= this.config.fallback_message ?? texts.fallback_message;
+      replacement ??= this.config.fallback_message ?? this.replacement;
     }
     const approved = violations.length === 0;
     this.events.emit('supervisor.review.completed', { approved, violations });

@@ -10,7 +10,11 @@ function build(env: Record<string, string> = {}): {
   bus: EventBusService;
 } {
   const { events: bus, metrics } = listeningBus();
-  const service = new SessionControlService(parseEnvNamespace('sessionControl', env), bus);
+  const service = new SessionControlService(
+    parseEnvNamespace('sessionControl', env),
+    parseEnvNamespace('app', env),
+    bus,
+  );
   return { service, metrics, bus };
 }
 

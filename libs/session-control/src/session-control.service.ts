@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ConfigType } from '@nestjs/config';
-import { sessionControlConfig } from '@agent/config';
+import { appConfig, SERVICE_MESSAGES, sessionControlConfig } from '@agent/config';
 import {
   AgentState,
   BLOCKED_ROUTE,
@@ -19,10 +19,21 @@ export type SessionControlSource = 'continuity' | 'admin';
 /** Facade of SessionControlModule: the global human_handoff / end_session nodes and the session gate. */
 @Injectable()
 export class SessionControlService {
+  private readonly texts: { handoff: string; end: string; alreadyEnded: string; handoffPending: string };
+
   constructor(
     @Inject(sessionControlConfig.KEY) private readonly config: ConfigType<typeof sessionControlConfig>,
+    @Inject(appConfig.KEY) app: ConfigType<typeof appConfig>,
     private readonly events: EventBusService,
-  ) {}
+  ) {
+    const catalogue = SERVICE_MESSAGES[app.DEFAULT_LANGUAGE];
+    this.texts = {
+      handoff: config.HUMAN_HANDOFF_MESSAGE ?? catalogue.human_handoff,
+      end: config.END_SESSION_MESSAGE ?? catalogue.end_session,
+      alreadyEnded: config.SESSION_ALREADY_ENDED_MESSAGE ?? catalogue.session_already_ended,
+      handoffPending: config.HUMAN_HANDOFF_PENDING_MESSAGE ?? catalogue.human_handoff_pending,
+    };
+  }
 
   /**
    * First check of input_guardrails: an ended session rejects the turn; a held handoff keeps the bot silent.
@@ -33,11 +44,11 @@ export class SessionControlService {
     // next_state is checked too: a state that reached SESSION_ENDED by any path is ended, whatever the flag says.
     if (state.session_ended === true || state.next_state === SESSION_ENDED_STATE) {
       this.events.emit('session.message.rejected_after_end', { message_id: state.message_id ?? null });
-      return this.rejection('END_SESSION', this.config.SESSION_ALREADY_ENDED_MESSAGE);
+      return this.rejection('END_SESSION', this.texts.alreadyEnded);
     }
     if (state.human_handoff_held === true) {
       this.events.emit('session.message.held_for_human', { message_id: state.message_id ?? null });
-      return this.rejection('HUMAN_HANDOFF', this.config.HUMAN_HANDOFF_PENDING_MESSAGE);
+      return this.rejection('HUMAN_HANDOFF', this.texts.handoffPending);
     }
     return null;
   }
@@ -53,7 +64,7 @@ export class SessionControlService {
   ): Partial<AgentState> {
     this.events.emit('session.human_handoff.requested', handoffRequest(state, source, reason));
     return {
-      answer: this.config.HUMAN_HANDOFF_MESSAGE,
+      answer: this.texts.handoff,
       session_control: 'HUMAN_HANDOFF',
       human_handoff_requested: true,
       session_ended: false,
@@ -76,7 +87,7 @@ export class SessionControlService {
       source,
     });
     return {
-      answer: this.config.END_SESSION_MESSAGE,
+      answer: this.texts.end,
       session_control: 'END_SESSION',
       session_ended: true,
       human_handoff_requested: false,
@@ -137,7 +148,7 @@ export class SessionControlService {
   }
 
   get messages(): { handoff: string; end: string } {
-    return { handoff: this.config.HUMAN_HANDOFF_MESSAGE, end: this.config.END_SESSION_MESSAGE };
+    return { handoff: this.texts.handoff, end: this.texts.end };
   }
 }
 
