@@ -20,6 +20,7 @@ module.exports = {
   moduleFileExtensions: ['ts', 'js', 'json'],
   moduleNameMapper,
   testPathIgnorePatterns: ['/node_modules/', '/dist/'],
-  // @fastify/static (Swagger UI assets) ships an ESM-only dependency; let swc turn it into CommonJS.
-  transformIgnorePatterns: ['^(?!.*/@fastify/static/node_modules/content-disposition/).*/node_modules/'],
+  globalSetup: '<rootDir>/test/support/jest-run-dir.ts',
+  globalTeardown: '<rootDir>/test/support/jest-teardown.ts',
+  reporters: ['default', '<rootDir>/test/support/skipped-reporter.js'],
 };

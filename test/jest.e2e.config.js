@@ -7,4 +7,5 @@ module.exports = {
   testMatch: ['<rootDir>/test/e2e/**/*.e2e-spec.ts'],
   testTimeout: 60000,
   maxWorkers: 2,
+  globalSetup: '<rootDir>/test/support/jest-embedded-template.ts',
 };

@@ -1,8 +1,10 @@
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
+import prepareEmbeddedTemplate from '../support/jest-embedded-template';
 
 /** The tests drive the console the app serves from dist/console, so they build it first (about a second). */
-export default function buildConsole(): void {
+export default async function buildConsole(): Promise<void> {
+  await prepareEmbeddedTemplate();
   const root = join(__dirname, '..', '..');
   execFileSync(
     process.execPath,

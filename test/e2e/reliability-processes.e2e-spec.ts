@@ -10,8 +10,10 @@ import { REPO_ROOT, TEST_LLM_PROFILES, uniqueId } from '../support/test-app';
  * Postgres, hammered on the same conversation at once.
  */
 const databaseUrl = process.env.DATABASE_URL;
-const describeWithPostgres = databaseUrl ? describe : describe.skip;
-if (!databaseUrl) console.warn('reliability-processes: skipped, it needs a real Postgres (DATABASE_URL)');
+/** Without a real Postgres the tests are skipped, and the skipped-test report says why. */
+const describeWithPostgres = databaseUrl
+  ? describe
+  : (name: string, body: () => void) => describe.skip(`${name} (needs DATABASE_URL; CI sets it)`, body);
 
 async function startProcess(port: number, fake: FakeLlmServer): Promise<ChildProcess> {
   const child = spawn(

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
@@ -42,10 +42,16 @@ export interface TestAppOptions {
   fakeLlm?: FakeLlmServer;
 }
 
-/** The database the tests use: DATABASE_URL when set (CI's Postgres), else a fresh embedded PGlite. */
+/**
+ * The database the tests use: DATABASE_URL when set (CI's Postgres), else a fresh embedded PGlite, copied from the
+ * run's migrated template when the jest set-up made one (see jest-embedded-template.ts).
+ */
 export function testDatabaseEnv(): Record<string, string | undefined> {
   if (process.env.DATABASE_URL) return { DATABASE_URL: process.env.DATABASE_URL };
-  return { DATABASE_URL: undefined, DATA_DIR: mkdtempSync(join(tmpdir(), 'agent-runtime-test-')) };
+  const dataDir = mkdtempSync(join(tmpdir(), 'agent-runtime-test-'));
+  const template = process.env.TEST_EMBEDDED_TEMPLATE;
+  if (template) cpSync(template, dataDir, { recursive: true });
+  return { DATABASE_URL: undefined, DATA_DIR: dataDir };
 }
 
 /** Boots the whole Nest app on an ephemeral port with test config and the fake LLM. */

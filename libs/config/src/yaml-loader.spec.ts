@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -10,6 +10,7 @@ import {
 import { ConfigFileError, loadYamlFile } from './yaml-loader';
 
 const dir = mkdtempSync(join(tmpdir(), 'yaml-loader-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const write = (name: string, content: string) => {
   const path = join(dir, name);
   writeFileSync(path, content);

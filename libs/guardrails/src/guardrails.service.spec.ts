@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { ConfigFileError, ConfigFilesService, loadYamlFile, parseEnvNamespace } from '@agent/config';
@@ -437,9 +437,14 @@ describe('GuardrailsService.boundAnswer', () => {
 });
 
 describe('guardrails.yaml validation', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'guardrails-'));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  let written = 0;
   const write = (content: string) => {
-    const dir = mkdtempSync(join(tmpdir(), 'guardrails-'));
-    const path = join(dir, 'guardrails.yaml');
+    const path = join(dir, `guardrails-${++written}.yaml`);
     writeFileSync(path, content);
     return path;
   };

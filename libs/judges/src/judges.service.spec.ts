@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { ConfigFileError, ConfigFilesService, loadYamlFile, parseEnvNamespace } from '@agent/config';
@@ -260,6 +260,8 @@ describe('judges.yaml validation', () => {
       expect(message).toContain(path);
       expect(message).toMatch(/judges\[1\]\.name: unknown judge/);
       expect(message).toMatch(/supervisor_review\.rules\[0\]\.pattern: invalid regex/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

@@ -1,0 +1,58 @@
+import 'tsconfig-paths/register';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { createDataSource, EmbeddedPostgres } from '@agent/database';
+import { createRunDir } from './jest-run-dir';
+import { REPO_ROOT } from './repo-root';
+
+const CACHE_DIR = join(REPO_ROOT, 'node_modules', '.cache', 'agent-runtime');
+const PREFIX = 'embedded-template-';
+
+/** What the template depends on: the migrations, the embedded server and the PGlite release. */
+function templateKey(): string {
+  const hash = createHash('sha256');
+  const migrations = join(REPO_ROOT, 'migrations');
+  for (const file of readdirSync(migrations).sort()) hash.update(readFileSync(join(migrations, file)));
+  hash.update(readFileSync(join(REPO_ROOT, 'libs', 'database', 'pglite-server.cjs')));
+  hash.update(readFileSync(join(REPO_ROOT, 'node_modules', '@electric-sql', 'pglite', 'package.json')));
+  return hash.digest('hex').slice(0, 16);
+}
+
+async function buildTemplate(dir: string): Promise<void> {
+  const embedded = await EmbeddedPostgres.start(dir, 170000);
+  try {
+    const dataSource = await createDataSource({ url: embedded.url, poolSize: 1, embedded: true });
+    await dataSource.runMigrations({ transaction: 'each' });
+    await dataSource.destroy();
+  } finally {
+    await embedded.stop();
+  }
+}
+
+/**
+ * On the embedded default, initialising a PGlite database and running the migrations is most of a test app's
+ * start. The migrated database is built once and kept in node_modules/.cache until the migrations change; each
+ * test app copies it (`testDatabaseEnv`).
+ */
+export default async function prepareEmbeddedTemplate(): Promise<void> {
+  createRunDir();
+  if (process.env.DATABASE_URL) return;
+  const template = join(CACHE_DIR, PREFIX + templateKey());
+  if (!existsSync(template)) {
+    mkdirSync(CACHE_DIR, { recursive: true });
+    const stale = readdirSync(CACHE_DIR).filter(
+      (name) => name.startsWith(PREFIX) && !name.startsWith(basename(template)),
+    );
+    for (const name of stale) rmSync(join(CACHE_DIR, name), { recursive: true, force: true });
+    const building = `${template}.building-${process.pid}`;
+    try {
+      await buildTemplate(building);
+      // Another run may have finished the same template meanwhile; either copy is good.
+      if (!existsSync(template)) renameSync(building, template);
+    } finally {
+      rmSync(building, { recursive: true, force: true });
+    }
+  }
+  process.env.TEST_EMBEDDED_TEMPLATE = template;
+}

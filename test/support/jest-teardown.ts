@@ -1,0 +1,3 @@
+import { removeRunDir } from './jest-run-dir';
+
+export default removeRunDir;
