@@ -109,6 +109,20 @@ describe('npm run llm:check', () => {
     expect(stdout).toMatch(/5 of 11 profiles did not answer/);
   }, 150000);
 
+  it('passes as the README shows for vLLM: one served model does every chat stage', async () => {
+    const served = 'Qwen/Qwen2.5-7B-Instruct';
+    fake.script({ model: served, reply: (request) => repeatExample(requestText(request)) });
+    const { code, stdout } = await runCheck({ LLM_BASE_URL: fake.baseUrl, LLM_MODEL: served });
+    expect(code).toBe(0);
+    expect(row(stdout, 'router').slice(1, 2)).toEqual([served]);
+    expect(row(stdout, 'embedding')[3]).toBe(
+      'not configured: no model (set LLM_EMBEDDING_MODEL or model); RAG uses full-text search',
+    );
+    expect(stdout).toContain('every configured profile answered (1 optional skipped)');
+    expect(fake.requests).toHaveLength(10);
+    expect([...new Set(fake.requests.map((r) => r.model))]).toEqual([served]);
+  }, 150000);
+
   it('says what is missing without calling anything when no model is configured', async () => {
     fake.setFallback({ content: 'OK' });
     const { code, stdout } = await runCheck({ LLM_BASE_URL: fake.baseUrl });
@@ -119,7 +133,9 @@ describe('npm run llm:check', () => {
       '—',
       'not configured: no model (set LLM_MODEL or model)',
     ]);
-    expect(row(stdout, 'embedding')[3]).toBe('not configured: no model (set LLM_EMBEDDING_MODEL or model)');
+    expect(row(stdout, 'embedding')[3]).toBe(
+      'not configured: no model (set LLM_EMBEDDING_MODEL or model); RAG uses full-text search',
+    );
     expect(fake.requests).toEqual([]);
   }, 150000);
 });
