@@ -1,4 +1,5 @@
 import type { DataSource } from 'typeorm';
+import type { AgentState } from '@agent/contracts';
 
 interface KeyedTable {
   table: string;
@@ -58,4 +59,27 @@ export function rowsForConversation(
   conversationKey: string,
 ): Promise<Record<string, number>> {
   return countRows(dataSource, { conversationKey });
+}
+
+/** The state of a conversation's newest checkpoint. */
+export async function latestState(dataSource: DataSource, conversationKey: string): Promise<AgentState> {
+  const rows: { state: AgentState }[] = await dataSource.query(
+    'SELECT state::jsonb AS state FROM checkpoints WHERE conversation_key = $1 ORDER BY version DESC LIMIT 1',
+    [conversationKey],
+  );
+  return rows[0].state;
+}
+
+export interface StoredEventRow {
+  name: string;
+  turn: number;
+  payload: Record<string, unknown>;
+}
+
+/** A conversation's stored events, in emission order. */
+export function storedEvents(dataSource: DataSource, conversationKey: string): Promise<StoredEventRow[]> {
+  return dataSource.query(
+    'SELECT name, turn, payload FROM session_events WHERE conversation_key = $1 ORDER BY id',
+    [conversationKey],
+  );
 }

@@ -11,6 +11,7 @@ import { stripAgentPrefix } from './answer-text';
 import { ParameterExtractor } from './parameter-extractor';
 import { ScreenedTools, screenPassages } from './screened-content';
 import { requestContext, TransactionEngine, userText } from './transaction.engine';
+import type { ActiveTransaction } from './transaction.types';
 
 /** History messages an agent sees. */
 const HISTORY_WINDOW = 12;
@@ -52,21 +53,19 @@ export class AgentsService {
     if (resumable) {
       const shift = state.transaction_interruption;
       if (!shift && resumable.transaction.agent === node) {
+        // Abandonment, replacement and corrections are read from the reply inside the transaction.
         return this.transactions.resume(node, state, resumable, tools);
       }
-      // The router sent the turn elsewhere (intent shift, replacement, abandonment) or to another agent.
+      // The router sent the turn to another intent or agent: an operation started now replaces this one.
       const reason = shift ?? 'routed_to_another_agent';
       interruption = this.transactions.interrupt(state, resumable.transaction, reason);
-      if (shift === 'explicit_abandonment') {
-        return {
-          ...interruption,
-          answer: this.transactions.message('cancelled', resumable.transaction),
-          mcp_results: [],
-        };
-      }
       interruptedNote = `${this.transactions.message('interrupted', resumable.transaction)} (motivo: ${reason})`;
     }
-    const patch = await this.answer(node, { ...state, ...interruption }, interruptedNote, { tools, screen });
+    const patch = await this.answer(node, { ...state, ...interruption }, interruptedNote, {
+      tools,
+      screen,
+      replaced: resumable && interruptedNote ? resumable.transaction : null,
+    });
     return { ...interruption, ...patch };
   }
 
@@ -104,7 +103,7 @@ export class AgentsService {
     node: DomainAgentNode,
     state: AgentState,
     interruptedNote: string | null,
-    guarded: { tools: ScreenedTools; screen: ContentScreen },
+    guarded: { tools: ScreenedTools; screen: ContentScreen; replaced: ActiveTransaction | null },
   ): Promise<Partial<AgentState>> {
     const graphAgent = this.files.agents.graph_agents[node];
     const allowed = this.allowedTools(state);
@@ -162,7 +161,15 @@ export class AgentsService {
           const config = allowed.includes(call.name) ? this.mcp.toolConfig(call.name) : null;
           if (config?.operation_type === 'transactional' && args !== null) {
             // A transaction takes over the turn: its own messages ask for parameters or confirmation.
-            const patch = await this.transactions.start(node, state, call.name, args, results, guarded.tools);
+            const patch = await this.transactions.start(
+              node,
+              state,
+              call.name,
+              args,
+              results,
+              guarded.tools,
+              guarded.replaced,
+            );
             return { ...base, ...patch };
           }
           const result = await this.readOnlyCall(call, args, allowed, state, guarded.tools);

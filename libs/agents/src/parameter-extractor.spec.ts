@@ -33,53 +33,85 @@ function build(reply: FakeReply) {
   return { extractor, events };
 }
 
+const question = (fields: string[], text: string) => ({
+  toolName: 'solicitar_troca',
+  config,
+  operation: 'a troca do pedido',
+  fields,
+  alternatives: [{ name: 'solicitar_devolucao', description: 'a devolução do pedido' }],
+  text,
+  profile: 'parameter_extraction',
+  minConfidence: 0.7,
+});
+
 describe('ParameterExtractor', () => {
   it('uses the pattern first, logs a broken pattern, and asks the model only for the rest', async () => {
     const { extractor, events } = build({
       json: { values: { reason: 'veio quebrado', order_id: '999999' } },
     });
-    const found = await extractor.extract(
-      'solicitar_troca',
-      config,
-      ['order_id', 'reason'],
-      'pedido 100233',
-      'parameter_extraction',
-    );
-    expect(found).toEqual({ order_id: '100233', reason: 'veio quebrado' });
+    const reading = await extractor.read(question(['order_id', 'reason'], 'pedido 100233'));
+    expect(reading).toEqual({
+      action: 'ANSWER',
+      confidence: null,
+      operation: null,
+      values: { order_id: '100233', reason: 'veio quebrado' },
+    });
     expect(events.map((e) => e.name)).toEqual(['mcp.parameter.regex_extract_failed']);
     expect(events[0].payload).toMatchObject({ tool_name: 'solicitar_troca', field: 'reason' });
     expect(fake.requests[0].messages[0].content).toEqual(expect.not.stringContaining('- order_id'));
+    expect(fake.requests[0].messages[0].content).toContain('- solicitar_devolucao: a devolução do pedido');
   });
 
   it('accepts a field the model leaves out or answers null, and keeps only the values it found', async () => {
     const { extractor } = build({ json: { values: { reason: null } } });
-    expect(
-      await extractor.extract('solicitar_troca', config, ['reason'], 'quero trocar', 'parameter_extraction'),
-    ).toEqual({});
+    expect((await extractor.read(question(['reason'], 'quero trocar'))).values).toEqual({});
     const partial = build({ json: { values: {} } });
-    expect(
-      await partial.extractor.extract(
-        'solicitar_troca',
-        config,
-        ['reason'],
-        'quero trocar',
-        'parameter_extraction',
-      ),
-    ).toEqual({});
+    expect((await partial.extractor.read(question(['reason'], 'quero trocar'))).values).toEqual({});
     expect(partial.events).toEqual([expect.objectContaining({ name: 'mcp.parameter.regex_extract_failed' })]);
   });
 
-  it('logs mcp.parameter.llm_extract_failed and returns what it has when the model fails or answers badly', async () => {
+  it('reads an abandonment or a replacement only when the model is sure and names an offered operation', async () => {
+    const abandon = build({ json: { action: 'abandon', confidence: 0.9, values: { reason: null } } });
+    expect(await abandon.extractor.read(question(['reason'], 'olvídalo'))).toMatchObject({
+      action: 'ABANDON',
+      confidence: 0.9,
+    });
+    fake.reset();
+    const unsure = build({ json: { action: 'ABANDON', confidence: 0.5, values: { reason: null } } });
+    expect((await unsure.extractor.read(question(['reason'], 'hmm'))).action).toBe('ANSWER');
+    fake.reset();
+    const replace = build({
+      json: {
+        action: 'REPLACE',
+        confidence: 0.9,
+        operation: 'solicitar_devolucao',
+        values: { reason: 'não serviu' },
+      },
+    });
+    expect(await replace.extractor.read(question(['reason'], 'prefiro devolver, não serviu'))).toEqual({
+      action: 'REPLACE',
+      confidence: 0.9,
+      operation: 'solicitar_devolucao',
+      values: { reason: 'não serviu' },
+    });
+    fake.reset();
+    const unknown = build({
+      json: { action: 'REPLACE', confidence: 0.9, operation: 'cancelar_pedido', values: { reason: null } },
+    });
+    expect(await unknown.extractor.read(question(['reason'], 'cancela'))).toMatchObject({
+      action: 'ANSWER',
+      operation: null,
+    });
+  });
+
+  it('logs mcp.parameter.llm_extract_failed and reads an answer without values when the model fails', async () => {
     const failing = build({ status: 503 });
-    expect(
-      await failing.extractor.extract(
-        'solicitar_troca',
-        config,
-        ['reason'],
-        'não sei',
-        'parameter_extraction',
-      ),
-    ).toEqual({});
+    expect(await failing.extractor.read(question(['reason'], 'não sei'))).toEqual({
+      action: 'ANSWER',
+      confidence: null,
+      operation: null,
+      values: {},
+    });
     expect(failing.events.at(-1)).toMatchObject({
       name: 'mcp.parameter.llm_extract_failed',
       payload: { fields: ['reason'], error: expect.stringContaining('503') },
@@ -87,15 +119,7 @@ describe('ParameterExtractor', () => {
 
     fake.reset();
     const invalid = build({ content: 'reason: quebrado' });
-    expect(
-      await invalid.extractor.extract(
-        'solicitar_troca',
-        config,
-        ['reason'],
-        'quebrado',
-        'parameter_extraction',
-      ),
-    ).toEqual({});
+    expect((await invalid.extractor.read(question(['reason'], 'quebrado'))).values).toEqual({});
     expect(invalid.events.at(-1)).toMatchObject({
       name: 'mcp.parameter.llm_extract_failed',
       payload: { error: expect.stringContaining('invalid extraction output') },

@@ -2,22 +2,78 @@ import { Injectable, Logger } from '@nestjs/common';
 import { z } from 'zod';
 import { ToolConfig } from '@agent/config';
 import type { JsonRecord } from '@agent/contracts';
-import { LlmService, StructuredOutput, structuredOutput } from '@agent/llm';
+import { confidenceSchema, LlmService, StructuredOutput, structuredOutput } from '@agent/llm';
 import { EventBusService } from '@agent/observability';
 
 const extractedValue = z.union([z.string(), z.number(), z.boolean()]).nullish();
-type ExtractedValues = { values: Record<string, z.output<typeof extractedValue>> };
 
-/** {"values": {"<field>": value or null}} with exactly the fields asked for. */
+/**
+ * What a customer does with a parameter question: answers it (ANSWER), gives the operation up (ABANDON), asks
+ * for another operation instead (REPLACE), or something else (OTHER: a question, doubt).
+ */
+export const COLLECTION_ACTIONS = ['ANSWER', 'ABANDON', 'REPLACE', 'OTHER'] as const;
+export type CollectionAction = (typeof COLLECTION_ACTIONS)[number];
+
+const actionSchema = z.preprocess(
+  (value) => (typeof value === 'string' ? value.trim().toUpperCase() : value),
+  z.enum(COLLECTION_ACTIONS),
+);
+
+type ExtractedValues = {
+  values: Record<string, z.output<typeof extractedValue>>;
+  action?: CollectionAction | null;
+  confidence?: number | null;
+  operation?: string | null;
+};
+
+/**
+ * {"action", "confidence", "operation", "values": {"<field>": value or null}} with exactly the fields asked
+ * for. Only `values` is required, so an answer that just extracts reads as ANSWER.
+ */
 export function parameterValuesOutput(fields: readonly string[]): StructuredOutput<ExtractedValues> {
   const shape = Object.fromEntries(fields.map((field) => [field, extractedValue]));
-  return structuredOutput('parameter_values', z.object({ values: z.object(shape) }));
+  return structuredOutput(
+    'parameter_values',
+    z.object({
+      action: actionSchema.nullish(),
+      confidence: confidenceSchema.nullish(),
+      operation: z.string().trim().min(1).nullish(),
+      values: z.object(shape),
+    }),
+  );
+}
+
+/** A parameter question and what the customer answered to it. */
+export interface CollectionQuestion {
+  toolName: string;
+  config: ToolConfig;
+  /** The customer-facing name of the operation. */
+  operation: string;
+  /** Fields still missing. */
+  fields: readonly string[];
+  /** Other operations the customer may switch to: name and description. */
+  alternatives: readonly { name: string; description: string }[];
+  text: string;
+  profile: string;
+  /** ABANDON and REPLACE count only at or above it: doubt never ends a transaction. */
+  minConfidence: number;
+}
+
+/** The customer's reply read: the action taken and the values found (pattern first, then the model). */
+export interface CollectionReading {
+  action: CollectionAction;
+  confidence: number | null;
+  /** For REPLACE: the operation the customer wants instead (one of the alternatives). */
+  operation: string | null;
+  values: JsonRecord;
 }
 
 /**
- * Fills missing tool arguments from the customer's message: first each field's `extract_pattern` (a bad
- * pattern is caught and logged as mcp.parameter.regex_extract_failed), then one LLM call for what is still
- * missing (failures logged as mcp.parameter.llm_extract_failed). Only values present in the message count.
+ * Reads the customer's reply to a parameter question: first each field's `extract_pattern` (a bad pattern is
+ * caught and logged as mcp.parameter.regex_extract_failed), then one model call that says what the customer
+ * does (answers, abandons, replaces the operation) and extracts what is still missing (failures logged as
+ * mcp.parameter.llm_extract_failed and read as an answer without values). Only values present in the message
+ * count; no pattern or phrase decides the action.
  */
 @Injectable()
 export class ParameterExtractor {
@@ -54,45 +110,38 @@ export class ParameterExtractor {
     return found;
   }
 
-  /** Pattern first, then the LLM for the fields the patterns did not find. */
-  async extract(
-    toolName: string,
-    config: ToolConfig,
-    fields: readonly string[],
-    text: string,
-    profile: string,
-  ): Promise<JsonRecord> {
-    const found = this.byPattern(toolName, config, fields, text);
-    const remaining = fields.filter((field) => found[field] === undefined);
-    if (remaining.length === 0 || text.trim() === '') return found;
-    return { ...found, ...(await this.byLlm(toolName, config, remaining, text, profile)) };
-  }
-
-  private async byLlm(
-    toolName: string,
-    config: ToolConfig,
-    fields: readonly string[],
-    text: string,
-    profile: string,
-  ): Promise<JsonRecord> {
-    const described = fields
+  /** Pattern first, then the model for the action and the fields the patterns did not find. */
+  async read(question: CollectionQuestion): Promise<CollectionReading> {
+    const { toolName, config, text } = question;
+    const found = this.byPattern(toolName, config, question.fields, text);
+    const answer: CollectionReading = { action: 'ANSWER', confidence: null, operation: null, values: found };
+    if (text.trim() === '') return answer;
+    const remaining = question.fields.filter((field) => found[field] === undefined);
+    const described = remaining
       .map((field) => {
         const property = config.args_schema.properties[field];
         return `- ${field} (${property?.type ?? 'string'}): ${property?.description ?? ''}`;
       })
       .join('\n');
+    const alternatives = question.alternatives.map((alt) => `- ${alt.name}: ${alt.description}`).join('\n');
     const result = await this.llm.structured({
-      profile,
-      output: this.outputFor(toolName, fields),
+      profile: question.profile,
+      output: this.outputFor(toolName, remaining),
       maxTokens: 200,
       messages: [
         {
           role: 'system',
           content:
-            `Extract the arguments of the operation "${toolName}" (${config.description}) from the customer's ` +
-            `message. Fields:\n${described}\n` +
-            'Use only values written in the message; never guess. Answer only JSON: ' +
-            '{"values": {"<field>": <value or null>}}.',
+            `The customer is being asked for what the operation "${toolName}" (${question.operation}: ` +
+            `${config.description}) still needs.\n` +
+            (described ? `Fields still needed:\n${described}\n` : 'No field is still needed.\n') +
+            (alternatives ? `Other operations the customer may ask for instead:\n${alternatives}\n` : '') +
+            'Decide what the customer does, in any language: ANSWER (gives values or keeps going), ABANDON ' +
+            '(gives up this operation, does not want it any more), REPLACE (wants one of the other operations ' +
+            'instead; name it in "operation"), OTHER (a question, another subject, doubt). Extract into "values" ' +
+            'only values written in the message; never guess. Answer only JSON: {"action": ' +
+            '"ANSWER"|"ABANDON"|"REPLACE"|"OTHER", "confidence": 0..1, "operation": <name or null>, ' +
+            '"values": {"<field>": <value or null>}}.',
         },
         { role: 'user', content: text },
       ],
@@ -104,17 +153,27 @@ export class ParameterExtractor {
       this.logger.warn(`LLM extraction for ${toolName} failed: ${message}`);
       this.events.emit('mcp.parameter.llm_extract_failed', {
         tool_name: toolName,
-        fields: [...fields],
+        fields: [...remaining],
         error: message,
       });
-      return {};
+      return answer;
     }
-    const values: JsonRecord = {};
-    for (const field of fields) {
+    const values: JsonRecord = { ...found };
+    for (const field of remaining) {
       const value = result.value.values[field];
       if (value !== null && value !== undefined && String(value).trim() !== '') values[field] = value;
     }
-    return values;
+    const confidence = result.value.confidence ?? null;
+    const action = result.value.action ?? 'ANSWER';
+    const operation = result.value.operation ?? null;
+    const sure = confidence !== null && confidence >= question.minConfidence;
+    const known = question.alternatives.some((alt) => alt.name === operation);
+    // An abandonment or a replacement the model is not sure of, or toward an operation it may not choose, is
+    // read as an answer: the transaction goes on and the customer is asked again.
+    if ((action === 'ABANDON' && !sure) || (action === 'REPLACE' && !(sure && known))) {
+      return { action: 'ANSWER', confidence, operation: null, values };
+    }
+    return { action, confidence, operation: action === 'REPLACE' ? operation : null, values };
   }
 
   private outputFor(toolName: string, fields: readonly string[]): StructuredOutput<ExtractedValues> {

@@ -80,7 +80,11 @@ export class TransactionEngine {
     return { transaction: parsed.data, pending: pending.success ? pending.data : null };
   }
 
-  /** A transactional tool the model called: collect, pre-validate, confirm (or execute when no confirmation). */
+  /**
+   * A transactional tool the model called: collect, pre-validate, confirm (or execute when no confirmation).
+   * `replaced` is the transaction this one replaces: its values for fields of the same name carry over, unless
+   * the message or the model gives new ones.
+   */
   async start(
     node: DomainAgentNode,
     state: AgentState,
@@ -88,6 +92,7 @@ export class TransactionEngine {
     modelArguments: JsonRecord,
     turnResults: McpToolResult[],
     tools: ScreenedTools,
+    replaced: ActiveTransaction | null = null,
   ): Promise<Patch> {
     const config = this.toolConfig(toolName);
     const fromText = this.extractor.byPattern(
@@ -96,9 +101,20 @@ export class TransactionEngine {
       requiredArguments(config).filter((field) => isMissing(modelArguments[field])),
       userText(state),
     );
+    const carried = replaced
+      ? Object.fromEntries(
+          Object.entries(replaced.arguments).filter(
+            ([field, value]) =>
+              field in config.args_schema.properties &&
+              !isMissing(value) &&
+              isMissing(fromText[field]) &&
+              isMissing(modelArguments[field]),
+          ),
+        )
+      : {};
     const prepared = this.mcp.prepareCall(
       toolName,
-      { ...fromText, ...modelArguments },
+      { ...carried, ...fromText, ...modelArguments },
       { context: requestContext(state), requireComplete: false },
     );
     if (!prepared.ok && prepared.error.code !== 'invalid_arguments') {
@@ -122,7 +138,17 @@ export class TransactionEngine {
       requires: requiredArguments(config),
       missing_parameters: [],
       attempts: 0,
+      ...(replaced
+        ? { replaces: replaced.transaction_id, carried_over: Object.keys(carried), intent: replaced.intent }
+        : {}),
     };
+    if (replaced) {
+      this.emit('IC.TRANSACTION_REPLACED', transaction, {
+        replaced_transaction_id: replaced.transaction_id,
+        replaced_tool_name: replaced.tool_name,
+        carried_over: Object.keys(carried),
+      });
+    }
     return this.advance(node, state, transaction, turnResults, false, tools);
   }
 
@@ -136,13 +162,27 @@ export class TransactionEngine {
     const { transaction, pending } = resumable;
     const config = this.toolConfig(transaction.tool_name);
     if (transaction.status === 'COLLECTING_PARAMETERS') {
-      const found = await this.extractor.extract(
-        transaction.tool_name,
+      const reading = await this.extractor.read({
+        toolName: transaction.tool_name,
         config,
-        transaction.missing_parameters,
-        userText(state),
-        this.settings.extraction_profile,
-      );
+        operation: this.operationLabel(transaction.tool_name),
+        fields: transaction.missing_parameters,
+        alternatives: this.alternatives(state, transaction),
+        text: userText(state),
+        profile: this.settings.extraction_profile,
+        minConfidence: this.settings.confirmation_min_confidence,
+      });
+      this.emit('IC.TRANSACTION_REPLY_CLASSIFIED', transaction, {
+        stage: 'collecting_parameters',
+        action: reading.action,
+        confidence: reading.confidence,
+        operation: reading.operation,
+      });
+      if (reading.action === 'ABANDON') return this.abandon(state, transaction);
+      if (reading.action === 'REPLACE' && reading.operation) {
+        return this.replace(node, state, transaction, reading.operation, reading.values, tools);
+      }
+      const found = reading.values;
       const prepared = this.mcp.prepareCall(
         transaction.tool_name,
         { ...transaction.arguments, ...found },
@@ -169,20 +209,34 @@ export class TransactionEngine {
         tools,
       );
     }
+    const properties = config.args_schema.properties;
     const decision = await this.classifier.classify({
       operation: `${this.operationLabel(transaction.tool_name)} (${this.argumentsText(transaction.tool_name, pending.arguments)})`,
       question: lastAssistantMessage(state),
       message: userText(state),
       history: state.history ?? [],
       minConfidence: this.settings.confirmation_min_confidence,
+      fields: Object.keys(properties).map((name) => ({
+        name,
+        description: properties[name].description ?? '',
+        value: pending.arguments[name] ?? null,
+      })),
+      alternatives: this.alternatives(state, transaction),
     });
     this.emit('IC.TRANSACTION_CONFIRMATION_CLASSIFIED', transaction, {
       decision: decision.decision,
       confidence: decision.confidence,
       accepted: decision.accepted,
       fallback_reason: decision.fallback_reason,
+      ...(decision.operation ? { operation: decision.operation } : {}),
     });
     if (decision.decision === 'CONFIRM') return this.execute(node, state, transaction, pending, [], tools);
+    if (decision.decision === 'CORRECT') {
+      return this.correct(node, state, transaction, decision.values, tools);
+    }
+    if (decision.decision === 'REPLACE' && decision.operation) {
+      return this.replace(node, state, transaction, decision.operation, decision.values, tools);
+    }
     if (decision.decision === 'REJECT') {
       this.emit('IC.TRANSACTION_CANCELLED', transaction, { source: 'customer' });
       return this.terminal(state, transaction, 'CANCELLED', this.message('cancelled', transaction), {
@@ -209,6 +263,88 @@ export class TransactionEngine {
         decision: decision.decision,
       },
     };
+  }
+
+  /** The customer gave the operation up while it collected parameters: it ends now, nothing ran. */
+  private abandon(state: AgentState, transaction: ActiveTransaction): Patch {
+    this.emit('IC.TRANSACTION_CANCELLED', transaction, {
+      source: 'customer',
+      stage: 'collecting_parameters',
+    });
+    return this.terminal(state, transaction, 'CANCELLED', this.message('cancelled', transaction), {
+      last_transaction: {
+        ...transaction,
+        status: 'CANCELLED',
+        interruption: 'explicit_abandonment',
+        finished_turn: state.turn ?? null,
+      },
+      tool_policy_result: { action: 'abandoned_by_user', tool_name: transaction.tool_name },
+    });
+  }
+
+  /**
+   * The customer wants another operation instead: this one ends unrun and the new one starts with what carries
+   * over (fields of the same name) and what the message gives.
+   */
+  private async replace(
+    node: DomainAgentNode,
+    state: AgentState,
+    transaction: ActiveTransaction,
+    toolName: string,
+    values: JsonRecord,
+    tools: ScreenedTools,
+  ): Promise<Patch> {
+    const interrupted = this.interrupt(state, transaction, 'replaced');
+    const given = Object.fromEntries(
+      Object.entries(values).filter(([field]) => field in this.toolConfig(toolName).args_schema.properties),
+    );
+    const next = await this.start(
+      node,
+      { ...state, ...interrupted },
+      toolName,
+      given,
+      [],
+      tools,
+      transaction,
+    );
+    return { ...interrupted, ...next };
+  }
+
+  /** The customer changed values of the pending call: same transaction, validated and confirmed again. */
+  private async correct(
+    node: DomainAgentNode,
+    state: AgentState,
+    transaction: ActiveTransaction,
+    values: JsonRecord,
+    tools: ScreenedTools,
+  ): Promise<Patch> {
+    const prepared = this.mcp.prepareCall(
+      transaction.tool_name,
+      { ...transaction.arguments, ...values },
+      { context: requestContext(state), requireComplete: false },
+    );
+    const corrected: ActiveTransaction = {
+      ...transaction,
+      arguments: prepared.ok ? prepared.call.arguments : prepared.arguments,
+      attempts: 0,
+      updated_turn: state.turn ?? null,
+    };
+    this.emit('IC.TRANSACTION_CORRECTED', corrected, { fields: Object.keys(values) });
+    // A value that does not validate is dropped and collected again, like a missing one.
+    return this.advance(node, state, corrected, [], false, tools);
+  }
+
+  /** The other transactional operations the turn's intent allows: what a customer may switch to. */
+  private alternatives(
+    state: AgentState,
+    transaction: ActiveTransaction,
+  ): { name: string; description: string }[] {
+    return [...new Set(state.mcp_tools ?? [])].flatMap((name) => {
+      const config = this.mcp.toolConfig(name);
+      return name !== transaction.tool_name && config?.operation_type === 'transactional' && !config.internal
+        ? [{ name, description: `${this.operationLabel(name)}: ${config.description}` }]
+        : [];
+    });
   }
 
   /** The router moved the turn away (or the customer gave up): the transaction ends without running. */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DOMAIN_AGENT_NODES } from '@agent/contracts';
+import { DOMAIN_AGENT_NODES, JsonRecord } from '@agent/contracts';
 
 /** Canonical statuses (reference §10.3): two active, the rest terminal. */
 export const ACTIVE_TRANSACTION_STATUSES = ['COLLECTING_PARAMETERS', 'AWAITING_CONFIRMATION'] as const;
@@ -50,7 +50,11 @@ export const pendingToolCallSchema = z
   .passthrough();
 export type PendingToolCall = z.output<typeof pendingToolCallSchema>;
 
-export const CONFIRMATION_DECISIONS = ['CONFIRM', 'REJECT', 'OTHER'] as const;
+/**
+ * CONFIRM the pending call; REJECT it (a no, or giving the operation up); CORRECT one of its values and keep
+ * the operation; REPLACE it with another operation; OTHER for anything else.
+ */
+export const CONFIRMATION_DECISIONS = ['CONFIRM', 'REJECT', 'CORRECT', 'REPLACE', 'OTHER'] as const;
 export type ConfirmationDecision = (typeof CONFIRMATION_DECISIONS)[number];
 
 export interface ConfirmationResult {
@@ -58,6 +62,10 @@ export interface ConfirmationResult {
   confidence: number;
   accepted: boolean;
   reason: string;
+  /** CORRECT and REPLACE: the values the customer gave (only those written in the message). */
+  values: JsonRecord;
+  /** REPLACE: the operation the customer wants instead. */
+  operation: string | null;
   /** null when the model answered validly; else why the decision fell back to OTHER. */
-  fallback_reason: 'below_threshold' | 'invalid_output' | 'llm_error' | null;
+  fallback_reason: 'below_threshold' | 'invalid_output' | 'llm_error' | 'incomplete' | null;
 }

@@ -61,7 +61,10 @@ function jsonChecks(files: ConfigFilesService): Map<string, JsonCheck> {
         example: { CHECK: { verdict: 'allow', confidence: 1, reason: null } },
       },
     ],
-    ['confirmation', { output: confirmationOutput, example: { decision: 'CONFIRM', confidence: 0.9 } }],
+    [
+      'confirmation',
+      { output: confirmationOutput(['value']), example: { decision: 'CONFIRM', confidence: 0.9 } },
+    ],
     [
       parseEnvNamespace('memory').LONG_TERM_MEMORY_LLM_PROFILE,
       {
