@@ -29,6 +29,10 @@ interface StoredState {
 type Fact = { category: string; key: string; value: string; confidence: number };
 
 const AGENT_ID = 'telecom_contas';
+const SESSION_CONTROL: Record<string, string> = {
+  'meu nome é Ana, quero falar com um atendente': 'HUMAN_HANDOFF',
+  'meu nome é Ana, pode encerrar': 'END_SESSION',
+};
 
 describe('long-term memory', () => {
   let fake: FakeLlmServer;
@@ -38,7 +42,10 @@ describe('long-term memory', () => {
 
   beforeAll(async () => {
     fake = await FakeLlmServer.start();
-    app = await startTestApp({ fakeLlm: fake, env: { ENABLE_LONG_TERM_MEMORY: 'true' } });
+    app = await startTestApp({
+      fakeLlm: fake,
+      env: { ENABLE_LONG_TERM_MEMORY: 'true', ENABLE_ROUTE_STICKINESS: 'true' },
+    });
   }, 240000);
 
   afterAll(async () => {
@@ -64,6 +71,15 @@ describe('long-term memory', () => {
       }),
     });
     server.script(GUARDRAILS_ALLOW);
+    // Stickiness routes every message but the two that ask for a person and to end the session.
+    server.script({
+      model: 'route_continuity',
+      reply: (request) => {
+        const message = (JSON.parse(lastUserMessage(request)) as { current_message: string }).current_message;
+        const decision = SESSION_CONTROL[message] ?? 'ROUTE';
+        return { json: { decision, confidence: 0.97, reason: 'scripted' } };
+      },
+    });
     server.setFallback({ json: { intent: 'unknown', confidence: 0, reason: 'test fallback' } });
   }
 
@@ -167,6 +183,36 @@ describe('long-term memory', () => {
       [user],
     );
     expect(updated).toEqual([{ value: 'Aninha' }]);
+  });
+
+  it('makes no extraction call on handoff, end and blocked turns', async () => {
+    const user = uniqueId('user');
+    const session = uniqueId('s');
+    for (const text of Object.keys(SESSION_CONTROL)) {
+      factsFor.set(text, [{ category: 'profile', key: 'preferred_name', value: 'Ana', confidence: 0.95 }]);
+    }
+    const handoff = await send(app, {
+      tenant: 'acme',
+      session,
+      text: 'meu nome é Ana, quero falar com um atendente',
+      user,
+    });
+    expect(handoff.status).toBe(200);
+    const ended = await send(app, { tenant: 'acme', session, text: 'meu nome é Ana, pode encerrar', user });
+    expect(ended.status).toBe(200);
+    expect(await headState(app, `acme:${session}`)).toMatchObject({
+      long_term_memory_write_result: { saved: 0, skipped: 'session_control' },
+    });
+    // The ended session blocks the next message: the graph skips the memory stage altogether.
+    const after = await send(app, { tenant: 'acme', session, text: 'meu nome é Ana', user });
+    expect(after.status).toBe(200);
+    expect(fake.requestsFor('route_continuity')).toHaveLength(2);
+    expect(fake.requestsFor('memory_extraction')).toEqual([]);
+    const remembered: unknown[] = await app.dataSource.query(
+      'SELECT 1 FROM long_term_memories WHERE subject_key = $1',
+      [user],
+    );
+    expect(remembered).toEqual([]);
   });
 
   it('never shares memory across tenants or subjects, and never keys it by the session', async () => {

@@ -145,7 +145,9 @@ describe('transaction control in the customer’s words', () => {
       expect(second.body.answer).toBe(
         'Tudo bem, o cancelamento do pedido não foi realizado. Posso ajudar em algo mais?',
       );
-      expect(await stateOf(sessionId)).toMatchObject({
+      const state = await stateOf(sessionId);
+      expect(state).toMatchObject({
+        agent_profile: { agent_id: 'retail_orders', name: 'Agente Retail Pedidos', domain: 'retail' },
         active_transaction: null,
         pending_tool_call: null,
         transaction_status: 'CANCELLED',
@@ -155,6 +157,13 @@ describe('transaction control in the customer’s words', () => {
           interruption: 'explicit_abandonment',
           finished_turn: 2,
         },
+      });
+      expect(state.operation_results).toEqual({
+        [String(state.last_transaction?.transaction_id)]: expect.objectContaining({
+          tool_name: 'cancelar_pedido',
+          status: 'CANCELLED',
+          finished_turn: 2,
+        }),
       });
       const cancelled = (await events(sessionId)).filter((e) => e.name === 'IC.TRANSACTION_CANCELLED');
       expect(cancelled).toEqual([
@@ -234,6 +243,12 @@ describe('transaction control in the customer’s words', () => {
           status: 'CANCELLED',
           interruption: 'replaced',
         },
+      });
+      expect(state.operation_results).toEqual({
+        [String(exchange.transaction_id)]: expect.objectContaining({
+          tool_name: 'solicitar_troca',
+          status: 'CANCELLED',
+        }),
       });
       const names = (await events(sessionId)).filter((e) => e.turn === 2).map((e) => e.name);
       expect(names).toEqual(

@@ -29,6 +29,9 @@ type Patch = Partial<AgentState>;
 
 export const TRANSACTION_SETTINGS_FILE = 'prompts/transactions.yaml';
 
+/** Finished operations `operation_results` keeps, newest last: the state stays bounded. */
+const OPERATION_RESULTS_KEPT = 20;
+
 /** The state of a transaction a turn may resume. */
 export interface ResumableTransaction {
   transaction: ActiveTransaction;
@@ -351,6 +354,7 @@ export class TransactionEngine {
   interrupt(state: AgentState, transaction: ActiveTransaction, reason: string): Patch {
     this.emit('IC.TRANSACTION_INTERRUPTED', transaction, { reason });
     return {
+      operation_results: withOutcome(state, transaction, 'CANCELLED'),
       active_transaction: null,
       pending_tool_call: null,
       transaction_status: 'CANCELLED',
@@ -663,7 +667,10 @@ export class TransactionEngine {
     });
   }
 
-  /** Common shape of every finished transaction: latch cleared, next_state null, last_transaction set. */
+  /**
+   * Common shape of every finished transaction: latch cleared, next_state null, last_transaction set, and its
+   * outcome added to `operation_results`.
+   */
   private terminal(
     state: AgentState,
     transaction: ActiveTransaction,
@@ -672,6 +679,7 @@ export class TransactionEngine {
     extra: Patch,
   ): Patch {
     return {
+      operation_results: withOutcome(state, transaction, status),
       answer,
       active_transaction: null,
       pending_tool_call: null,
@@ -727,6 +735,28 @@ export class TransactionEngine {
       ...payload,
     });
   }
+}
+
+/** `operation_results` with this transaction's outcome, the newest OPERATION_RESULTS_KEPT by transaction id. */
+function withOutcome(
+  state: AgentState,
+  transaction: ActiveTransaction,
+  status: TransactionStatus,
+): Record<string, JsonRecord> {
+  const outcome: JsonRecord = {
+    tool_name: transaction.tool_name,
+    agent: transaction.agent,
+    intent: transaction.intent,
+    status,
+    arguments: transaction.arguments,
+    finished_turn: state.turn ?? null,
+  };
+  return Object.fromEntries(
+    [
+      ...Object.entries(state.operation_results ?? {}).filter(([id]) => id !== transaction.transaction_id),
+      [transaction.transaction_id, outcome] as const,
+    ].slice(-OPERATION_RESULTS_KEPT),
+  );
 }
 
 function isMissing(value: unknown): boolean {

@@ -52,13 +52,16 @@ export class MemoryService {
 
   /**
    * Extracts durable facts from this turn's message with the memory_extraction profile and upserts them.
-   * Returns `{saved, discarded}`, or `{saved: 0, skipped: <reason>}` when there is nothing to do.
+   * Returns `{saved, discarded}`, or `{saved: 0, skipped: <reason>}` without a model call when there is
+   * nothing to do (handoff and end turns included).
    */
   async persistTurn(state: AgentState): Promise<JsonRecord> {
     if (!this.enabled) return { saved: 0, skipped: 'disabled' };
     const subject = subjectOf(state);
     if (!subject) return { saved: 0, skipped: 'no_subject' };
     if (!this.config.LONG_TERM_MEMORY_AUTO_EXTRACT) return { saved: 0, skipped: 'auto_extract_off' };
+    // A handoff or an end is no conversation to learn from (blocked turns never reach this stage).
+    if (state.session_control) return { saved: 0, skipped: 'session_control' };
     // The guardrail-sanitized text when there is one: what the rails redacted must not be remembered.
     const message = (state.sanitized_input ?? state.user_text ?? '').trim();
     if (!message) return { saved: 0, skipped: 'empty_message' };

@@ -95,6 +95,7 @@ export class WorkflowService {
     let state: AgentState = {
       ...initial,
       workflow_id: workflowId,
+      agent_profile: this.agentProfile(initial.agent_id),
       history: promptHistory(scope.storedHistory),
     };
     this.events.emit('NOC.001', { channel: state.channel, message_id: state.message_id });
@@ -126,6 +127,20 @@ export class WorkflowService {
       });
       throw error;
     }
+  }
+
+  /** The agents.yaml identity of the conversation's agent_id (validated at the edge), as the checkpoint keeps it. */
+  private agentProfile(agentId: string | undefined): JsonRecord {
+    const agents = this.files.agents;
+    const id = agentId && Object.hasOwn(agents.agents, agentId) ? agentId : agents.default_agent_id;
+    const profile = agents.agents[id];
+    return {
+      agent_id: id,
+      name: profile.name,
+      domain: profile.domain,
+      description: profile.description,
+      metadata: profile.metadata,
+    };
   }
 
   /** Session gate, then the input rails' deterministic part (the model's verdict runs beside routing). */
