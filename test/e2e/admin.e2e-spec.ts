@@ -409,8 +409,8 @@ describe('admin API', () => {
     expect(res.body).toEqual({
       conversation_key: key,
       deleted: true,
-      memory_items_deleted: null,
-      memory_subject_key: null,
+      memory_items_deleted: 0,
+      memory_subject_key: 'user-1',
     });
     for (const table of ['checkpoints', 'session_events', 'processed_messages', 'sessions']) {
       const rows: unknown[] = await app.dataSource.query(
@@ -433,40 +433,134 @@ describe('admin API', () => {
     expect(replay.body.turn).toBe(1);
   });
 
-  it("purges the subject's long-term memory on request, and only that subject's", async () => {
-    const id = uniqueId('purge');
-    await say(id, 'Minha fatura veio alta');
-    const remember = (subject: string, key: string) =>
+  describe('long-term memory of a deleted session and of a subject', () => {
+    const remember = (
+      tenant: string,
+      subject: string,
+      key: string,
+      session: string | null,
+      agent = 'telecom_contas',
+    ) =>
       app.dataSource.query(
-        `INSERT INTO long_term_memories (tenant_id, agent_id, subject_key, category, key, value, confidence)
-         VALUES ($1, 'telecom_contas', $2, 'preference', $3, 'x', 0.9)`,
-        [TENANT, subject, key],
+        `INSERT INTO long_term_memories
+           (tenant_id, agent_id, subject_key, category, key, value, confidence, source_session_id)
+         VALUES ($1, $2, $3, 'preference', $4, 'x', 0.9, $5)`,
+        [tenant, agent, subject, key, session],
       );
-    await remember('user-1', 'channel');
-    await remember('user-1', 'plan');
-    await remember('user-2', 'plan');
+    const remembered = async (tenant: string): Promise<string[]> => {
+      const rows: { agent_id: string; subject_key: string; key: string }[] = await app.dataSource.query(
+        'SELECT agent_id, subject_key, key FROM long_term_memories WHERE tenant_id = $1 ORDER BY agent_id, subject_key, key',
+        [tenant],
+      );
+      return rows.map((row) => `${row.agent_id}/${row.subject_key}/${row.key}`);
+    };
+    const subjectPath = (subject: string, query: string) => `/v1/admin/memory/subjects/${subject}?${query}`;
 
-    const badFlag = await app.request('DELETE', `${sessionPath(id)}&purge_memory=maybe`, undefined, ADMIN);
-    expect(badFlag.status).toBe(400);
-    const res = await app.request<Record<string, unknown>>(
-      'DELETE',
-      `${sessionPath(id)}&purge_memory=true`,
-      undefined,
-      ADMIN,
+    afterAll(() =>
+      app.dataSource.query('DELETE FROM long_term_memories WHERE tenant_id = ANY($1)', [[TENANT, OTHER]]),
     );
-    expect(res.status).toBe(200);
-    expect(res.body).toEqual({
-      conversation_key: `${TENANT}:${id}`,
-      deleted: true,
-      memory_items_deleted: 2,
-      memory_subject_key: 'user-1',
+
+    it('deletes what the session produced with it, keeps the rest of the subject, and keeps all on request', async () => {
+      const id = uniqueId('purge');
+      const kept = uniqueId('kept');
+      await say(id, 'Minha fatura veio alta', { tenant: OTHER });
+      await say(kept, 'Minha fatura veio alta', { tenant: OTHER });
+      await remember(OTHER, 'user-1', 'channel', id);
+      await remember(OTHER, 'user-1', 'plan', id);
+      await remember(OTHER, 'user-1', 'city', 'an-earlier-session');
+      await remember(OTHER, 'user-2', 'plan', id);
+      await remember(OTHER, 'user-1', 'language', kept);
+
+      const badFlag = await app.request(
+        'DELETE',
+        `${sessionPath(id, '', OTHER)}&purge_memory=maybe`,
+        undefined,
+        ADMIN,
+      );
+      expect(badFlag.status).toBe(400);
+      const res = await app.request<Record<string, unknown>>(
+        'DELETE',
+        sessionPath(id, '', OTHER),
+        undefined,
+        ADMIN,
+      );
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({
+        conversation_key: `${OTHER}:${id}`,
+        deleted: true,
+        memory_items_deleted: 3,
+        memory_subject_key: 'user-1',
+      });
+      expect(await remembered(OTHER)).toEqual([
+        'telecom_contas/user-1/city',
+        'telecom_contas/user-1/language',
+      ]);
+      expect((await app.get(sessionPath(id, '', OTHER), ADMIN)).status).toBe(404);
+
+      const keep = await app.request<Record<string, unknown>>(
+        'DELETE',
+        `${sessionPath(kept, '', OTHER)}&purge_memory=false`,
+        undefined,
+        ADMIN,
+      );
+      expect(keep.body).toMatchObject({ deleted: true, memory_items_deleted: null });
+      expect(await remembered(OTHER)).toEqual([
+        'telecom_contas/user-1/city',
+        'telecom_contas/user-1/language',
+      ]);
     });
-    const left: { subject_key: string }[] = await app.dataSource.query(
-      'SELECT subject_key FROM long_term_memories WHERE tenant_id = $1',
-      [TENANT],
-    );
-    expect(left.map((r) => r.subject_key)).toEqual(['user-2']);
-    expect((await app.get(sessionPath(id), ADMIN)).status).toBe(404);
+
+    it("forgets a subject on an explicit call: the subject's facts of every agent in one tenant, nothing else", async () => {
+      const tenant = TENANT;
+      await remember(tenant, 'forget-me', 'plan', 's-a');
+      await remember(tenant, 'forget-me', 'order', 's-b', 'retail_orders');
+      await remember(tenant, 'someone-else', 'plan', 's-a');
+      await remember(OTHER, 'forget-me', 'plan', 's-c');
+
+      const missingTenant = await app.request(
+        'DELETE',
+        '/v1/admin/memory/subjects/forget-me',
+        undefined,
+        ADMIN,
+      );
+      expect(missingTenant.status).toBe(400);
+      const foreign = await app.request('DELETE', subjectPath('forget-me', `tenant_id=${OTHER}`), undefined, {
+        authorization: 'Bearer admin-key-tenant',
+      });
+      expect(foreign.status).toBe(403);
+
+      const oneAgent = await app.request<Record<string, unknown>>(
+        'DELETE',
+        subjectPath('forget-me', `tenant_id=${tenant}&agent_id=retail_orders`),
+        undefined,
+        ADMIN,
+      );
+      expect(oneAgent.body).toEqual({
+        tenant_id: tenant,
+        agent_id: 'retail_orders',
+        subject_key: 'forget-me',
+        memory_items_deleted: 1,
+      });
+      // A tenant-scoped key defaults to its tenant.
+      const all = await app.request<Record<string, unknown>>(
+        'DELETE',
+        subjectPath('forget-me', ''),
+        undefined,
+        {
+          authorization: 'Bearer admin-key-tenant',
+        },
+      );
+      expect(all.status).toBe(200);
+      expect(all.body).toEqual({
+        tenant_id: tenant,
+        agent_id: null,
+        subject_key: 'forget-me',
+        memory_items_deleted: 1,
+      });
+      expect((await remembered(tenant)).filter((row) => row.includes('/forget-me/'))).toEqual([]);
+      expect(await remembered(tenant)).toContain('telecom_contas/someone-else/plan');
+      expect(await remembered(OTHER)).toContain('telecom_contas/forget-me/plan');
+    });
   });
 
   it('answers 404 for unknown sessions and 400 when a global key names no tenant', async () => {

@@ -9,6 +9,7 @@ import { WorkflowModule } from '@agent/workflow';
 import { ConfigType } from '@nestjs/config';
 import { AdminHandoffsController } from './admin/admin-handoffs.controller';
 import { AdminKeyController } from './admin/admin-key.controller';
+import { AdminMemoryController } from './admin/admin-memory.controller';
 import { AdminSessionsController } from './admin/admin-sessions.controller';
 import { AdminStatsController } from './admin/admin-stats.controller';
 import { AuthModule } from './auth/auth.module';
@@ -37,6 +38,7 @@ import { loggerParams } from './logging';
     AdminKeyController,
     AdminHandoffsController,
     AdminSessionsController,
+    AdminMemoryController,
     AdminStatsController,
     HealthController,
     MetricsController,

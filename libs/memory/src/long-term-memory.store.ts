@@ -1,4 +1,11 @@
-import type { LongTermMemoryItem, MemoryFact, MemorySource, MemorySubject } from './memory.types';
+import type {
+  LongTermMemoryItem,
+  MemoryFact,
+  MemorySource,
+  MemorySubject,
+  SessionPurge,
+  SubjectPurge,
+} from './memory.types';
 
 /** Port of the long-term memory store. */
 export abstract class LongTermMemoryStore {
@@ -12,6 +19,8 @@ export abstract class LongTermMemoryStore {
    * created_at and takes the new value, confidence, source and updated_at. Returns how many were written.
    */
   abstract upsert(subject: MemorySubject, facts: MemoryFact[], source: MemorySource): Promise<number>;
-  /** Deletes every item of the subject; returns how many went. */
-  abstract purgeSubject(subject: MemorySubject): Promise<number>;
+  /** Deletes the subject's items in the tenant, of one agent or (agent_id null) of every agent; returns how many. */
+  abstract purgeSubject(subject: SubjectPurge): Promise<number>;
+  /** Deletes the items a session produced (their latest source is that session); returns how many went. */
+  abstract purgeSession(session: SessionPurge): Promise<number>;
 }

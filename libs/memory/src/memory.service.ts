@@ -11,7 +11,7 @@ import {
   renderMemoryContext,
   validateExtraction,
 } from './memory-extraction';
-import type { LongTermMemoryItem, MemorySubject } from './memory.types';
+import type { LongTermMemoryItem, MemorySubject, SessionPurge, SubjectPurge } from './memory.types';
 
 export interface LoadedMemory {
   items: JsonRecord[];
@@ -92,9 +92,14 @@ export class MemoryService {
     return { saved, discarded };
   }
 
-  /** Deletes every item of a subject (admin purge); returns how many went. */
-  purgeSubject(subject: MemorySubject): Promise<number> {
+  /** Deletes a subject's memory in a tenant, of one agent or of every agent (privacy purge); returns how many. */
+  purgeSubject(subject: SubjectPurge): Promise<number> {
     return this.store.purgeSubject(subject);
+  }
+
+  /** Deletes the facts a session produced (deleting the session); returns how many went. */
+  purgeSession(session: SessionPurge): Promise<number> {
+    return this.store.purgeSession(session);
   }
 }
 

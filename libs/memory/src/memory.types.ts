@@ -5,6 +5,20 @@ export interface MemorySubject {
   subject_key: string;
 }
 
+/** A privacy purge of a subject in a tenant: one agent's memory, or every agent's when agent_id is null. */
+export interface SubjectPurge {
+  tenant_id: string;
+  agent_id: string | null;
+  subject_key: string;
+}
+
+/** The memory one conversation contributed. */
+export interface SessionPurge {
+  tenant_id: string;
+  agent_id: string;
+  session_id: string;
+}
+
 /** One durable fact, normalized: category and key lower-case snake_case, value on one line. */
 export interface MemoryFact {
   category: string;

@@ -1,7 +1,14 @@
 import { Injectable } from '@nestjs/common';
 import { DatabaseService } from '@agent/database';
 import { LongTermMemoryStore } from './long-term-memory.store';
-import type { LongTermMemoryItem, MemoryFact, MemorySource, MemorySubject } from './memory.types';
+import type {
+  LongTermMemoryItem,
+  MemoryFact,
+  MemorySource,
+  MemorySubject,
+  SessionPurge,
+  SubjectPurge,
+} from './memory.types';
 
 const ITEM_COLUMNS = `id::text AS memory_id, tenant_id, agent_id, subject_key, category, key, value, confidence,
   source_session_id, source_message_id, metadata, created_at, updated_at`;
@@ -62,10 +69,19 @@ export class PostgresLongTermMemoryStore extends LongTermMemoryStore {
     return written.length;
   }
 
-  async purgeSubject(subject: MemorySubject): Promise<number> {
+  async purgeSubject(subject: SubjectPurge): Promise<number> {
     const result: [unknown[], number] = await this.db.dataSource.query(
-      `DELETE FROM long_term_memories WHERE tenant_id = $1 AND agent_id = $2 AND subject_key = $3`,
-      [subject.tenant_id, subject.agent_id, subject.subject_key],
+      `DELETE FROM long_term_memories
+        WHERE tenant_id = $1 AND subject_key = $2 AND ($3::text IS NULL OR agent_id = $3)`,
+      [subject.tenant_id, subject.subject_key, subject.agent_id],
+    );
+    return result[1];
+  }
+
+  async purgeSession(session: SessionPurge): Promise<number> {
+    const result: [unknown[], number] = await this.db.dataSource.query(
+      `DELETE FROM long_term_memories WHERE tenant_id = $1 AND agent_id = $2 AND source_session_id = $3`,
+      [session.tenant_id, session.agent_id, session.session_id],
     );
     return result[1];
   }

@@ -62,9 +62,17 @@ export interface SessionAdminResult {
 
 export interface SessionDeleteResult {
   conversation_key: string;
-  /** Long-term memory items removed; null when not requested. */
+  /** Long-term memory items this session produced, removed with it; null when kept on request. */
   memory_items_deleted: number | null;
   memory_subject_key: string | null;
+}
+
+export interface SubjectPurgeResult {
+  tenant_id: string;
+  /** Null: every agent of the tenant. */
+  agent_id: string | null;
+  subject_key: string;
+  memory_items_deleted: number;
 }
 
 /**
@@ -150,25 +158,19 @@ export class SessionAdminService {
   }
 
   /**
-   * Purges the conversation: checkpoints, events, idempotency records and the session row; with `purgeMemory`,
-   * first the long-term memory of the conversation's subject (so a failed purge can simply be retried).
+   * Purges the conversation: checkpoints, events, idempotency records and the session row; unless `keepMemory`,
+   * first the long-term memory facts this session produced (so a failed purge can simply be retried). Facts
+   * the subject's other sessions produced stay: a subject-wide purge is `purgeSubject`.
    */
-  async delete(conversationKey: string, options: { purgeMemory: boolean }): Promise<SessionDeleteResult> {
+  async delete(conversationKey: string, options: { keepMemory: boolean }): Promise<SessionDeleteResult> {
     const lease = await this.lease(conversationKey);
     try {
-      let deleted: number | null = null;
-      let subjectKey: string | null = null;
-      if (options.purgeMemory) {
-        const loaded = await this.checkpoints.load(lease);
-        subjectKey = loaded?.state.long_term_memory_subject_key ?? lease.session.user_id ?? null;
-        deleted = subjectKey
-          ? await this.memory.purgeSubject({
-              tenant_id: lease.session.tenant_id,
-              agent_id: lease.session.agent_id,
-              subject_key: subjectKey,
-            })
-          : 0;
-      }
+      const { tenant_id, agent_id, session_id } = lease.session;
+      const loaded = await this.checkpoints.load(lease);
+      const subjectKey = loaded?.state.long_term_memory_subject_key ?? lease.session.user_id ?? null;
+      const deleted = options.keepMemory
+        ? null
+        : await this.memory.purgeSession({ tenant_id, agent_id, session_id });
       await this.checkpoints.deleteConversation(conversationKey);
       return {
         conversation_key: conversationKey,
@@ -178,6 +180,20 @@ export class SessionAdminService {
     } finally {
       await lease.release();
     }
+  }
+
+  /** A privacy request: every long-term memory fact of a subject in a tenant (of one agent, when given). */
+  async purgeSubject(
+    tenantId: string,
+    subjectKey: string,
+    agentId: string | null,
+  ): Promise<SubjectPurgeResult> {
+    const deleted = await this.memory.purgeSubject({
+      tenant_id: tenantId,
+      agent_id: agentId,
+      subject_key: subjectKey,
+    });
+    return { tenant_id: tenantId, agent_id: agentId, subject_key: subjectKey, memory_items_deleted: deleted };
   }
 
   private async apply(

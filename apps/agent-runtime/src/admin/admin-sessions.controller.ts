@@ -214,7 +214,7 @@ export class AdminSessionsController {
   @Delete(':session_id')
   @ApiOperation({
     summary:
-      'Purge the session: checkpoints, events, idempotency records; with purge_memory, its long-term memory',
+      'Purge the session: checkpoints, events, idempotency records and (unless purge_memory=false) the long-term memory facts it produced',
   })
   @ApiOkResponse({ type: DeleteResultDto })
   async remove(
@@ -226,7 +226,7 @@ export class AdminSessionsController {
     const result = await this.tracing.span(
       'admin.session.delete',
       { 'request.id': String(request.id), 'conversation.key': key },
-      () => this.admin.delete(key, { purgeMemory: query.purge_memory === true }),
+      () => this.admin.delete(key, { keepMemory: query.purge_memory === false }),
     );
     return { ...result, deleted: true };
   }

@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { freeTextRule, IDENTIFIER_RULE, SESSION_ID_RULE } from '../http/request-rules';
+import { freeTextRule, IDENTIFIER_RULE, SESSION_ID_RULE, USER_ID_RULE } from '../http/request-rules';
 
 export const SESSION_STATUSES = ['active', 'ended', 'handoff'] as const;
 
@@ -48,10 +48,30 @@ export class ListSessionsQueryDto extends TenantQueryDto {
 export class DeleteSessionQueryDto extends TenantQueryDto {
   @ApiPropertyOptional({
     type: Boolean,
-    default: false,
-    description: "Also delete the long-term memory of the conversation's subject (user_id)",
+    default: true,
+    description:
+      'Also delete the long-term memory facts this session produced (false keeps them); the rest of the ' +
+      "subject's memory stays: DELETE /v1/admin/memory/subjects/{subject_key} purges it",
   })
   purge_memory?: boolean;
+}
+
+export class MemorySubjectParamDto {
+  @ApiProperty({
+    ...USER_ID_RULE,
+    example: 'cust-4821',
+    description: 'The long-term memory subject: metadata.customer_key or user_id of the turns',
+  })
+  subject_key!: string;
+}
+
+export class MemoryPurgeQueryDto extends TenantQueryDto {
+  @ApiPropertyOptional({
+    ...IDENTIFIER_RULE,
+    example: 'telecom_contas',
+    description: "Only this agent_id's memory of the subject; every agent of the tenant when absent",
+  })
+  agent_id?: string;
 }
 
 export class AdminActionBodyDto {
@@ -374,6 +394,20 @@ export class AdminActionResultDto {
   claim?: HandoffClaimDto | null;
 }
 
+export class MemoryPurgeResultDto {
+  @ApiProperty()
+  tenant_id!: string;
+
+  @ApiProperty({ type: String, nullable: true, description: 'Null: every agent of the tenant' })
+  agent_id!: string | null;
+
+  @ApiProperty()
+  subject_key!: string;
+
+  @ApiProperty({ description: 'Long-term memory items removed' })
+  memory_items_deleted!: number;
+}
+
 export class DeleteResultDto {
   @ApiProperty()
   conversation_key!: string;
@@ -384,7 +418,8 @@ export class DeleteResultDto {
   @ApiProperty({
     type: Number,
     nullable: true,
-    description: 'Long-term memory items removed; null when not requested',
+    description:
+      'Long-term memory items this session produced, removed with it; null with purge_memory=false',
   })
   memory_items_deleted!: number | null;
 

@@ -83,7 +83,7 @@ export interface paths {
         get: operations["AdminSessionsController_detail"];
         put?: never;
         post?: never;
-        /** Purge the session: checkpoints, events, idempotency records; with purge_memory, its long-term memory */
+        /** Purge the session: checkpoints, events, idempotency records and (unless purge_memory=false) the long-term memory facts it produced */
         delete: operations["AdminSessionsController_remove"];
         options?: never;
         head?: never;
@@ -204,6 +204,23 @@ export interface paths {
         /** Take a conversation waiting for a person (who, when); claiming one someone else holds is 409 HANDOFF_CLAIMED */
         post: operations["AdminSessionsController_claim"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/memory/subjects/{subject_key}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Forget a subject: every long-term memory fact of the subject in the tenant (or of one agent_id) */
+        delete: operations["AdminMemoryController_purge"];
         options?: never;
         head?: never;
         patch?: never;
@@ -699,9 +716,17 @@ export interface components {
             conversation_key: string;
             /** @example true */
             deleted: boolean;
-            /** @description Long-term memory items removed; null when not requested */
+            /** @description Long-term memory items this session produced, removed with it; null with purge_memory=false */
             memory_items_deleted: number | null;
             memory_subject_key: string | null;
+        };
+        MemoryPurgeResultDto: {
+            tenant_id: string;
+            /** @description Null: every agent of the tenant */
+            agent_id: string | null;
+            subject_key: string;
+            /** @description Long-term memory items removed */
+            memory_items_deleted: number;
         };
         ContinuityDecisionCountDto: {
             /** @enum {string} */
@@ -1165,7 +1190,7 @@ export interface operations {
             query?: {
                 /** @description Required with a global admin key; a tenant-scoped key defaults to its tenant */
                 tenant_id?: string;
-                /** @description Also delete the long-term memory of the conversation's subject (user_id) */
+                /** @description Also delete the long-term memory facts this session produced (false keeps them); the rest of the subject's memory stays: DELETE /v1/admin/memory/subjects/{subject_key} purges it */
                 purge_memory?: boolean;
             };
             header?: never;
@@ -1807,6 +1832,78 @@ export interface operations {
             };
             /** @description Conflict: agent mismatch, conversation busy (Retry-After) or session state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Rate limit of the key exceeded (Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Database unavailable (Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    AdminMemoryController_purge: {
+        parameters: {
+            query?: {
+                /** @description Required with a global admin key; a tenant-scoped key defaults to its tenant */
+                tenant_id?: string;
+                /** @description Only this agent_id's memory of the subject; every agent of the tenant when absent */
+                agent_id?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The long-term memory subject: metadata.customer_key or user_id of the turns */
+                subject_key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryPurgeResultDto"];
+                };
+            };
+            /** @description Validation failed (field errors in error.details) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Missing or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description The key may not act for this tenant or call this kind of endpoint */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
