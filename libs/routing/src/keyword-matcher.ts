@@ -96,6 +96,19 @@ export class KeywordIndex {
       }));
   }
 
+  /**
+   * The agents whose intents have a keyword in the message: more than one means the message may ask for
+   * several things, which only the model can tell apart.
+   */
+  agentsMatched(text: string): Set<string> {
+    const tokens = tokenize(text);
+    const agents = new Set<string>();
+    for (const { intent, keywords } of this.entries) {
+      if (keywords.some((indexed) => matchKeyword(indexed.tokens, tokens))) agents.add(intent.agent);
+    }
+    return agents;
+  }
+
   /** The winner by priority (lower wins), then strategy, then keyword length, then catalogue order. */
   match(text: string): KeywordMatch | null {
     const tokens = tokenize(text);

@@ -10,6 +10,10 @@ export const routerOutput = structuredOutput(
     intent: z.string().trim().min(1),
     confidence: confidenceSchema,
     reason: z.string().nullish(),
+    /** The message's other requests, in the order the user makes them (absent: only one). */
+    more_intents: z
+      .array(z.object({ intent: z.string().trim().min(1), confidence: confidenceSchema }))
+      .nullish(),
   }),
 );
 
@@ -30,6 +34,8 @@ export interface IntentClassification {
   confidence: number;
   reason: string;
   latency_ms: number;
+  /** The other catalogue intents the message asks for, at or above the threshold, each once, in order. */
+  more: IntentConfig[];
 }
 
 /** Not accepted; `intent` and `confidence` are what the model said, when it said something valid. */
@@ -46,6 +52,8 @@ export interface ClassifyContext {
     intent: string | null;
     missing_parameters: string[];
   };
+  /** Topics of an earlier message still waiting to be served (router mode's multi-intent). */
+  pending_topics?: { intent: string; label: string }[];
 }
 
 const SYSTEM_PROMPT = [
@@ -55,7 +63,11 @@ const SYSTEM_PROMPT = [
   'When no intent fits, answer {"intent": "none", "confidence": 0, "reason": "..."}.',
   'When transaction_context is present, a transaction is waiting for the user: if the message only answers what',
   'it waits for (a value, a name, an identifier, a yes or no), return the transaction intent; choose another intent',
-  'only when the user clearly asks for something else. Never answer the user.',
+  'only when the user clearly asks for something else.',
+  'When the message asks for several things, put the first one the user mentions in intent and the others, in order,',
+  'in more_intents: [{"intent": "<name>", "confidence": <0..1>}]; leave more_intents out for a single request.',
+  'When pending_topics is present, the assistant offered to take those topics up next: when the user accepts one or',
+  'asks for it, return its intent. Never answer the user.',
 ].join('\n');
 
 /** The router LLM stage: one call, validated output, threshold and catalogue checks. */
@@ -76,6 +88,7 @@ export class LlmIntentClassifier {
       allowed_intents: this.catalogue.cards(),
       session_context: { active_agent: context.active_agent, previous_intent: context.previous_intent },
       ...(context.transaction ? { transaction_context: context.transaction } : {}),
+      ...(context.pending_topics?.length ? { pending_topics: context.pending_topics } : {}),
     };
     const result = await this.llm.structured({
       profile: this.profile,
@@ -112,6 +125,14 @@ export class LlmIntentClassifier {
         latency_ms: latencyMs,
       };
     }
-    return { accepted: true, intent, confidence, reason, latency_ms: latencyMs };
+    const more: IntentConfig[] = [];
+    for (const extra of result.value.more_intents ?? []) {
+      const known = this.catalogue.intent(extra.intent);
+      // Unknown, unsure and repeated requests are dropped: a second topic is offered, never guessed.
+      if (known && extra.confidence >= this.threshold && known !== intent && !more.includes(known)) {
+        more.push(known);
+      }
+    }
+    return { accepted: true, intent, confidence, reason, latency_ms: latencyMs, more };
   }
 }

@@ -363,6 +363,131 @@ describe('RoutingService (router mode)', () => {
   });
 });
 
+describe('RoutingService (router mode, several requests in one message)', () => {
+  const twoRequests = 'Quero a segunda via da fatura e saber quanto de internet tem no meu plano';
+
+  it('asks the model when keywords of several agents match, and keeps the other requests it names', async () => {
+    const { service, llmAnswers } = setup();
+    llmAnswers({
+      intent: 'billing_invoice_explanation',
+      confidence: 0.93,
+      more_intents: [
+        { intent: 'product_services_information', confidence: 0.9 },
+        { intent: 'product_services_information', confidence: 0.9 },
+        { intent: 'retail_order_cancel', confidence: 0.3 },
+        { intent: 'no_such_intent', confidence: 0.99 },
+      ],
+    });
+    const decision = await service.route(turn(twoRequests));
+    expect(decision).toMatchObject({
+      route: 'billing_agent',
+      method: 'llm',
+      metadata: { keyword_agents: 'several', more_intents: ['product_services_information'] },
+    });
+    // One agent's keywords alone still decide without the model.
+    fake.reset();
+    await service.route(turn('Quero a segunda via da fatura'));
+    expect(fake.requests).toEqual([]);
+  });
+
+  it('falls back to the keyword winner when the model cannot decide a several-agent message', async () => {
+    const { service } = setup();
+    routerReplies({ status: 500 });
+    const decision = await service.route(turn(twoRequests));
+    expect(decision).toMatchObject({ route: 'billing_agent', method: 'keyword' });
+    expect(decision.metadata.llm_rejection).toBe('http_error');
+  });
+
+  it('keeps the other requests pending, offers them, serves an accepted one and records what was handled', () => {
+    const { service } = setup();
+    const first: AgentState = {
+      ...turn(twoRequests),
+      turn: 1,
+      intent: 'billing_invoice_explanation',
+      route_decision: { metadata: { more_intents: ['product_services_information'] } },
+    };
+    const served = service.followUp(first, { answer: 'Segue a segunda via.', next_state: null });
+    expect(served.answer).toBe(
+      'Segue a segunda via.\n\nAinda está pendente: planos e serviços. Quer que eu siga com isso agora?',
+    );
+    expect(served.pending_topics).toEqual([
+      expect.objectContaining({
+        intent: 'product_services_information',
+        agent: 'product_agent',
+        status: 'offered',
+        reason: 'multi_intent',
+        source_text: twoRequests,
+        created_turn: 1,
+      }),
+    ]);
+    expect(served.handled_topics).toEqual([
+      expect.objectContaining({ intent: 'billing_invoice_explanation', first_turn: 1, last_turn: 1 }),
+    ]);
+
+    const accepted = service.followUp(
+      { ...turn('sim'), ...served, turn: 2, intent: 'product_services_information', route_decision: {} },
+      { answer: 'Seu plano tem 30GB.', next_state: null },
+    );
+    expect(accepted.pending_topics).toEqual([]);
+    expect(accepted.answer).toBeUndefined();
+    expect(accepted.handled_topics?.map((t) => t.intent)).toEqual([
+      'billing_invoice_explanation',
+      'product_services_information',
+    ]);
+  });
+
+  it('waits with the offer while a transaction asks the customer, and drops an offer not taken up', () => {
+    const { service } = setup();
+    const first: AgentState = {
+      ...turn('Quero cancelar o pedido e ver minha fatura'),
+      turn: 1,
+      intent: 'retail_order_cancel',
+      route_decision: { metadata: { more_intents: ['billing_invoice_explanation'] } },
+    };
+    const asking = service.followUp(first, {
+      answer: 'Confirma o cancelamento?',
+      next_state: 'WAITING_ORDER_CONFIRMATION',
+    });
+    expect(asking.answer).toBeUndefined();
+    expect(asking.pending_topics).toEqual([expect.objectContaining({ status: 'deferred' })]);
+
+    const done = service.followUp(
+      { ...turn('sim'), ...asking, turn: 2, intent: 'state:WAITING_ORDER_CONFIRMATION', route_decision: {} },
+      { answer: 'Cancelado.', next_state: null },
+    );
+    expect(done.answer).toContain('Ainda está pendente: fatura e pagamentos.');
+    const movedOn = service.followUp(
+      {
+        ...turn('e o meu plano?'),
+        ...done,
+        turn: 3,
+        intent: 'product_services_information',
+        route_decision: {},
+      },
+      { answer: 'Seu plano tem 30GB.', next_state: null },
+    );
+    expect(movedOn.pending_topics).toEqual([]);
+  });
+
+  it('shows the router model the pending topics', async () => {
+    const { service, llmAnswers } = setup();
+    llmAnswers({ intent: 'product_services_information', confidence: 0.9 });
+    const offered = service.followUp(
+      {
+        ...turn(twoRequests),
+        turn: 1,
+        intent: 'billing_invoice_explanation',
+        route_decision: { metadata: { more_intents: ['product_services_information'] } },
+      },
+      { answer: 'ok', next_state: null },
+    );
+    await service.route({ ...turn('sim'), ...offered });
+    expect(sentPayload().pending_topics).toEqual([
+      { intent: 'product_services_information', label: 'planos e serviços' },
+    ]);
+  });
+});
+
 describe('RoutingService (supervisor mode)', () => {
   it('hands every turn to supervisor_agent and carries the pending state and the previous turn', async () => {
     const { service, emit } = setup({

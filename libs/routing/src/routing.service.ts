@@ -1,4 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
 import { ConfigType } from '@nestjs/config';
 import { ConfigFilesService, IntentConfig, routingConfig, StatePolicyConfig } from '@agent/config';
 import { AgentState, DomainAgentNode, isDomainAgentNode, JsonRecord, RouteDecision } from '@agent/contracts';
@@ -12,6 +13,7 @@ import {
   IntentRejection,
   LlmIntentClassifier,
 } from './llm-intent-classifier';
+import { fillTopics, PendingTopic, readPendingTopics } from './pending-topics';
 import { AgentRunner, TurnSupervisor } from './supervisor';
 
 export type { AgentRunner } from './supervisor';
@@ -19,6 +21,8 @@ export type { AgentRunner } from './supervisor';
 export type RouteSettlement = 'deterministic' | 'state_policy' | 'model';
 
 const FALLBACK_CONFIDENCE = 0.1;
+/** Topics `handled_topics` keeps, newest last: the state stays bounded. */
+const HANDLED_TOPICS_KEPT = 20;
 
 function messageOf(state: AgentState): string {
   return state.sanitized_input ?? state.user_text ?? '';
@@ -116,9 +120,11 @@ export class RoutingService {
     const message = messageOf(state);
     const policy = this.catalogue.policy(state.next_state);
     if (policy) return this.statePolicy(state, message, policy);
+    const pending = readPendingTopics(state, this.catalogue);
     const context: ClassifyContext = {
       active_agent: state.active_agent ?? null,
       previous_intent: this.catalogue.previousIntent(state)?.name ?? null,
+      pending_topics: pending.map((topic) => ({ intent: topic.intent, label: topic.label })),
     };
     if (this.files.routing.router.strategy === 'llm_first') {
       const llm = await this.llmStage(message, context);
@@ -128,9 +134,84 @@ export class RoutingService {
       return keyword ? this.keywordDecision(state, keyword, rejected) : this.fallbackDecision(rejected);
     }
     const keyword = this.catalogue.keywords.match(message);
-    if (keyword) return this.keywordDecision(state, keyword, {});
+    // Keywords of several agents may be several requests in one message: only the model can tell them apart.
+    if (keyword && (!this.env.ENABLE_LLM_ROUTER || this.catalogue.keywords.agentsMatched(message).size < 2)) {
+      return this.keywordDecision(state, keyword, {});
+    }
     const llm = await this.llmStage(message, context);
-    return llm.accepted ? this.llmDecision(state, llm, {}) : this.fallbackDecision(rejectionMetadata(llm));
+    if (llm.accepted) return this.llmDecision(state, llm, keyword ? { keyword_agents: 'several' } : {});
+    const rejected = rejectionMetadata(llm);
+    return keyword ? this.keywordDecision(state, keyword, rejected) : this.fallbackDecision(rejected);
+  }
+
+  /**
+   * Router mode, after the agent answered: records the topic served in `handled_topics`, keeps the message's
+   * other requests in `pending_topics` and offers them at the end of the answer once no transaction waits for
+   * the customer. An offered topic the next turn does not take up is dropped: the customer moved on.
+   */
+  followUp(state: AgentState, patch: Partial<AgentState>): Partial<AgentState> {
+    if (this.mode !== 'router') return {};
+    const served = this.catalogue.intent(state.intent);
+    const requested = (state.route_decision?.metadata as JsonRecord | undefined)?.more_intents;
+    const more = (Array.isArray(requested) ? requested : []).flatMap((name) => {
+      const intent = typeof name === 'string' ? this.catalogue.intent(name) : undefined;
+      return intent && intent !== served ? [intent] : [];
+    });
+    const waiting = readPendingTopics(state, this.catalogue).filter(
+      (topic) => topic.status === 'deferred' && topic.intent !== served?.name,
+    );
+    const message = messageOf(state);
+    const planId = `rt-${randomUUID().slice(0, 12)}`;
+    const added: PendingTopic[] = more
+      .filter((intent) => !waiting.some((topic) => topic.intent === intent.name))
+      .map((intent, index) => ({
+        operation_id: `op-${index + 2}`,
+        plan_id: planId,
+        intent: intent.name,
+        agent: intent.agent,
+        domain: intent.domain,
+        tools: [...intent.mcp_tools],
+        label: intent.label ?? intent.name,
+        source_text: message,
+        disposition: 'defer',
+        status: 'deferred',
+        reason: 'multi_intent',
+        created_turn: state.turn ?? null,
+      }));
+    const pending = [...waiting, ...added];
+    // A confirmation or a parameter question ends the answer: an offer after it would muddle it.
+    const offer = this.catalogue.policy(patch.next_state ?? null) ? [] : pending;
+    const offered = offer.length
+      ? fillTopics(
+          this.files.routing.supervisor.pending_topics_offer_message,
+          offer.map((topic) => topic.label),
+        )
+      : null;
+    return {
+      pending_topics: pending.map((topic) =>
+        offer.includes(topic) ? { ...topic, status: 'offered' as const } : topic,
+      ),
+      ...(offered ? { answer: `${patch.answer ?? ''}\n\n${offered}` } : {}),
+      ...(served ? { handled_topics: this.handled(state, served) } : {}),
+    };
+  }
+
+  /** `handled_topics` with this turn's topic: a follow-up on the same topic extends its entry. */
+  private handled(state: AgentState, intent: IntentConfig): JsonRecord[] {
+    const handled = state.handled_topics ?? [];
+    const last = handled[handled.length - 1];
+    if (last?.intent === intent.name) {
+      return [...handled.slice(0, -1), { ...last, last_turn: state.turn ?? null }];
+    }
+    const entry: JsonRecord = {
+      intent: intent.name,
+      agent: intent.agent,
+      domain: intent.domain,
+      label: intent.label ?? intent.name,
+      first_turn: state.turn ?? null,
+      last_turn: state.turn ?? null,
+    };
+    return [...handled, entry].slice(-HANDLED_TOPICS_KEPT);
   }
 
   /**
@@ -222,6 +303,7 @@ export class RoutingService {
       reason: llm.reason || `LLM router chose ${llm.intent.name}`,
       metadata: {
         ...metadata,
+        ...(llm.more.length > 0 ? { more_intents: llm.more.map((intent) => intent.name) } : {}),
         llm_profile: this.files.routing.router.llm_profile,
         llm_latency_ms: llm.latency_ms,
       },

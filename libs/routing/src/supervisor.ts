@@ -5,6 +5,7 @@ import { AgentState, DomainAgentNode, isDomainAgentNode, JsonRecord } from '@age
 import { confidenceSchema, LlmService, structuredOutput } from '@agent/llm';
 import type { EventBusService } from '@agent/observability';
 import { IntentCatalogue, STATE_INTENT_PREFIX } from './intent-catalogue';
+import { fillTopics, PendingTopic, readPendingTopics } from './pending-topics';
 
 /** Runs one domain agent on the given (isolated) state; supplied by the workflow. */
 export type AgentRunner = (node: DomainAgentNode, state: AgentState) => Promise<Partial<AgentState>>;
@@ -66,23 +67,6 @@ interface TopicResult {
   latency_ms: number;
 }
 
-/** A pending topic as stored in `pending_topics` (it survives turns, so it is re-validated on read). */
-const pendingTopicSchema = z.object({
-  operation_id: z.string(),
-  plan_id: z.string(),
-  intent: z.string(),
-  agent: z.string(),
-  domain: z.string().nullable(),
-  tools: z.array(z.string()),
-  label: z.string(),
-  source_text: z.string(),
-  disposition: z.literal('defer'),
-  status: z.enum(['deferred', 'offered']),
-  reason: z.string(),
-  created_turn: z.number().nullable(),
-});
-type PendingTopic = z.output<typeof pendingTopicSchema>;
-
 /** What a domain agent may leave pending; only the transactional topic's values reach the conversation state. */
 const TRANSACTION_KEYS = [
   'active_transaction',
@@ -116,10 +100,6 @@ function messageOf(state: AgentState): string {
   return state.sanitized_input ?? state.user_text ?? '';
 }
 
-function fillTopics(template: string, labels: string[]): string {
-  return template.replace(/\{topics\}/g, labels.join(', '));
-}
-
 function errorText(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
@@ -139,7 +119,7 @@ export class TurnSupervisor {
   async run(state: AgentState, runAgent: AgentRunner): Promise<Partial<AgentState>> {
     const message = messageOf(state);
     const planId = `sup-${randomUUID().slice(0, 12)}`;
-    const pending = this.readPending(state);
+    const pending = readPendingTopics(state, this.catalogue);
     const policy = this.catalogue.policy(state.next_state);
     const transactionIntent = policy ? this.transactionIntentOf(state, policy) : undefined;
     const plan = await this.plan(message, state, pending, policy, transactionIntent);
@@ -481,13 +461,6 @@ export class TurnSupervisor {
       if (key in source) target[key] = source[key];
     }
     return patch;
-  }
-
-  private readPending(state: AgentState): PendingTopic[] {
-    return (state.pending_topics ?? []).flatMap((raw) => {
-      const parsed = pendingTopicSchema.safeParse(raw);
-      return parsed.success && this.catalogue.intent(parsed.data.intent) ? [parsed.data] : [];
-    });
   }
 
   private toPending(topic: Topic, planId: string, turn: number | undefined): PendingTopic {

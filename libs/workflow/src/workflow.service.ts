@@ -61,8 +61,10 @@ export class WorkflowService {
     private readonly judges: JudgesService,
   ) {
     this.screen = guardrails.contentScreen();
-    const agentNode = (node: DomainAgentNode) => (state: AgentState) =>
-      this.agents.run(node, state, this.screen);
+    const agentNode = (node: DomainAgentNode) => async (state: AgentState) => {
+      const patch = await this.agents.run(node, state, this.screen);
+      return { ...patch, ...this.routing.followUp(state, patch) };
+    };
     this.nodes = {
       input_guardrails: (s) => this.inputGuardrails(s),
       load_long_term_memory: (s) => this.loadLongTermMemory(s),
@@ -319,7 +321,12 @@ export class WorkflowService {
       turn: state.turn ?? null,
     };
     const patch = await this.agents.run(to, state, this.screen);
-    return { ...patch, active_agent: to, handoff_transfers: [...(state.handoff_transfers ?? []), transfer] };
+    return {
+      ...patch,
+      ...this.routing.followUp(state, patch),
+      active_agent: to,
+      handoff_transfers: [...(state.handoff_transfers ?? []), transfer],
+    };
   }
 
   /** Supervisor mode: RoutingService plans the intents and runs each agent on an isolated copy of the state. */
