@@ -108,7 +108,7 @@ export class RoutingService {
     if (this.catalogue.policy(state.next_state)) return llmRouter ? 'state_policy' : 'deterministic';
     if (!llmRouter) return 'deterministic';
     if (this.files.routing.router.strategy === 'llm_first') return 'model';
-    return this.catalogue.keywords.match(messageOf(state)) ? 'deterministic' : 'model';
+    return this.keywordSettles(messageOf(state)) ? 'deterministic' : 'model';
   }
 
   /** The `supervisor_agent` node (supervisor mode): plan, run each topic isolated, compose one answer. */
@@ -134,14 +134,20 @@ export class RoutingService {
       return keyword ? this.keywordDecision(state, keyword, rejected) : this.fallbackDecision(rejected);
     }
     const keyword = this.catalogue.keywords.match(message);
-    // Keywords of several agents may be several requests in one message: only the model can tell them apart.
-    if (keyword && (!this.env.ENABLE_LLM_ROUTER || this.catalogue.keywords.agentsMatched(message).size < 2)) {
-      return this.keywordDecision(state, keyword, {});
-    }
+    if (keyword && this.keywordSettles(message)) return this.keywordDecision(state, keyword, {});
     const llm = await this.llmStage(message, context);
     if (llm.accepted) return this.llmDecision(state, llm, keyword ? { keyword_agents: 'several' } : {});
     const rejected = rejectionMetadata(llm);
     return keyword ? this.keywordDecision(state, keyword, rejected) : this.fallbackDecision(rejected);
+  }
+
+  /**
+   * Whether the keyword stage decides alone (keyword_first): a keyword matched and names one agent. Keywords
+   * of several agents may be several requests in one message, which only the model can tell apart.
+   */
+  private keywordSettles(message: string): boolean {
+    const agents = this.catalogue.keywords.agentsMatched(message).size;
+    return agents === 1 || (agents > 1 && !this.env.ENABLE_LLM_ROUTER);
   }
 
   /**
