@@ -55,8 +55,10 @@ interface Labelled {
   route: DomainAgentNode;
   intent: string;
   method: 'keyword' | 'llm' | 'fallback';
-  /** What the fake router LLM answers for this message (messages resolved by keyword never reach it). */
+  /** What the fake router LLM answers for this message (messages the keyword stage settles never reach it). */
   llm?: FakeReply;
+  /** Router model calls when it differs from the method's usual (none for keyword, one otherwise). */
+  llmCalls?: number;
 }
 
 const CATALOGUE_CASES: Labelled[] = [
@@ -122,10 +124,13 @@ const CATALOGUE_CASES: Labelled[] = [
     method: 'keyword',
   },
   {
+    // Keywords of two agents ("devolver", "pedido"): the model is asked whether these are two requests; its
+    // "none" leaves the keyword winner.
     text: 'Quero devolver o pedido 778',
     route: 'support_agent',
     intent: 'retail_support_exchange_return',
     method: 'keyword',
+    llmCalls: 1,
   },
   // English, keyword stage
   {
@@ -329,7 +334,7 @@ describe('Enterprise Router over the shipped catalogue (fake LLM)', () => {
         `${example.text} → ${decision.route} ${decision.intent} ${decision.method} llm_calls=${asked}`,
       );
       expected.push(
-        `${example.text} → ${example.route} ${example.intent} ${example.method} llm_calls=${example.method === 'keyword' ? 0 : 1}`,
+        `${example.text} → ${example.route} ${example.intent} ${example.method} llm_calls=${example.llmCalls ?? (example.method === 'keyword' ? 0 : 1)}`,
       );
     }
     expect(outcomes).toEqual(expected);
