@@ -3,6 +3,7 @@ import { RagEmbeddings1764547200000 } from './1764547200000-rag-embeddings';
 import { SessionLeaseSingleArbiter1764633600000 } from './1764633600000-session-lease-single-arbiter';
 import { TurnLog1764806400000 } from './1764806400000-turn-log';
 import { SingleCommitTurn1764892800000 } from './1764892800000-single-commit-turn';
+import { Retention1764979200000 } from './1764979200000-retention';
 
 /** Every migration, in order. Listed explicitly so compiled and test builds load the same set. */
 export const ALL_MIGRATIONS = [
@@ -11,4 +12,5 @@ export const ALL_MIGRATIONS = [
   SessionLeaseSingleArbiter1764633600000,
   TurnLog1764806400000,
   SingleCommitTurn1764892800000,
+  Retention1764979200000,
 ];

@@ -2,7 +2,7 @@ import { ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { freePort } from '../support/app-process';
-import { FakeLlmServer, GUARDRAILS_ALLOW } from '../support/fake-llm';
+import { FakeLlmServer, GUARDRAILS_ALLOW, lastUserMessage } from '../support/fake-llm';
 import { REPO_ROOT, TEST_LLM_PROFILES, uniqueId } from '../support/test-app';
 
 /**
@@ -14,6 +14,8 @@ const databaseUrl = process.env.DATABASE_URL;
 const describeWithPostgres = databaseUrl
   ? describe
   : (name: string, body: () => void) => describe.skip(`${name} (needs DATABASE_URL; CI sets it)`, body);
+/** The agent's answer to this message never comes in time. */
+const HANGS = 'esta resposta nunca chega';
 
 async function startProcess(port: number, fake: FakeLlmServer): Promise<ChildProcess> {
   const child = spawn(
@@ -59,7 +61,8 @@ async function startProcess(port: number, fake: FakeLlmServer): Promise<ChildPro
 }
 
 function stopProcess(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return Promise.resolve();
+  // A process killed by a signal has no exit code, only the signal.
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
     child.once('exit', () => resolve());
     child.kill('SIGTERM');
@@ -74,8 +77,14 @@ describeWithPostgres('two app processes on one database', () => {
 
   beforeAll(async () => {
     fake = await FakeLlmServer.start();
-    // A slow agent makes the turns overlap for real.
-    fake.script({ model: 'agent', reply: (req) => ({ content: `ok ${req.messages.length}`, delayMs: 150 }) });
+    // A slow agent makes the turns overlap for real; one message hangs, for the replica killed mid-turn.
+    fake.script({
+      model: 'agent',
+      reply: (req) => ({
+        content: `ok ${req.messages.length}`,
+        delayMs: lastUserMessage(req) === HANGS ? 60000 : 150,
+      }),
+    });
     fake.script(GUARDRAILS_ALLOW);
     fake.setFallback({
       json: { intent: 'unknown', confidence: 0, verdict: 'allow', score: 1, passed: true },
@@ -150,5 +159,35 @@ describeWithPostgres('two app processes on one database', () => {
       `procs:${sessionId}`,
     ]);
     expect(checkpoints.rowCount).toBe(1);
+  });
+  it('takes over the conversations of a replica killed with kill -9 mid-turn within seconds, fenced', async () => {
+    const sessionId = uniqueId('procs-kill');
+    expect((await post(ports[0], { session_id: sessionId, text: 'primeira mensagem' })).status).toBe(200);
+    // The second process takes the lease for a turn whose agent call hangs, and dies holding it.
+    const doomed = post(ports[1], { session_id: sessionId, text: HANGS }).catch(() => null);
+    const deadline = Date.now() + 30000;
+    while (!fake.requestsFor('agent').some((request) => lastUserMessage(request) === HANGS)) {
+      if (Date.now() > deadline) throw new Error('the hanging turn never reached the agent');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const held = await db.query<{ lease_owner: string | null }>(
+      'SELECT lease_owner FROM sessions WHERE conversation_key = $1',
+      [`procs:${sessionId}`],
+    );
+    expect(held.rows[0].lease_owner).not.toBeNull();
+    children[1].kill('SIGKILL');
+    await doomed;
+
+    const started = Date.now();
+    const next = await post(ports[0], { session_id: sessionId, text: 'segunda mensagem' });
+    expect(next.status).toBe(200);
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(next.body.turn).toBe(2);
+    // The dead turn wrote nothing: versions stay contiguous, one per answered turn.
+    const versions = await db.query<{ version: number }>(
+      'SELECT version FROM checkpoints WHERE conversation_key = $1 ORDER BY version',
+      [`procs:${sessionId}`],
+    );
+    expect(versions.rows.map((row) => row.version)).toEqual([1, 2]);
   });
 });

@@ -9,6 +9,7 @@ import {
   CheckpointStore,
   ConversationIdentity,
   PostgresCheckpointStore,
+  RetentionService,
   TurnLockTimeoutError,
 } from '@agent/checkpoint';
 import { parseEnvNamespace } from '@agent/config';
@@ -276,7 +277,11 @@ describe.each(backends)('CheckpointService on $name', (backend) => {
 
   describe('compaction', () => {
     it('keeps the last CHECKPOINT_RETENTION versions, compacting in batches after the commits', async () => {
-      const { service } = makeService(store, { CHECKPOINT_RETENTION: '5' });
+      const { service } = makeService(store, {
+        CHECKPOINT_RETENTION: '5',
+        // Only the explicit run below compacts.
+        CHECKPOINT_COMPACTION_INTERVAL_MS: '600000',
+      });
       const who = identity();
       const other = identity();
       for (let i = 0; i < 12; i++) {
@@ -361,6 +366,60 @@ describe.each(backends)('CheckpointService on $name', (backend) => {
       }
       expect((await store.getSession(who.conversation_key))?.head_version).toBe(500);
     }, 300000);
+  });
+
+  describe('retention', () => {
+    it('deletes turn log rows and idempotency records older than their retention, and nothing newer', async () => {
+      const { service, config } = makeService(store);
+      const old = identity();
+      const recent = identity();
+      for (const who of [old, recent]) {
+        for (const messageId of ['m-1', 'm-2']) {
+          const lease = await service.acquireFor(who, messageId);
+          if ('replay' in lease) throw new Error('not a replay');
+          await service.commit({
+            identity: who,
+            leaseToken: lease.token,
+            parentVersion: lease.session.head_version || null,
+            turn: lease.session.turn_count + 1,
+            state: { user_text: messageId },
+            status: 'active',
+            events: [{ name: 'NOC.001', payload: {}, at: new Date().toISOString() }],
+            idempotency: { message_id: messageId, response: { ok: true } },
+          });
+        }
+      }
+      for (const table of ['turn_log', 'processed_messages']) {
+        await dataSource.query(
+          `UPDATE ${table} SET created_at = now() - interval '40 days' WHERE conversation_key = $1`,
+          [old.conversation_key],
+        );
+      }
+      const count = async (table: string, who: ConversationIdentity) =>
+        Number(
+          (
+            await dataSource.query(`SELECT count(*) AS n FROM ${table} WHERE conversation_key = $1`, [
+              who.conversation_key,
+            ])
+          )[0].n,
+        );
+      // Retention off (0 days) keeps everything.
+      const keepAll = new RetentionService(store, {
+        ...config,
+        TURN_LOG_RETENTION_DAYS: 0,
+        PROCESSED_MESSAGES_RETENTION_DAYS: 0,
+      });
+      expect(await keepAll.sweep()).toEqual({ turn_log: 0, processed_messages: 0 });
+      expect(await count('turn_log', old)).toBe(2);
+
+      const deleted = await new RetentionService(store, config).sweep();
+      expect(deleted.turn_log).toBeGreaterThanOrEqual(2);
+      expect(deleted.processed_messages).toBeGreaterThanOrEqual(2);
+      expect([await count('turn_log', old), await count('processed_messages', old)]).toEqual([0, 0]);
+      expect([await count('turn_log', recent), await count('processed_messages', recent)]).toEqual([2, 2]);
+      // The checkpoints and the session stay: only the log and the idempotency records age out.
+      expect((await store.getSession(old.conversation_key))?.head_version).toBe(2);
+    });
   });
 
   describe('retry', () => {

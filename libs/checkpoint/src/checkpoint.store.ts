@@ -5,6 +5,7 @@ import type {
   ConversationIdentity,
   LeaseAttempt,
   LeaseRequest,
+  RetainedTable,
   SessionListFilter,
   SessionRow,
   StoredEventRow,
@@ -54,6 +55,11 @@ export abstract class CheckpointStore {
     filter: SessionListFilter,
   ): Promise<{ items: SessionRow[]; next_cursor: string | null }>;
   abstract listEvents(conversationKey: string): Promise<StoredEventRow[]>;
+  /**
+   * Deletes up to `limit` rows of the turn log or of the idempotency records created before `before`, oldest
+   * first, skipping rows another sweeper holds; returns how many went.
+   */
+  abstract deleteExpired(table: RetainedTable, before: Date, limit: number): Promise<number>;
   /** Purges checkpoints, turn log, idempotency records and the session row, in one transaction. */
   abstract deleteConversation(conversationKey: string): Promise<void>;
 }

@@ -17,6 +17,9 @@ export interface CheckpointRow {
 
 export type CheckpointSummary = Omit<CheckpointRow, 'state_text'>;
 
+/** The tables whose rows age out (TURN_LOG_RETENTION_DAYS, PROCESSED_MESSAGES_RETENTION_DAYS). */
+export type RetainedTable = 'turn_log' | 'processed_messages';
+
 /** What taking the lease read in the same statement. */
 export interface LeaseAttempt {
   /** The stored response when the message was already processed; no lease is taken then. */

@@ -5,6 +5,7 @@ export * from './checkpoint.types';
 export * from './checkpoint.store';
 export * from './turn-stats.query';
 export * from './turn-summary';
+export * from './retention.service';
 export { InvalidCursorError, PostgresCheckpointStore } from './postgres-checkpoint.store';
 export {
   canonicalJson,

@@ -10,6 +10,7 @@ import type {
   ConversationIdentity,
   LeaseAttempt,
   LeaseRequest,
+  RetainedTable,
   SessionListFilter,
   SessionRow,
   StoredEventRow,
@@ -290,6 +291,18 @@ export class PostgresCheckpointStore extends CheckpointStore {
         WHERE conversation_key = $1 ORDER BY id ASC`,
       [conversationKey],
     );
+  }
+
+  async deleteExpired(table: RetainedTable, before: Date, limit: number): Promise<number> {
+    const key = table === 'turn_log' ? 'version' : 'message_id';
+    const result: [unknown[], number] = await this.ds.query(
+      `DELETE FROM ${table} t USING (
+         SELECT conversation_key, ${key} FROM ${table} WHERE created_at < $1
+          ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED) expired
+        WHERE t.conversation_key = expired.conversation_key AND t.${key} = expired.${key}`,
+      [before.toISOString(), limit],
+    );
+    return result[1];
   }
 
   async deleteConversation(conversationKey: string): Promise<void> {

@@ -286,7 +286,8 @@ export const authEnvSchema = z.object({
 
 export const checkpointEnvSchema = z.object({
   TURN_LOCK_TIMEOUT_MS: envNumber(10000, { min: 1, int: true }),
-  TURN_LEASE_MS: envNumber(30000, { min: 1000, int: true }),
+  /** Renewed every third of it while a turn runs, so only a dead holder's lease lapses (within this time). */
+  TURN_LEASE_MS: envNumber(4000, { min: 1000, int: true }),
   CHECKPOINT_RETENTION: envNumber(20, { min: 1, int: true }),
   /** How often committed conversations are compacted to CHECKPOINT_RETENTION versions, in batches. */
   CHECKPOINT_COMPACTION_INTERVAL_MS: envNumber(1000, { min: 10, int: true }),
@@ -296,6 +297,11 @@ export const checkpointEnvSchema = z.object({
   CHECKPOINT_RETRY_MAX_MS: envNumber(1000, { min: 0, int: true }),
   CHECKPOINT_RETRY_JITTER_MS: envNumber(50, { min: 0, int: true }),
   MEMORY_HISTORY_LIMIT: envNumber(80, { min: 2, int: true }),
+  /** Turn log rows older than this are deleted by the retention sweeper (0: kept forever). */
+  TURN_LOG_RETENTION_DAYS: envNumber(30, { min: 0 }),
+  /** Idempotency records older than this are deleted: a message resent later runs again (0: kept forever). */
+  PROCESSED_MESSAGES_RETENTION_DAYS: envNumber(30, { min: 0 }),
+  RETENTION_SWEEP_INTERVAL_MS: envNumber(600000, { min: 1000, int: true }),
 });
 
 export const memoryEnvSchema = z.object({
