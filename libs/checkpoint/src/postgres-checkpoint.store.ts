@@ -26,6 +26,8 @@ const CHECKPOINT_COLUMNS = `conversation_key, version, parent_version, state AS 
 
 /** A lease attempt's row: the replay, the session columns, and the head checkpoint's columns prefixed `cp_`. */
 interface LeaseAttemptRow extends SessionRow {
+  /** The session's head as the statement's snapshot saw it (null: no row yet). */
+  seen_head: number | null;
   replay_response: Record<string, unknown> | null;
   replay_fingerprint: string | null;
   cp_version: number | null;
@@ -96,7 +98,7 @@ export class PostgresCheckpointStore extends CheckpointStore {
          RETURNING ${SESSION_COLUMNS}
        )
        SELECT (SELECT response FROM replay) AS replay_response, (SELECT fingerprint FROM replay) AS replay_fingerprint,
-              l.*, c.version AS cp_version, c.parent_version AS cp_parent_version, c.state AS cp_state,
+              (SELECT head_version FROM sessions WHERE conversation_key = $1) AS seen_head, l.*, c.version AS cp_version, c.parent_version AS cp_parent_version, c.state AS cp_state,
               c.format AS cp_format, c.checksum AS cp_checksum, c.size_bytes AS cp_size_bytes,
               c.created_at AS cp_created_at
          FROM (SELECT 1) AS one
@@ -125,6 +127,7 @@ export class PostgresCheckpointStore extends CheckpointStore {
     }
     if (row.conversation_key === null) return { replay: null, session: null, head: null };
     const {
+      seen_head,
       replay_response: _response,
       replay_fingerprint: _fingerprint,
       cp_version,
@@ -149,6 +152,22 @@ export class PostgresCheckpointStore extends CheckpointStore {
             size_bytes: cp_size_bytes ?? 0,
             created_at: cp_created_at ?? new Date(),
           };
+    if ((seen_head ?? 0) !== session.head_version) {
+      // A commit landed between the statement's snapshot and the row its upsert locked: the message lookup and
+      // the head read saw the state before it. Read both again now that the lease is held.
+      const replay = request.messageId
+        ? await this.findProcessedMessage(session.conversation_key, request.messageId)
+        : null;
+      if (replay) {
+        await this.releaseLease(session.conversation_key, request.token);
+        return { replay, session: null, head: null };
+      }
+      return {
+        replay: null,
+        session,
+        head: await this.getVersion(session.conversation_key, session.head_version),
+      };
+    }
     return { replay: null, session, head };
   }
 
