@@ -11,6 +11,7 @@ import {
   requestText,
 } from '../support/fake-llm';
 import { ReferenceMcpProcess } from '../support/reference-mcp';
+import { TcpProxy } from '../support/tcp-proxy';
 import { startTestApp, TestApp, uniqueId } from '../support/test-app';
 
 /**
@@ -62,15 +63,20 @@ const offeredTools = (request: FakeChatRequest): string[] =>
 describe('domain agents with the reference MCP server', () => {
   let fake: FakeLlmServer;
   let mcp: ReferenceMcpProcess;
+  /** Between the app and the server, to count the server's tools/list requests. */
+  let proxy: TcpProxy;
   let app: TestApp;
   const tenant = 'acme';
 
   beforeAll(async () => {
     [fake, mcp] = await Promise.all([FakeLlmServer.start(), ReferenceMcpProcess.start()]);
+    const proxied = await TcpProxy.forUrl(mcp.url);
+    proxy = proxied.proxy;
     app = await startTestApp({
       fakeLlm: fake,
       env: {
-        ...mcp.appEnv,
+        MCP_SERVER_TELECOM_URL: proxied.url,
+        MCP_SERVER_RETAIL_URL: proxied.url,
         MCP_CALL_TIMEOUT_MS: '5000',
         MCP_CONNECT_TIMEOUT_MS: '3000',
         RAG_INGEST_ON_START: 'false',
@@ -80,6 +86,7 @@ describe('domain agents with the reference MCP server', () => {
 
   afterAll(async () => {
     await app?.close();
+    await proxy?.stop();
     await mcp?.dispose();
     await fake?.stop();
   }, 60000);
@@ -112,6 +119,18 @@ describe('domain agents with the reference MCP server', () => {
       'SELECT name, turn, payload FROM session_events WHERE conversation_key = $1 ORDER BY id',
       [`${tenant}:${sessionId}`],
     );
+
+  it("offers the agent's tools on every turn from one tools/list", async () => {
+    fake.script({ model: 'agent', reply: { content: 'Sua fatura está em dia.' } });
+    const sessionId = uniqueId('list');
+    for (const text of ['Quanto está a minha fatura?', 'E a fatura anterior?', 'Minha fatura venceu?']) {
+      expect((await send(sessionId, text, 'telecom_contas')).status).toBe(200);
+    }
+    const offers = fake.requestsFor('agent').map(offeredTools);
+    expect(offers).toHaveLength(3);
+    for (const offer of offers) expect(offer).toContain('consultar_fatura');
+    expect(proxy.sent.split('"method":"tools/list"').length - 1).toBe(1);
+  });
 
   it('answers a billing question with data from consultar_fatura', async () => {
     fake.script({

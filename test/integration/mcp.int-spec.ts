@@ -1,6 +1,16 @@
 import { Test, TestingModule } from '@nestjs/testing';
 import { EventEmitter2 } from '@nestjs/event-emitter';
+import { Server as McpServer } from '@modelcontextprotocol/sdk/server/index.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { CallToolRequestSchema, ListToolsRequestSchema, Tool } from '@modelcontextprotocol/sdk/types.js';
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  createServer as createHttpServer,
+  IncomingMessage,
+  Server as HttpServer,
+  ServerResponse,
+} from 'node:http';
 import { createServer, Server, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -267,5 +277,172 @@ describe('McpService with the reference MCP server', () => {
         },
       ]);
     });
+  });
+});
+
+/**
+ * A stateful Streamable HTTP MCP server (one McpServer per session, so the session's SSE stream carries
+ * notifications/tools/list_changed) that counts the tools/list requests it answers and can change its tool.
+ */
+class ChangingToolServer {
+  readonly methods: string[] = [];
+  private readonly sessions = new Map<string, { transport: StreamableHTTPServerTransport; mcp: McpServer }>();
+  private withChannel = false;
+
+  private constructor(private readonly server: HttpServer) {}
+
+  static async start(): Promise<ChangingToolServer> {
+    const holder: { instance?: ChangingToolServer } = {};
+    const server = createHttpServer((req, res) => {
+      void holder.instance?.handle(req, res).catch(() => res.destroy());
+    });
+    holder.instance = new ChangingToolServer(server);
+    await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+    return holder.instance;
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${(this.server.address() as { port: number }).port}/mcp`;
+  }
+
+  get listings(): number {
+    return this.methods.filter((method) => method === 'tools/list').length;
+  }
+
+  /** Adds an argument to consultar_pedido; every connected session is told its list changed. */
+  changeTool(): void {
+    this.withChannel = true;
+    for (const session of this.sessions.values()) void session.mcp.sendToolListChanged();
+  }
+
+  /** Forgets every session, as a restarted server does: the next request with an old session id gets 404. */
+  async restart(): Promise<void> {
+    const sessions = [...this.sessions.values()];
+    this.sessions.clear();
+    await Promise.all(sessions.map((session) => session.transport.close()));
+  }
+
+  async stop(): Promise<void> {
+    await this.restart();
+    this.server.closeAllConnections();
+    await new Promise<void>((done) => this.server.close(() => done()));
+  }
+
+  private tool(): Tool {
+    return {
+      name: 'consultar_pedido',
+      description: 'Order lookup.',
+      inputSchema: {
+        type: 'object',
+        properties: {
+          order_id: { type: 'string' },
+          ...(this.withChannel ? { channel: { type: 'string', description: 'Sales channel.' } } : {}),
+        },
+        required: ['order_id'],
+      },
+    };
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const sessionId = req.headers['mcp-session-id'];
+    const body = req.method === 'POST' ? await readJson(req) : undefined;
+    const method = (body as { method?: unknown } | undefined)?.method;
+    if (typeof method === 'string') this.methods.push(method);
+    const known = typeof sessionId === 'string' ? this.sessions.get(sessionId) : undefined;
+    if (known) return known.transport.handleRequest(req, res, body);
+    if (sessionId !== undefined || method !== 'initialize') {
+      res.writeHead(404).end();
+      return;
+    }
+    const mcp = new McpServer(
+      { name: 'changing-tools', version: '0.0.0' },
+      { capabilities: { tools: { listChanged: true } } },
+    );
+    mcp.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [this.tool()] }));
+    mcp.setRequestHandler(CallToolRequestSchema, () => ({
+      content: [{ type: 'text', text: JSON.stringify({ ok: true }) }],
+    }));
+    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      onsessioninitialized: (id) => {
+        this.sessions.set(id, { transport, mcp });
+      },
+    });
+    await mcp.connect(transport);
+    await transport.handleRequest(req, res, body);
+  }
+}
+
+async function readJson(req: IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  return JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
+}
+
+async function until(condition: () => boolean, timeoutMs = 10000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((done) => setTimeout(done, 20));
+  }
+}
+
+describe('McpService tool descriptors', () => {
+  let server: ChangingToolServer;
+  let service: Awaited<ReturnType<typeof mcpModule>>;
+
+  beforeAll(async () => {
+    server = await ChangingToolServer.start();
+    const closed = `http://127.0.0.1:${await freePort()}/mcp`;
+    service = await mcpModule(
+      {
+        telecom: { transport: 'streamable_http', url: closed },
+        retail: { transport: 'streamable_http', url: server.url },
+      },
+      { MCP_CONNECT_TIMEOUT_MS: '5000', MCP_CALL_TIMEOUT_MS: '5000' },
+    );
+  });
+
+  afterAll(async () => {
+    await service?.module.close();
+    await server?.stop();
+  });
+
+  const properties = async () => {
+    const [descriptor] = await service.mcp.describeTools(['consultar_pedido']);
+    return Object.keys(descriptor.parameters.properties as Record<string, unknown>);
+  };
+
+  it('lists a server once for every turn that offers its tools, concurrent ones included', async () => {
+    const turns = await Promise.all(
+      Array.from({ length: 5 }, () => service.mcp.describeTools(['consultar_pedido'])),
+    );
+    for (let i = 0; i < 5; i++) turns.push(await service.mcp.describeTools(['consultar_pedido']));
+    expect(server.listings).toBe(1);
+    expect(turns[0][0]).toMatchObject({ name: 'consultar_pedido', schema_source: 'mcp' });
+    // The descriptor itself is built once, not per turn.
+    expect(new Set(turns.map(([descriptor]) => descriptor)).size).toBe(1);
+  });
+
+  it('lists again when the server announces that its tools changed', async () => {
+    expect(await properties()).toEqual(['order_id']);
+    server.changeTool();
+    // The notification refreshes the list without waiting for a turn to ask.
+    await until(() => server.listings === 2);
+    expect(await properties()).toEqual(['order_id', 'channel']);
+    await properties();
+    expect(server.listings).toBe(2);
+  });
+
+  it('lists again after the session is replaced', async () => {
+    await server.restart();
+    // The stale session answers 404: the call reconnects once and succeeds.
+    const result = await service.mcp.callTool('consultar_pedido', { order_id: '100231' });
+    expect(result).toMatchObject({ ok: true });
+    expect(server.listings).toBe(2);
+    expect(await properties()).toEqual(['order_id', 'channel']);
+    expect(server.listings).toBe(3);
+    await properties();
+    expect(server.listings).toBe(3);
   });
 });

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 /**
  * A TCP proxy the tests put between the app and a server (Postgres, the fake LLM), so failures can be provoked
  * for real without touching a server other tests share: refused connections and dropped sockets (`cut`), or
- * answers that do not arrive until the test says so (`hold`).
+ * answers that do not arrive until the test says so (`hold`); `sent` shows what went through.
  */
 export class TcpProxy {
   private server: Server | null = null;
@@ -12,6 +12,7 @@ export class TcpProxy {
   private listenPort = 0;
   private holding = false;
   private held: { to: Socket; chunk: Buffer }[] = [];
+  private sentText = '';
 
   private constructor(
     private readonly targetHost: string,
@@ -31,6 +32,11 @@ export class TcpProxy {
 
   get port(): number {
     return this.listenPort;
+  }
+
+  /** Everything clients sent to the target so far, as latin1 text (to count the requests a protocol made). */
+  get sent(): string {
+    return this.sentText;
   }
 
   /** Open client connections through the proxy. */
@@ -101,6 +107,9 @@ export class TcpProxy {
         upstream.destroy();
       });
     }
+    client.on('data', (chunk: Buffer) => {
+      this.sentText += chunk.toString('latin1');
+    });
     client.pipe(upstream);
     upstream.on('data', (chunk: Buffer) => {
       if (this.holding) this.held.push({ to: client, chunk });

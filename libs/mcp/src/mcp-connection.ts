@@ -41,12 +41,19 @@ const BACKOFF_MAX_MS = 2000;
  * One reusable MCP session per configured server. Connects lazily, shares the connection between
  * concurrent calls, drops it when the transport closes or a call shows it is gone, reconnects once for
  * that call, and after a failed connect fails fast for a short, growing back-off instead of hammering a
- * server that is down.
+ * server that is down. The tool list is fetched once and kept until the server announces a change
+ * (notifications/tools/list_changed), the session is replaced, or MCP_TOOLS_CACHE_TTL_MS passes (for
+ * servers whose notifications cannot reach the client, such as stateless HTTP ones).
  */
 export class McpConnection {
   private client: Client | null = null;
   private connecting: Promise<Client> | null = null;
-  private tools: { at: number; list: Tool[] } | null = null;
+  /** The last listing; `stale` once the server changed it or the session was replaced (kept as fallback). */
+  private tools: { at: number; list: Tool[]; stale: boolean } | null = null;
+  /** The listing in flight, shared by the turns that need it meanwhile. */
+  private listing: Promise<Tool[]> | null = null;
+  /** Bumped by each change notification, so a listing that started before it is not kept as fresh. */
+  private toolsVersion = 0;
   private failures = 0;
   private retryAt = 0;
   private closed = false;
@@ -70,21 +77,21 @@ export class McpConnection {
     });
   }
 
-  /** The server's tool list, cached for MCP_TOOLS_CACHE_TTL_MS. */
-  async listTools(): Promise<Tool[]> {
-    if (this.tools && Date.now() - this.tools.at < this.settings.toolsCacheTtlMs) return this.tools.list;
-    const list = await this.withReconnect(async (client) => {
-      const tools: Tool[] = [];
-      let cursor: string | undefined;
-      do {
-        const page = await client.listTools(cursor ? { cursor } : undefined, { timeout: this.timeoutMs });
-        tools.push(...page.tools);
-        cursor = page.nextCursor;
-      } while (cursor);
-      return tools;
-    });
-    this.tools = { at: Date.now(), list };
-    return list;
+  /** The server's tool list: the same array until it changes, so callers may cache what they derive from it. */
+  listTools(): Promise<Tool[]> {
+    const cached = this.tools;
+    if (cached && !cached.stale && Date.now() - cached.at < this.settings.toolsCacheTtlMs) {
+      return Promise.resolve(cached.list);
+    }
+    if (!this.listing) {
+      const listing = this.fetchTools();
+      const settled = () => {
+        if (this.listing === listing) this.listing = null;
+      };
+      listing.then(settled, settled);
+      this.listing = listing;
+    }
+    return this.listing;
   }
 
   /** Tools cached from an earlier listing, even if stale (used when the server is down). */
@@ -95,6 +102,33 @@ export class McpConnection {
   async close(): Promise<void> {
     this.closed = true;
     await this.drop();
+  }
+
+  private async fetchTools(): Promise<Tool[]> {
+    const version = this.toolsVersion;
+    const list = await this.withReconnect(async (client) => {
+      const tools: Tool[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await client.listTools(cursor ? { cursor } : undefined, { timeout: this.timeoutMs });
+        tools.push(...page.tools);
+        cursor = page.nextCursor;
+      } while (cursor);
+      return tools;
+    });
+    if (version === this.toolsVersion) this.tools = { at: Date.now(), list, stale: false };
+    return list;
+  }
+
+  /** The server changed its tools: forget the listing and fetch the new one before a turn needs it. */
+  private toolsChanged(client: Client): void {
+    if (this.client !== client) return;
+    this.toolsVersion++;
+    if (this.tools) this.tools.stale = true;
+    this.listing = null;
+    this.listTools().catch((error: unknown) =>
+      this.settings.log(`MCP server ${this.name}: tools/list after a change failed: ${describeError(error)}`),
+    );
   }
 
   private async withReconnect<T>(work: (client: Client) => Promise<T>): Promise<T> {
@@ -141,7 +175,11 @@ export class McpConnection {
   }
 
   private async open(): Promise<Client> {
-    const client = new Client({ name: 'agent-runtime', version: this.settings.clientVersion });
+    const client: Client = new Client(
+      { name: 'agent-runtime', version: this.settings.clientVersion },
+      // Only servers that declare tools.listChanged send it; the SDK ignores the handler for the others.
+      { listChanged: { tools: { autoRefresh: false, onChanged: () => this.toolsChanged(client) } } },
+    );
     client.onclose = () => {
       if (this.client === client) this.client = null;
     };
@@ -184,7 +222,8 @@ export class McpConnection {
       await client.close().catch(() => undefined);
       throw error;
     }
-    this.tools = null;
+    // A new session may serve another version of the server: list again, keeping the old list as fallback.
+    if (this.tools) this.tools.stale = true;
     return client;
   }
 

@@ -33,6 +33,15 @@ export class McpService implements OnApplicationShutdown {
   private readonly connections = new Map<string, McpConnection>();
   private readonly callCounter: Counter<'tool' | 'server' | 'outcome'>;
   private readonly callLatency: Histogram<'tool' | 'server'>;
+  /**
+   * Descriptors derived from a server's listing, built once per listing: a connection hands out the same
+   * array until the server's tools change, so a new listing starts a new map.
+   */
+  private readonly remoteDescriptors = new WeakMap<Tool[], Map<string, ToolDescriptor>>();
+  /** Descriptors from tools.yaml alone (server disabled or never listed), which never change. */
+  private readonly yamlDescriptors = new Map<string, ToolDescriptor>();
+  /** tools.yaml argument patterns, compiled on first use; null for one that does not compile. */
+  private readonly patterns = new Map<string, RegExp | null>();
 
   constructor(
     @Inject(MCP_ENV) private readonly env: McpEnv,
@@ -93,19 +102,14 @@ export class McpService implements OnApplicationShutdown {
       byServer.set(server, await this.remoteTools(server));
     }
     return wanted.map((name) => {
-      const config = this.files.tools.tools[name];
-      const remote = byServer.get(config.server)?.find((tool) => tool.name === name);
-      const source = remote ? (remote.inputSchema as JsonRecord) : yamlSchema(config);
-      return {
-        name,
-        server: config.server,
-        description: config.description,
-        parameters: offeredSchema(source, config),
-        operation_type: config.operation_type,
-        require_confirmation: config.require_confirmation,
-        requires: requiredArguments(config),
-        schema_source: remote ? 'mcp' : 'tools.yaml',
-      };
+      const remote = byServer.get(this.files.tools.tools[name].server) ?? null;
+      const cache = remote ? this.descriptorsOf(remote) : this.yamlDescriptors;
+      let descriptor = cache.get(name);
+      if (!descriptor) {
+        descriptor = describe(name, this.files.tools.tools[name], remote);
+        cache.set(name, descriptor);
+      }
+      return descriptor;
     });
   }
 
@@ -151,7 +155,7 @@ export class McpService implements OnApplicationShutdown {
         invalid.push({ name, reason: `must be one of ${property.enum.join(', ')}` });
         continue;
       }
-      if (property.pattern && typeof coerced === 'string' && !safeTest(property.pattern, coerced)) {
+      if (property.pattern && typeof coerced === 'string' && !this.matches(property.pattern, coerced)) {
         invalid.push({ name, reason: `does not match ${property.pattern}` });
         continue;
       }
@@ -294,6 +298,25 @@ export class McpService implements OnApplicationShutdown {
     }
   }
 
+  /** An invalid pattern lets the value through: the server still validates its arguments. */
+  private matches(pattern: string, value: string): boolean {
+    let regex = this.patterns.get(pattern);
+    if (regex === undefined) {
+      regex = compileOrNull(pattern);
+      this.patterns.set(pattern, regex);
+    }
+    return regex === null || regex.test(value);
+  }
+
+  private descriptorsOf(list: Tool[]): Map<string, ToolDescriptor> {
+    let descriptors = this.remoteDescriptors.get(list);
+    if (!descriptors) {
+      descriptors = new Map();
+      this.remoteDescriptors.set(list, descriptors);
+    }
+    return descriptors;
+  }
+
   private async remoteTools(server: string): Promise<Tool[] | null> {
     if (!this.enabled || !this.servers[server]?.enabled) return null;
     const connection = this.connection(server);
@@ -332,6 +355,22 @@ export class McpService implements OnApplicationShutdown {
 /** The arguments a call cannot go without: args_schema.required plus the policy's `requires`. */
 export function requiredArguments(config: ToolConfig): string[] {
   return [...new Set([...config.args_schema.required, ...config.requires])];
+}
+
+/** A tool as the model is offered it: the listed input schema when the server has the tool, else tools.yaml's. */
+function describe(name: string, config: ToolConfig, listed: readonly Tool[] | null): ToolDescriptor {
+  const remote = listed?.find((tool) => tool.name === name);
+  const source = remote ? (remote.inputSchema as JsonRecord) : yamlSchema(config);
+  return {
+    name,
+    server: config.server,
+    description: config.description,
+    parameters: offeredSchema(source, config),
+    operation_type: config.operation_type,
+    require_confirmation: config.require_confirmation,
+    requires: requiredArguments(config),
+    schema_source: remote ? 'mcp' : 'tools.yaml',
+  };
 }
 
 function yamlSchema(config: ToolConfig): JsonRecord {
@@ -390,11 +429,11 @@ function coerce(value: unknown, type: 'string' | 'number' | 'integer' | 'boolean
   }
 }
 
-function safeTest(pattern: string, value: string): boolean {
+function compileOrNull(pattern: string): RegExp | null {
   try {
-    return new RegExp(pattern).test(value);
+    return new RegExp(pattern);
   } catch {
-    return true;
+    return null;
   }
 }
 
