@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AgentProfileConfig, ConfigFilesService } from '@agent/config';
 import type { AgentState, DomainAgentNode, JsonRecord } from '@agent/contracts';
+import { answerPrefix } from './answer-text';
 
 /** Rules every domain agent follows, whatever its prompt says. */
 const RUNTIME_RULES =
@@ -15,21 +16,18 @@ const RUNTIME_RULES =
 @Injectable()
 export class AgentPrompts {
   private readonly cache = new Map<string, string>();
+  /** What an answer must not start with: a node name or any configured agent's display name. */
+  readonly answerPrefix: RegExp;
 
-  constructor(private readonly files: ConfigFilesService) {}
+  constructor(private readonly files: ConfigFilesService) {
+    this.answerPrefix = answerPrefix(Object.values(files.agents.agents).map((agent) => agent.name));
+  }
 
   profile(state: AgentState): AgentProfileConfig | undefined {
     return (
       this.files.agents.agents[state.agent_id ?? ''] ??
       this.files.agents.agents[this.files.agents.default_agent_id]
     );
-  }
-
-  /** Names the customer must never see as an answer prefix. */
-  displayNames(state: AgentState): string[] {
-    return Object.values(this.files.agents.agents)
-      .map((agent) => agent.name)
-      .concat(this.profile(state)?.name ?? []);
   }
 
   systemPrompt(node: DomainAgentNode, state: AgentState, extra: readonly string[] = []): string {

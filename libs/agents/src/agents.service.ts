@@ -87,7 +87,7 @@ export class AgentsService {
     ];
     try {
       const result = await this.llm.chat({ profile: graphAgent.llm_profile, messages });
-      return stripAgentPrefix(result.content ?? '', this.prompts.displayNames(state)) || null;
+      return stripAgentPrefix(result.content ?? '', this.prompts.answerPrefix) || null;
     } catch (error) {
       if (!(error instanceof LlmError)) throw error;
       return null;
@@ -138,7 +138,7 @@ export class AgentsService {
           ...(offer.length > 0 ? { tools: offer } : {}),
         });
         if (reply.toolCalls.length === 0 || offer.length === 0) {
-          const answer = stripAgentPrefix(reply.content ?? '', this.prompts.displayNames(state));
+          const answer = stripAgentPrefix(reply.content ?? '', this.prompts.answerPrefix);
           return {
             ...base,
             answer: answer || this.unavailable,

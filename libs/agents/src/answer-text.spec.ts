@@ -1,4 +1,4 @@
-import { stripAgentPrefix } from './answer-text';
+import { answerPrefix, stripAgentPrefix } from './answer-text';
 import { fillTemplate } from './transaction-settings';
 
 describe('stripAgentPrefix', () => {
@@ -8,8 +8,9 @@ describe('stripAgentPrefix', () => {
     ['**Supervisor**: Tudo certo.', 'Tudo certo.'],
     ['Agente Telecom Contas: Olá!', 'Olá!'],
     ['product_agent: billing_agent: duplo', 'duplo'],
+    ['Agente Telecom Contas: billing_agent: duplo', 'duplo'],
   ])('removes the prefix of %p', (input, expected) => {
-    expect(stripAgentPrefix(input, ['Agente Telecom Contas'])).toBe(expected);
+    expect(stripAgentPrefix(input, answerPrefix(['Agente Telecom Contas']))).toBe(expected);
   });
 
   it('keeps an answer that only mentions an agent later on', () => {

@@ -80,6 +80,8 @@ export class ParameterExtractor {
   private readonly logger = new Logger(ParameterExtractor.name);
   /** One output per tool and field set: the tools are static, so each JSON schema is derived once. */
   private readonly outputs = new Map<string, StructuredOutput<ExtractedValues>>();
+  /** extract_pattern sources compiled once; the compile error's message for one that does not compile. */
+  private readonly patterns = new Map<string, RegExp | string>();
 
   constructor(
     private readonly llm: LlmService,
@@ -92,22 +94,35 @@ export class ParameterExtractor {
     for (const field of fields) {
       const pattern = config.args_schema.properties[field]?.extract_pattern;
       if (!pattern) continue;
-      try {
-        const match = new RegExp(pattern, 'u').exec(text);
+      const compiled = this.compiled(pattern);
+      if (compiled instanceof RegExp) {
+        const match = compiled.exec(text);
         const value = match ? (match[1] ?? match[0]) : undefined;
         if (value !== undefined && value.trim() !== '') found[field] = value.trim();
-      } catch (error) {
-        const message = error instanceof Error ? error.message : String(error);
-        this.logger.warn(`extract_pattern of ${toolName}.${field} failed: ${message}`);
+      } else {
+        this.logger.warn(`extract_pattern of ${toolName}.${field} failed: ${compiled}`);
         this.events.emit('mcp.parameter.regex_extract_failed', {
           tool_name: toolName,
           field,
           pattern,
-          error: message,
+          error: compiled,
         });
       }
     }
     return found;
+  }
+
+  private compiled(pattern: string): RegExp | string {
+    let regex = this.patterns.get(pattern);
+    if (regex === undefined) {
+      try {
+        regex = new RegExp(pattern, 'u');
+      } catch (error) {
+        regex = error instanceof Error ? error.message : String(error);
+      }
+      this.patterns.set(pattern, regex);
+    }
+    return regex;
   }
 
   /** Pattern first, then the model for the action and the fields the patterns did not find. */

@@ -618,7 +618,7 @@ export class TransactionEngine {
         profile: this.files.agents.graph_agents[node].llm_profile,
         messages,
       });
-      const text = stripAgentPrefix(reply.content ?? '', this.prompts.displayNames(state));
+      const text = stripAgentPrefix(reply.content ?? '', this.prompts.answerPrefix);
       return text || fallback;
     } catch (error) {
       if (!(error instanceof LlmError)) throw error;

@@ -9,6 +9,8 @@ import { DETERMINISTIC_JUDGES, JudgeScore } from './judges/deterministic';
 import { buildJudgeContext, isTransactionalTurn, JudgeContext } from './judges/evidence';
 import { llmJudge } from './judges/llm-judge';
 
+type ReviewRule = JudgesFile['supervisor_review']['rules'][number];
+
 /** Injection token for the sampler's random source (tests pin it). */
 export const JUDGES_RANDOM = Symbol('JUDGES_RANDOM');
 
@@ -43,6 +45,8 @@ export class JudgesService {
   private readonly random: () => number;
   /** What replaces a failing answer unless judges.yaml says otherwise. */
   private readonly replacement: string;
+  /** supervisor_review rules with their patterns compiled once (judges.yaml validated that they compile). */
+  private readonly reviewRules: (Omit<ReviewRule, 'pattern'> & { pattern: RegExp })[];
 
   constructor(
     files: ConfigFilesService,
@@ -54,6 +58,10 @@ export class JudgesService {
     this.config = files.load(JUDGES_FILE, judgesFileSchema);
     this.random = random ?? Math.random;
     this.replacement = SERVICE_MESSAGES[this.config.language ?? app.DEFAULT_LANGUAGE].judge_replacement;
+    this.reviewRules = this.config.supervisor_review.rules.map((rule) => ({
+      ...rule,
+      pattern: new RegExp(rule.pattern, 'iu'),
+    }));
   }
 
   /** The `judge` node: samples the turn, runs the enabled judges concurrently, returns `judge_results`. */
@@ -119,9 +127,8 @@ export class JudgesService {
     const violations: JsonRecord[] = [];
     let replacement: string | null = null;
     const normalized = foldText(answer);
-    for (const rule of review.rules) {
-      const pattern = new RegExp(rule.pattern, 'iu');
-      if (!pattern.test(answer) && !pattern.test(normalized)) continue;
+    for (const rule of this.reviewRules) {
+      if (!rule.pattern.test(answer) && !rule.pattern.test(normalized)) continue;
       violations.push({ rule: rule.id, action: rule.action });
       if (rule.action === 'replace' && replacement === null) {
         replacement = rule.message ?? review.replacement_message ?? this.replacement;

@@ -20,6 +20,7 @@ export class IntentCatalogue {
   private readonly byName: Map<string, IntentConfig>;
   private readonly policies: Map<string, StatePolicyConfig>;
   private readonly transactional: Set<string>;
+  private readonly intentCards: readonly IntentCard[];
 
   constructor(routing: RoutingFile, tools: ToolsFile) {
     this.enabled = routing.intents.filter((intent) => intent.enabled);
@@ -33,6 +34,12 @@ export class IntentCatalogue {
         )
         .map((intent) => intent.name),
     );
+    this.intentCards = this.enabled.map((intent) => ({
+      name: intent.name,
+      description: intent.description,
+      agent: intent.agent,
+      examples: intent.examples.slice(0, MAX_EXAMPLES),
+    }));
   }
 
   /** An enabled intent by name; disabled and unknown names are both absent. */
@@ -49,13 +56,9 @@ export class IntentCatalogue {
     return this.transactional.has(intent.name);
   }
 
-  cards(): IntentCard[] {
-    return this.enabled.map((intent) => ({
-      name: intent.name,
-      description: intent.description,
-      agent: intent.agent,
-      examples: intent.examples.slice(0, MAX_EXAMPLES),
-    }));
+  /** What the router and the planner show the model about the catalogue: static, so built once. */
+  cards(): readonly IntentCard[] {
+    return this.intentCards;
   }
 
   /**

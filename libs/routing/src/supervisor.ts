@@ -109,12 +109,17 @@ function errorText(error: unknown): string {
  * composes one answer, and keeps transactional topics beyond the first for a later turn.
  */
 export class TurnSupervisor {
+  /** The planner's instruction depends on the settings only: built once. */
+  private readonly plannerPrompt: string;
+
   constructor(
     private readonly llm: LlmService,
     private readonly catalogue: IntentCatalogue,
     private readonly events: EventBusService,
     private readonly options: SupervisorOptions,
-  ) {}
+  ) {
+    this.plannerPrompt = PLANNER_PROMPT(options.settings.max_intents);
+  }
 
   async run(state: AgentState, runAgent: AgentRunner): Promise<Partial<AgentState>> {
     const message = messageOf(state);
@@ -273,7 +278,7 @@ export class TurnSupervisor {
     const result = await this.llm.structured({
       profile: this.options.profile,
       messages: [
-        { role: 'system', content: PLANNER_PROMPT(max) },
+        { role: 'system', content: this.plannerPrompt },
         { role: 'user', content: JSON.stringify(payload) },
       ],
       output: planOutput,
