@@ -2,449 +2,67 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DataSource } from 'typeorm';
+import { PostgresCheckpointStore } from '@agent/checkpoint';
 import {
-  CheckpointFencingError,
-  CheckpointRow,
-  CheckpointStore,
-  ConversationIdentity,
-  PostgresCheckpointStore,
-  readCheckpoint,
-  serializeCheckpoint,
-  TurnCommit,
-  turnSummary,
-} from '@agent/checkpoint';
-import type { AgentState } from '@agent/contracts';
-import { createDataSource, DatabaseService, EmbeddedPostgres } from '@agent/database';
+  createDataSource,
+  DatabaseService,
+  runMigrationsExclusively,
+  EmbeddedPostgres,
+} from '@agent/database';
+import {
+  CheckpointStoreHarness,
+  describeCheckpointStoreContract,
+} from '../support/checkpoint-store-contract';
 
 /**
- * The contract of the CheckpointStore port, run against every backend: the embedded default (PGlite in its child
- * process, reached through pg like a server) always, and a real Postgres when DATABASE_URL is set (CI).
+ * The CheckpointStore contract on PostgresCheckpointStore: the embedded default (PGlite in its child process,
+ * reached through pg like a server) always, and a real Postgres when DATABASE_URL is set (CI).
  */
-interface Backend {
-  name: string;
-  open(): Promise<{ store: CheckpointStore; dataSource: DataSource; close(): Promise<void> }>;
+
+function harness(db: DatabaseService, close: () => Promise<void>): CheckpointStoreHarness {
+  const dataSource = db.dataSource;
+  return {
+    store: new PostgresCheckpointStore(db),
+    turnLog: (conversationKey) =>
+      dataSource.query(
+        'SELECT version, turn, summary, nodes, events FROM turn_log WHERE conversation_key = $1 ORDER BY version',
+        [conversationKey],
+      ),
+    backdate: async (conversationKey, days) => {
+      for (const table of ['turn_log', 'processed_messages']) {
+        await dataSource.query(
+          `UPDATE ${table} SET created_at = created_at - ($2::text || ' days')::interval WHERE conversation_key = $1`,
+          [conversationKey, String(days)],
+        );
+      }
+    },
+    close,
+  };
 }
 
-const MIGRATION_LOCK = 727073690;
+describeCheckpointStoreContract('embedded PGlite', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'checkpoint-contract-'));
+  const embedded = await EmbeddedPostgres.start(dir, 170000);
+  const dataSource = await createDataSource({ url: embedded.url, poolSize: 1, embedded: true });
+  await dataSource.runMigrations({ transaction: 'each' });
+  const db = new DatabaseService(dataSource, embedded);
+  return harness(db, async () => {
+    await db.onApplicationShutdown();
+    rmSync(dir, { recursive: true, force: true });
+  });
+});
 
-const backends: Backend[] = [
-  {
-    name: 'embedded PGlite',
-    open: async () => {
-      const dir = mkdtempSync(join(tmpdir(), 'checkpoint-contract-'));
-      const embedded = await EmbeddedPostgres.start(dir, 170000);
-      const dataSource = await createDataSource({ url: embedded.url, poolSize: 1, embedded: true });
-      await dataSource.runMigrations({ transaction: 'each' });
-      const db = new DatabaseService(dataSource, embedded);
-      return {
-        store: new PostgresCheckpointStore(db),
-        dataSource,
-        close: async () => {
-          await db.onApplicationShutdown();
-          rmSync(dir, { recursive: true, force: true });
-        },
-      };
-    },
-  },
-];
-if (process.env.DATABASE_URL) {
-  const url = process.env.DATABASE_URL;
-  backends.push({
-    name: 'Postgres (DATABASE_URL)',
-    open: async () => {
-      const dataSource = await createDataSource({ url, poolSize: 4, embedded: false });
-      // Other suites may migrate the same database at the same moment.
-      await dataSource.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
-      try {
-        await dataSource.runMigrations({ transaction: 'each' });
-      } finally {
-        await dataSource.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]);
-      }
-      const db = new DatabaseService(dataSource, null);
-      return { store: new PostgresCheckpointStore(db), dataSource, close: () => db.onApplicationShutdown() };
-    },
+const url = process.env.DATABASE_URL;
+if (url) {
+  describeCheckpointStoreContract('Postgres (DATABASE_URL)', async () => {
+    const dataSource: DataSource = await createDataSource({ url, poolSize: 4, embedded: false });
+    // Other suites may migrate the same database at the same moment.
+    await runMigrationsExclusively(dataSource, false);
+    const db = new DatabaseService(dataSource, null);
+    return harness(db, () => db.onApplicationShutdown());
   });
 } else {
   describe('CheckpointStore contract on Postgres', () => {
     it.skip('needs DATABASE_URL (CI sets it); only the embedded backend ran', () => undefined);
   });
 }
-
-let counter = 0;
-function identity(tenant = 'contract'): ConversationIdentity {
-  const session = `c-${process.pid}-${Date.now().toString(36)}-${counter++}`;
-  return {
-    conversation_key: `${tenant}:${session}`,
-    tenant_id: tenant,
-    session_id: session,
-    agent_id: 'telecom_contas',
-    user_id: 'u-1',
-    channel: 'web',
-  };
-}
-
-function writeFor(state: AgentState, expectedHead: number, parentVersion: number | null) {
-  const { text, checksum } = serializeCheckpoint(state, parentVersion);
-  return { expectedHead, serializedState: text, checksum };
-}
-
-const stateOf = (row: CheckpointRow | null): unknown => (row ? JSON.parse(row.state_text) : null);
-
-function turnCommit(
-  who: ConversationIdentity,
-  token: string,
-  turn: number,
-  state: AgentState,
-  extra: Partial<TurnCommit> = {},
-): TurnCommit {
-  return {
-    identity: who,
-    leaseToken: token,
-    parentVersion: turn > 1 ? turn - 1 : null,
-    turn,
-    state,
-    status: 'active',
-    events: [],
-    ...extra,
-  };
-}
-
-describe.each(backends)('CheckpointStore contract on $name', (backend) => {
-  let store: CheckpointStore;
-  let dataSource: DataSource;
-  let close: (() => Promise<void>) | undefined;
-
-  // PGlite takes seconds to create, more on a busy machine.
-  beforeAll(async () => {
-    ({ store, dataSource, close } = await backend.open());
-  }, 180000);
-
-  afterAll(async () => {
-    await close?.();
-  });
-
-  /** The session row when the lease was taken, null while another holder has it. */
-  async function take(who: ConversationIdentity, token: string, leaseMs: number, reclaimPrefix?: string) {
-    return (await store.acquireLease(who, { token, leaseMs, reclaimPrefix })).session;
-  }
-
-  /** Commits `turns` turns, each under the lease (a commit releases it), and takes it again; returns the token. */
-  async function seed(who: ConversationIdentity, turns: number, token = 'seed:1'): Promise<string> {
-    for (let turn = 1; turn <= turns; turn++) {
-      expect(await take(who, token, 60000)).not.toBeNull();
-      const state: AgentState = { user_text: `message ${turn}`, turn };
-      const parent = turn > 1 ? turn - 1 : null;
-      await store.commitTurn(turnCommit(who, token, turn, state), writeFor(state, turn - 1, parent));
-    }
-    expect(await take(who, token, 60000)).not.toBeNull();
-    return token;
-  }
-
-  it('knows nothing about a conversation that never ran', async () => {
-    const who = identity();
-    expect(await store.latestVersions(who.conversation_key, 5)).toEqual([]);
-    expect(await store.getVersion(who.conversation_key, 1)).toBeNull();
-    expect(await store.listVersions(who.conversation_key)).toEqual([]);
-    expect(await store.getSession(who.conversation_key)).toBeNull();
-    expect(await store.findProcessedMessage(who.conversation_key, 'm-1')).toBeNull();
-    expect(await store.listEvents(who.conversation_key)).toEqual([]);
-  });
-
-  describe('lease', () => {
-    it('creates the session row with the lease, and refuses another holder until released', async () => {
-      const who = identity();
-      const session = await take(who, 'a:1', 60000);
-      expect(session).toMatchObject({
-        conversation_key: who.conversation_key,
-        tenant_id: who.tenant_id,
-        session_id: who.session_id,
-        agent_id: who.agent_id,
-        status: 'active',
-        turn_count: 0,
-        head_version: 0,
-        lease_owner: 'a:1',
-      });
-      expect(await take(who, 'b:1', 60000)).toBeNull();
-      // Re-entrant for the same token.
-      expect(await take(who, 'a:1', 60000)).not.toBeNull();
-      await store.releaseLease(who.conversation_key, 'b:1');
-      expect(await take(who, 'b:1', 60000)).toBeNull();
-      await store.releaseLease(who.conversation_key, 'a:1');
-      expect((await take(who, 'b:1', 60000))?.lease_owner).toBe('b:1');
-    });
-
-    it('lets anyone take an expired lease, so a crashed holder blocks at most the lease duration', async () => {
-      const who = identity();
-      await take(who, 'crashed:1', 150);
-      expect(await take(who, 'b:1', 60000)).toBeNull();
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      expect((await take(who, 'b:1', 60000))?.lease_owner).toBe('b:1');
-    });
-
-    it('renews only for the holder', async () => {
-      const who = identity();
-      await take(who, 'a:1', 150);
-      expect(await store.renewLease(who.conversation_key, 'b:1', 60000)).toBe(false);
-      expect(await store.renewLease(who.conversation_key, 'a:1', 60000)).toBe(true);
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      // Renewed to a minute: still held.
-      expect(await take(who, 'b:1', 60000)).toBeNull();
-    });
-
-    it("reclaims a live lease only for the caller's own token prefix", async () => {
-      const who = identity();
-      await take(who, 'instance-a:turn-1', 60000);
-      expect(await take(who, 'instance-b:turn-1', 60000, 'instance-b:')).toBeNull();
-      const reclaimed = await take(who, 'instance-a:turn-2', 60000, 'instance-a:');
-      expect(reclaimed?.lease_owner).toBe('instance-a:turn-2');
-    });
-  });
-
-  describe('commit', () => {
-    it('writes checkpoint, session row, events and idempotency record together', async () => {
-      const who = identity();
-      await take(who, 'a:1', 60000);
-      const state: AgentState = {
-        user_text: 'oi',
-        final_answer: 'olá',
-        active_agent: 'billing_agent',
-        next_state: 'WAITING',
-        route: 'billing_agent',
-        intent: 'billing_invoice',
-      };
-      const version = await store.commitTurn(
-        turnCommit(who, 'a:1', 1, state, {
-          status: 'handoff',
-          events: [
-            { name: 'NOC.001', payload: { n: 1 }, at: new Date().toISOString() },
-            { name: 'AGENT_COMPLETED', payload: { n: 2 }, at: new Date().toISOString() },
-          ],
-          idempotency: { message_id: 'm-1', response: { answer: 'olá', turn: 1 } },
-        }),
-        writeFor(state, 0, null),
-      );
-      expect(version).toBe(1);
-      expect(await store.getSession(who.conversation_key)).toMatchObject({
-        head_version: 1,
-        turn_count: 1,
-        status: 'handoff',
-        active_agent: 'billing_agent',
-        next_state: 'WAITING',
-        last_route: 'billing_agent',
-        last_intent: 'billing_invoice',
-        user_id: 'u-1',
-      });
-      const row = await store.getVersion(who.conversation_key, 1);
-      expect(row).toMatchObject({ version: 1, parent_version: null, format: 2 });
-      expect(stateOf(row)).toEqual(state);
-      expect(row?.size_bytes).toBe(Buffer.byteLength(JSON.stringify(state)));
-      expect(await store.findProcessedMessage(who.conversation_key, 'm-1')).toEqual({
-        response: { answer: 'olá', turn: 1 },
-        fingerprint: null,
-      });
-      // The commit gave the lease back.
-      expect((await store.getSession(who.conversation_key))?.lease_owner).toBeNull();
-      const events = await store.listEvents(who.conversation_key);
-      expect(events.map((e) => [e.name, e.turn, e.seq, e.payload])).toEqual([
-        ['NOC.001', 1, 1, { n: 1 }],
-        ['AGENT_COMPLETED', 1, 2, { n: 2 }],
-      ]);
-    });
-
-    it('stores one turn log row per commit: summary, node timings and the events as one document', async () => {
-      const who = identity();
-      const token = await seed(who, 1);
-      const state: AgentState = { user_text: 'two', route: 'billing_agent' };
-      await store.commitTurn(
-        turnCommit(who, token, 2, state, {
-          summary: turnSummary(state, 'turn', 12.4),
-          nodes: [{ node: 'persist', duration_ms: 0.5, outcome: 'ok' }],
-          events: [
-            { name: 'NOC.001', payload: { a: 1 }, at: new Date().toISOString() },
-            { name: 'AGENT_COMPLETED', payload: { b: 'x\u0000' }, at: new Date().toISOString() },
-          ],
-        }),
-        writeFor(state, 1, 1),
-      );
-      const rows: { version: number; turn: number; summary: unknown; nodes: unknown; events: unknown }[] =
-        await dataSource.query(
-          'SELECT version, turn, summary, nodes, events FROM turn_log WHERE conversation_key = $1 ORDER BY version',
-          [who.conversation_key],
-        );
-      expect(rows.map((row) => [row.version, row.turn])).toEqual([
-        [1, 1],
-        [2, 2],
-      ]);
-      expect(rows[1].summary).toMatchObject({ kind: 'turn', route: 'billing_agent', latency_ms: 12 });
-      expect(rows[1].nodes).toEqual([{ node: 'persist', duration_ms: 0.5, outcome: 'ok' }]);
-      expect(rows[1].events).toEqual([
-        { name: 'NOC.001', payload: { a: 1 } },
-        { name: 'AGENT_COMPLETED', payload: { b: 'x\ufffd' } },
-      ]);
-      const events = await store.listEvents(who.conversation_key);
-      expect(events.map((e) => [e.turn, e.seq, e.name])).toEqual([
-        [2, 1, 'NOC.001'],
-        [2, 2, 'AGENT_COMPLETED'],
-      ]);
-      expect(Number(events[0].id)).toBeLessThan(Number(events[1].id));
-    });
-
-    it('keeps versions contiguous and lists them newest first', async () => {
-      const who = identity();
-      await seed(who, 4);
-      const versions = await store.listVersions(who.conversation_key);
-      expect(versions.map((v) => [v.version, v.parent_version])).toEqual([
-        [4, 3],
-        [3, 2],
-        [2, 1],
-        [1, null],
-      ]);
-      expect(versions[0]).not.toHaveProperty('state');
-      expect(versions[0].size_bytes).toBeGreaterThan(0);
-      const latest = await store.latestVersions(who.conversation_key, 2);
-      expect(latest.map((r) => r.version)).toEqual([4, 3]);
-      expect(stateOf(latest[0])).toEqual({ user_text: 'message 4', turn: 4 });
-      const older = await store.latestVersions(who.conversation_key, 10, 3);
-      expect(older.map((r) => r.version)).toEqual([2, 1]);
-      expect(stateOf(await store.getVersion(who.conversation_key, 2))).toEqual({
-        user_text: 'message 2',
-        turn: 2,
-      });
-    });
-
-    it('refuses a commit whose expected head is not the head, writing nothing', async () => {
-      const who = identity();
-      const token = await seed(who, 2);
-      const state: AgentState = { user_text: 'stale' };
-      const stale = store.commitTurn(
-        turnCommit(who, token, 3, state, {
-          events: [{ name: 'NOC.001', payload: {}, at: new Date().toISOString() }],
-          idempotency: { message_id: 'stale', response: {} },
-        }),
-        writeFor(state, 1, 1),
-      );
-      await expect(stale).rejects.toBeInstanceOf(CheckpointFencingError);
-      expect((await store.getSession(who.conversation_key))?.head_version).toBe(2);
-      expect((await store.listVersions(who.conversation_key)).map((v) => v.version)).toEqual([2, 1]);
-      expect(await store.findProcessedMessage(who.conversation_key, 'stale')).toBeNull();
-      expect(await store.listEvents(who.conversation_key)).toEqual([]);
-    });
-
-    it('refuses a commit from a token that no longer holds the lease', async () => {
-      const who = identity();
-      await seed(who, 1, 'old:1');
-      await store.releaseLease(who.conversation_key, 'old:1');
-      await take(who, 'new:1', 60000);
-      const state: AgentState = { user_text: 'late' };
-      await expect(
-        store.commitTurn(turnCommit(who, 'old:1', 2, state), writeFor(state, 1, 1)),
-      ).rejects.toBeInstanceOf(CheckpointFencingError);
-      expect((await store.getSession(who.conversation_key))?.head_version).toBe(1);
-    });
-
-    it('is all-or-nothing: a failing statement late in the commit leaves no trace', async () => {
-      const who = identity();
-      const token = await seed(who, 1);
-      await dataSource.query(
-        `INSERT INTO processed_messages (conversation_key, message_id, turn, response) VALUES ($1, 'dup', 1, '{}')`,
-        [who.conversation_key],
-      );
-      const state: AgentState = { user_text: 'second' };
-      await expect(
-        store.commitTurn(
-          turnCommit(who, token, 2, state, {
-            events: [{ name: 'NOC.001', payload: {}, at: new Date().toISOString() }],
-            idempotency: { message_id: 'dup', response: { answer: 'x' } },
-          }),
-          writeFor(state, 1, 1),
-        ),
-      ).rejects.toThrow();
-      expect(await store.getSession(who.conversation_key)).toMatchObject({ head_version: 1, turn_count: 1 });
-      expect(await store.getVersion(who.conversation_key, 2)).toBeNull();
-      expect(await store.listEvents(who.conversation_key)).toEqual([]);
-    });
-
-    it('returns the state exactly as hashed, including text jsonb cannot hold verbatim', async () => {
-      const who = identity();
-      await take(who, 'a:1', 60000);
-      const state = {
-        user_text: 'nul\u0000 and lone \ud800 surrogate, emoji 😀, acentuação',
-        context: { z: 1, a: [3, 1.5, -0.25, 1e21, 5e-7], nested: { b: true, a: null } },
-        metadata: { at: new Date('2025-01-02T03:04:05.000Z') },
-      } as unknown as AgentState;
-      const write = writeFor(state, 0, null);
-      await store.commitTurn(
-        turnCommit(who, 'a:1', 1, state, {
-          events: [{ name: 'NOC.001', payload: { text: 'x\u0000y' }, at: new Date().toISOString() }],
-          idempotency: { message_id: 'm', response: { answer: '\u0000' } },
-        }),
-        write,
-      );
-      const row = await store.getVersion(who.conversation_key, 1);
-      expect(row?.checksum).toBe(write.checksum);
-      expect(row?.state_text).toBe(write.serializedState);
-      const read = row ? readCheckpoint(row) : null;
-      expect(read).toEqual({ state: JSON.parse(write.serializedState) });
-      expect(stateOf(row)).toMatchObject({
-        user_text: 'nul\u0000 and lone \ud800 surrogate, emoji 😀, acentuação',
-        metadata: { at: '2025-01-02T03:04:05.000Z' },
-      });
-      expect((await store.listEvents(who.conversation_key))[0].payload).toEqual({ text: 'x\ufffdy' });
-      expect((await store.findProcessedMessage(who.conversation_key, 'm'))?.response).toEqual({
-        answer: '\ufffd',
-      });
-    });
-  });
-
-  it('compacts a batch of conversations to their newest versions', async () => {
-    const who = identity();
-    await seed(who, 7);
-    const other = identity();
-    await seed(other, 2);
-    expect(await store.compact([who.conversation_key, other.conversation_key], 3)).toBe(4);
-    expect((await store.listVersions(who.conversation_key)).map((v) => v.version)).toEqual([7, 6, 5]);
-    expect((await store.listVersions(other.conversation_key)).map((v) => v.version)).toEqual([2, 1]);
-    expect(await store.compact([who.conversation_key], 3)).toBe(0);
-  });
-
-  it('deletes one conversation entirely and nothing else', async () => {
-    const who = identity();
-    const other = identity();
-    const token = await seed(who, 2);
-    await seed(other, 1);
-    const state: AgentState = { user_text: 'three' };
-    await store.commitTurn(
-      turnCommit(who, token, 3, state, {
-        events: [{ name: 'NOC.001', payload: {}, at: new Date().toISOString() }],
-        idempotency: { message_id: 'm-3', response: {} },
-      }),
-      writeFor(state, 2, 2),
-    );
-    await store.deleteConversation(who.conversation_key);
-    expect(await store.getSession(who.conversation_key)).toBeNull();
-    expect(await store.listVersions(who.conversation_key)).toEqual([]);
-    expect(await store.listEvents(who.conversation_key)).toEqual([]);
-    expect(await store.findProcessedMessage(who.conversation_key, 'm-3')).toBeNull();
-    expect((await store.listVersions(other.conversation_key)).map((v) => v.version)).toEqual([1]);
-  });
-
-  it('lists sessions with at least one turn, filtered and paginated by cursor', async () => {
-    const tenant = `t${Date.now().toString(36)}${counter++}`;
-    const sessions = [identity(tenant), identity(tenant), identity(tenant)];
-    for (const who of sessions) await seed(who, 1);
-    await take(identity(tenant), 'never-committed:1', 60000);
-    const first = await store.listSessions({ tenant_id: tenant, limit: 2 });
-    expect(first.items).toHaveLength(2);
-    expect(first.next_cursor).toEqual(expect.any(String));
-    const second = await store.listSessions({
-      tenant_id: tenant,
-      limit: 2,
-      cursor: first.next_cursor ?? undefined,
-    });
-    expect(second.items).toHaveLength(1);
-    expect(second.next_cursor).toBeNull();
-    const seen = [...first.items, ...second.items].map((s) => s.conversation_key).sort();
-    expect(seen).toEqual(sessions.map((s) => s.conversation_key).sort());
-    expect((await store.listSessions({ tenant_id: tenant, status: 'ended', limit: 10 })).items).toEqual([]);
-  });
-});

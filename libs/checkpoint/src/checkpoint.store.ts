@@ -17,7 +17,7 @@ import type {
  * Port of the conversation store (checkpoints, sessions, the turn log, idempotency records).
  * Implementations must keep: versions contiguous per conversation; a commit is all-or-nothing; a commit whose
  * expected head is not the head, or whose lease token is not the holder, changes nothing and throws
- * CheckpointFencingError. The contract suite (test/integration/checkpoint-store.int-spec.ts) pins this down.
+ * CheckpointFencingError. The contract suite (test/support/checkpoint-store-contract.ts, run on each implementation) pins this down.
  */
 export abstract class CheckpointStore {
   /**

@@ -6,7 +6,8 @@ export * from './checkpoint.store';
 export * from './turn-stats.query';
 export * from './turn-summary';
 export * from './retention.service';
-export { InvalidCursorError, PostgresCheckpointStore } from './postgres-checkpoint.store';
+export { PostgresCheckpointStore } from './postgres-checkpoint.store';
+export * from './session-cursor';
 export {
   canonicalJson,
   checkpointChecksum,

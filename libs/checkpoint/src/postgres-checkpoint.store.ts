@@ -3,6 +3,7 @@ import { DatabaseService } from '@agent/database';
 import { jsonbText } from './canonical-json';
 import { CheckpointFencingError } from './checkpoint.errors';
 import { CheckpointStore } from './checkpoint.store';
+import { decodeSessionCursor, encodeSessionCursor } from './session-cursor';
 import type {
   CheckpointRow,
   CheckpointSummary,
@@ -284,7 +285,7 @@ export class PostgresCheckpointStore extends CheckpointStore {
     if (filter.updated_after) add('updated_at >= ?::timestamptz', filter.updated_after);
     if (filter.updated_before) add('updated_at < ?::timestamptz', filter.updated_before);
     if (filter.cursor) {
-      const decoded = decodeCursor(filter.cursor);
+      const decoded = decodeSessionCursor(filter.cursor);
       params.push(decoded.updated_at, decoded.conversation_key);
       where.push(`(updated_at, conversation_key) < ($${params.length - 1}::timestamptz, $${params.length})`);
     }
@@ -298,7 +299,7 @@ export class PostgresCheckpointStore extends CheckpointStore {
     const last = items[items.length - 1];
     const next_cursor =
       rows.length > filter.limit && last
-        ? encodeCursor(new Date(last.updated_at).toISOString(), last.conversation_key)
+        ? encodeSessionCursor(new Date(last.updated_at), last.conversation_key)
         : null;
     return { items, next_cursor };
   }
@@ -334,39 +335,4 @@ export class PostgresCheckpointStore extends CheckpointStore {
       [conversationKey],
     );
   }
-}
-
-export class InvalidCursorError extends Error {
-  constructor() {
-    super('cursor is not valid');
-    this.name = 'InvalidCursorError';
-  }
-}
-
-function encodeCursor(updatedAt: string, conversationKey: string): string {
-  return Buffer.from(JSON.stringify([updatedAt, conversationKey])).toString('base64url');
-}
-
-function isCanonicalTimestamp(value: string): boolean {
-  const time = Date.parse(value);
-  return !Number.isNaN(time) && new Date(time).toISOString() === value;
-}
-
-function decodeCursor(cursor: string): { updated_at: string; conversation_key: string } {
-  try {
-    const parsed: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (
-      Array.isArray(parsed) &&
-      typeof parsed[0] === 'string' &&
-      typeof parsed[1] === 'string' &&
-      // Exactly what encodeCursor writes: anything else (a date Postgres reads differently, a NUL) is not ours.
-      isCanonicalTimestamp(parsed[0]) &&
-      !parsed[1].includes('\u0000')
-    ) {
-      return { updated_at: parsed[0], conversation_key: parsed[1] };
-    }
-  } catch {
-    // fall through
-  }
-  throw new InvalidCursorError();
 }

@@ -1,0 +1,357 @@
+import {
+  CheckpointFencingError,
+  CheckpointRow,
+  CheckpointStore,
+  CheckpointSummary,
+  CheckpointWrite,
+  ConversationIdentity,
+  decodeSessionCursor,
+  encodeSessionCursor,
+  jsonbText,
+  LeaseAttempt,
+  LeaseRequest,
+  RetainedTable,
+  SessionListFilter,
+  SessionCursor,
+  SessionRow,
+  StoredEventRow,
+  StoredResponse,
+  TurnCommit,
+  TurnSummary,
+} from '@agent/checkpoint';
+import type { NodeTiming } from '@agent/observability';
+
+export interface TurnLogRow {
+  conversation_key: string;
+  version: number;
+  turn: number;
+  tenant_id: string;
+  agent_id: string;
+  summary: TurnSummary | null;
+  nodes: NodeTiming[];
+  events: { name: string; payload: Record<string, unknown> }[];
+  created_at: Date;
+}
+
+export interface ProcessedMessageRow extends StoredResponse {
+  conversation_key: string;
+  message_id: string;
+  turn: number;
+  created_at: Date;
+}
+
+/**
+ * The rows, keyed as the tables' primary keys are. Handed in (as mastra's in-memory stores take their collections)
+ * so a test can reach behind the store the way SQL reaches behind the Postgres one: to corrupt or age a row.
+ */
+export interface InMemoryCheckpointTables {
+  sessions: Map<string, SessionRow>;
+  /** conversation_key → version → row. */
+  checkpoints: Map<string, Map<number, CheckpointRow>>;
+  turnLog: Map<string, Map<number, TurnLogRow>>;
+  processed: Map<string, Map<string, ProcessedMessageRow>>;
+}
+
+export function emptyCheckpointTables(): InMemoryCheckpointTables {
+  return { sessions: new Map(), checkpoints: new Map(), turnLog: new Map(), processed: new Map() };
+}
+
+/** Events of one turn log row are numbered like the session_events view numbers them. */
+const EVENTS_PER_VERSION = 65536;
+
+/**
+ * The conversation store held in process memory: the same contract as PostgresCheckpointStore
+ * (test/support/checkpoint-store-contract.ts), for unit tests of the services above it. Every method completes
+ * without yielding between its reads and writes, which is what makes each one atomic here.
+ */
+export class InMemoryCheckpointStore extends CheckpointStore {
+  constructor(readonly tables: InMemoryCheckpointTables = emptyCheckpointTables()) {
+    super();
+  }
+
+  latestVersions(conversationKey: string, limit: number, beforeVersion?: number): Promise<CheckpointRow[]> {
+    const rows = this.versionsOf(conversationKey)
+      .filter((row) => beforeVersion === undefined || row.version < beforeVersion)
+      .slice(0, limit);
+    return Promise.resolve(rows.map((row) => ({ ...row })));
+  }
+
+  getVersion(conversationKey: string, version: number): Promise<CheckpointRow | null> {
+    const row = this.tables.checkpoints.get(conversationKey)?.get(version);
+    return Promise.resolve(row ? { ...row } : null);
+  }
+
+  listVersions(conversationKey: string): Promise<CheckpointSummary[]> {
+    return Promise.resolve(
+      this.versionsOf(conversationKey).map(({ state_text: _state, ...summary }) => summary),
+    );
+  }
+
+  acquireLease(identity: ConversationIdentity, request: LeaseRequest): Promise<LeaseAttempt> {
+    const key = identity.conversation_key;
+    const replay = request.messageId ? this.processedRow(key, request.messageId) : null;
+    if (replay) return Promise.resolve({ replay, session: null, head: null });
+    const now = new Date();
+    let session = this.tables.sessions.get(key);
+    if (!session) {
+      session = {
+        conversation_key: key,
+        tenant_id: identity.tenant_id,
+        session_id: identity.session_id,
+        agent_id: identity.agent_id,
+        user_id: identity.user_id ?? null,
+        channel: identity.channel ?? null,
+        status: 'active',
+        active_agent: null,
+        next_state: null,
+        last_route: null,
+        last_intent: null,
+        turn_count: 0,
+        head_version: 0,
+        lease_owner: null,
+        lease_expires_at: null,
+        created_at: now,
+        updated_at: now,
+      };
+      this.tables.sessions.set(key, session);
+    } else if (!leaseFree(session, request, now)) {
+      return Promise.resolve({ replay: null, session: null, head: null });
+    }
+    session.lease_owner = request.token;
+    session.lease_expires_at = new Date(now.getTime() + request.leaseMs);
+    const head = this.tables.checkpoints.get(key)?.get(session.head_version);
+    return Promise.resolve({ replay: null, session: { ...session }, head: head ? { ...head } : null });
+  }
+
+  renewLease(conversationKey: string, token: string, leaseMs: number): Promise<boolean> {
+    const session = this.tables.sessions.get(conversationKey);
+    if (session?.lease_owner !== token) return Promise.resolve(false);
+    session.lease_expires_at = new Date(Date.now() + leaseMs);
+    return Promise.resolve(true);
+  }
+
+  releaseLease(conversationKey: string, token: string): Promise<void> {
+    const session = this.tables.sessions.get(conversationKey);
+    if (session?.lease_owner === token) {
+      session.lease_owner = null;
+      session.lease_expires_at = null;
+    }
+    return Promise.resolve();
+  }
+
+  commitTurn(commit: TurnCommit, write: CheckpointWrite): Promise<number> {
+    const key = commit.identity.conversation_key;
+    const version = write.expectedHead + 1;
+    const session = this.tables.sessions.get(key);
+    if (
+      !session ||
+      session.head_version !== write.expectedHead ||
+      session.lease_owner !== commit.leaseToken
+    ) {
+      return Promise.reject(new CheckpointFencingError(key, write.expectedHead));
+    }
+    // Every unique key is checked before anything is written: all or nothing, as in one statement.
+    if (this.tables.checkpoints.get(key)?.has(version)) {
+      return Promise.reject(new Error(`duplicate key: checkpoint ${key}@${version}`));
+    }
+    if (this.tables.turnLog.get(key)?.has(version)) {
+      return Promise.reject(new Error(`duplicate key: turn log ${key}@${version}`));
+    }
+    const messageId = commit.idempotency?.message_id;
+    if (messageId !== undefined && this.processedRow(key, messageId)) {
+      return Promise.reject(new Error(`duplicate key: processed message ${key}/${messageId}`));
+    }
+    const now = new Date();
+    Object.assign(session, {
+      head_version: version,
+      turn_count: commit.turn,
+      status: commit.status,
+      active_agent: commit.state.active_agent ?? null,
+      next_state: commit.state.next_state ?? null,
+      last_route: commit.state.route ?? null,
+      last_intent: commit.state.intent ?? null,
+      user_id: commit.identity.user_id ?? session.user_id,
+      updated_at: now,
+      lease_owner: null,
+      lease_expires_at: null,
+    });
+    rowsOf(this.tables.checkpoints, key).set(version, {
+      conversation_key: key,
+      version,
+      parent_version: commit.parentVersion,
+      state_text: write.serializedState,
+      format: 2,
+      checksum: write.checksum,
+      size_bytes: Buffer.byteLength(write.serializedState),
+      created_at: now,
+    });
+    rowsOf(this.tables.turnLog, key).set(version, {
+      conversation_key: key,
+      version,
+      turn: commit.turn,
+      tenant_id: commit.identity.tenant_id,
+      agent_id: commit.identity.agent_id,
+      summary: commit.summary ? asJsonb(commit.summary) : null,
+      nodes: asJsonb(commit.nodes ?? []),
+      events: asJsonb(commit.events.map((event) => ({ name: event.name, payload: event.payload }))),
+      created_at: now,
+    });
+    if (commit.idempotency) {
+      rowsOf(this.tables.processed, key).set(commit.idempotency.message_id, {
+        conversation_key: key,
+        message_id: commit.idempotency.message_id,
+        turn: commit.turn,
+        response: asJsonb(commit.idempotency.response),
+        fingerprint: commit.idempotency.fingerprint ?? null,
+        created_at: now,
+      });
+    }
+    return Promise.resolve(version);
+  }
+
+  compact(conversationKeys: string[], keep: number): Promise<number> {
+    let deleted = 0;
+    for (const key of conversationKeys) {
+      const head = this.tables.sessions.get(key)?.head_version;
+      const versions = this.tables.checkpoints.get(key);
+      if (head === undefined || !versions) continue;
+      for (const version of [...versions.keys()]) {
+        if (version <= head - keep && versions.delete(version)) deleted++;
+      }
+    }
+    return Promise.resolve(deleted);
+  }
+
+  findProcessedMessage(conversationKey: string, messageId: string): Promise<StoredResponse | null> {
+    return Promise.resolve(this.processedRow(conversationKey, messageId));
+  }
+
+  getSession(conversationKey: string): Promise<SessionRow | null> {
+    const session = this.tables.sessions.get(conversationKey);
+    return Promise.resolve(session ? { ...session } : null);
+  }
+
+  listSessions(filter: SessionListFilter): Promise<{ items: SessionRow[]; next_cursor: string | null }> {
+    // A bad cursor rejects, as the Postgres store's does.
+    return Promise.resolve(filter.cursor).then((raw) =>
+      this.sessionPage(filter, raw ? decodeSessionCursor(raw) : null),
+    );
+  }
+
+  private sessionPage(
+    filter: SessionListFilter,
+    cursor: SessionCursor | null,
+  ): { items: SessionRow[]; next_cursor: string | null } {
+    const after = filter.updated_after ? Date.parse(filter.updated_after) : null;
+    const before = filter.updated_before ? Date.parse(filter.updated_before) : null;
+    const rows = [...this.tables.sessions.values()]
+      .filter(
+        (s) =>
+          s.turn_count > 0 &&
+          (!filter.tenant_id || s.tenant_id === filter.tenant_id) &&
+          (!filter.agent_id || s.agent_id === filter.agent_id) &&
+          (!filter.status || s.status === filter.status) &&
+          (after === null || s.updated_at.getTime() >= after) &&
+          (before === null || s.updated_at.getTime() < before) &&
+          (!cursor || compareRecency(s, Date.parse(cursor.updated_at), cursor.conversation_key) < 0),
+      )
+      .sort((a, b) => -compareRecency(a, b.updated_at.getTime(), b.conversation_key))
+      .slice(0, filter.limit + 1);
+    const items = rows.slice(0, filter.limit).map((s) => ({ ...s }));
+    const last = items[items.length - 1];
+    const next_cursor =
+      rows.length > filter.limit && last ? encodeSessionCursor(last.updated_at, last.conversation_key) : null;
+    return { items, next_cursor };
+  }
+
+  listEvents(conversationKey: string): Promise<StoredEventRow[]> {
+    const rows = [...(this.tables.turnLog.get(conversationKey)?.values() ?? [])].sort(
+      (a, b) => a.version - b.version,
+    );
+    return Promise.resolve(
+      rows.flatMap((row) =>
+        row.events.map((event, index) => ({
+          id: String(row.version * EVENTS_PER_VERSION + index + 1),
+          turn: row.turn,
+          seq: index + 1,
+          name: event.name,
+          payload: event.payload,
+          created_at: row.created_at,
+        })),
+      ),
+    );
+  }
+
+  deleteExpired(table: RetainedTable, before: Date, limit: number): Promise<number> {
+    return Promise.resolve(
+      table === 'turn_log'
+        ? deleteOldest(this.tables.turnLog, before, limit)
+        : deleteOldest(this.tables.processed, before, limit),
+    );
+  }
+
+  deleteConversation(conversationKey: string): Promise<void> {
+    this.tables.sessions.delete(conversationKey);
+    this.tables.checkpoints.delete(conversationKey);
+    this.tables.turnLog.delete(conversationKey);
+    this.tables.processed.delete(conversationKey);
+    return Promise.resolve();
+  }
+
+  private versionsOf(conversationKey: string): CheckpointRow[] {
+    return [...(this.tables.checkpoints.get(conversationKey)?.values() ?? [])].sort(
+      (a, b) => b.version - a.version,
+    );
+  }
+
+  private processedRow(conversationKey: string, messageId: string): StoredResponse | null {
+    const row = this.tables.processed.get(conversationKey)?.get(messageId);
+    return row ? { response: row.response, fingerprint: row.fingerprint } : null;
+  }
+}
+
+function leaseFree(session: SessionRow, request: LeaseRequest, now: Date): boolean {
+  const owner = session.lease_owner;
+  return (
+    owner === null ||
+    (session.lease_expires_at !== null && session.lease_expires_at < now) ||
+    owner === request.token ||
+    (request.reclaimPrefix !== undefined && owner.startsWith(request.reclaimPrefix))
+  );
+}
+
+/** Newer first, then the greater key first (the admin list's order); negative when `a` sorts after. */
+function compareRecency(a: SessionRow, updatedAt: number, conversationKey: string): number {
+  const byTime = a.updated_at.getTime() - updatedAt;
+  if (byTime !== 0) return byTime;
+  return a.conversation_key < conversationKey ? -1 : a.conversation_key > conversationKey ? 1 : 0;
+}
+
+/** Deletes up to `limit` rows created before `before`, oldest first; returns how many went. */
+function deleteOldest<K>(
+  table: Map<string, Map<K, { created_at: Date }>>,
+  before: Date,
+  limit: number,
+): number {
+  const expired = [...table.values()]
+    .flatMap((rows) => [...rows.entries()].map(([id, row]) => ({ rows, id, row })))
+    .filter(({ row }) => row.created_at < before)
+    .sort((a, b) => a.row.created_at.getTime() - b.row.created_at.getTime())
+    .slice(0, limit);
+  for (const { rows, id } of expired) rows.delete(id);
+  return expired.length;
+}
+
+function rowsOf<K, V>(table: Map<string, Map<K, V>>, conversationKey: string): Map<K, V> {
+  let rows = table.get(conversationKey);
+  if (!rows) {
+    rows = new Map();
+    table.set(conversationKey, rows);
+  }
+  return rows;
+}
+
+/** What a jsonb column gives back: a copy, with the characters jsonb cannot hold replaced as jsonbText does. */
+function asJsonb<T>(value: T): T {
+  return JSON.parse(jsonbText(value)) as T;
+}
