@@ -8,6 +8,7 @@ import { ObservabilityModule } from '@agent/observability';
 import { RoutingModule, RoutingService } from '@agent/routing';
 import { FakeChatRequest, FakeLlmServer, FakeReply } from '../support/fake-llm';
 import { REPO_ROOT, TEST_LLM_PROFILES } from '../support/test-app';
+import { withEnv } from '../support/with-env';
 
 /** The user message the router (or the supervisor planner) was asked about. */
 function routedMessage(request: FakeChatRequest): string {
@@ -33,21 +34,11 @@ async function compileRouter(fake: FakeLlmServer, env: Record<string, string> = 
     ENABLE_LLM_ROUTER: undefined,
     ...env,
   };
-  const saved = Object.fromEntries(Object.keys(applied).map((key) => [key, process.env[key]]));
-  const assign = (values: Record<string, string | undefined>) => {
-    for (const [key, value] of Object.entries(values)) {
-      if (value === undefined) delete process.env[key];
-      else process.env[key] = value;
-    }
-  };
-  assign(applied);
-  try {
-    return await Test.createTestingModule({
+  return withEnv(applied, () =>
+    Test.createTestingModule({
       imports: [AppConfigModule, ObservabilityModule, LlmModule, RoutingModule],
-    }).compile();
-  } finally {
-    assign(saved);
-  }
+    }).compile(),
+  );
 }
 
 interface Labelled {

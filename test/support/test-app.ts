@@ -6,6 +6,7 @@ import { DataSource } from 'typeorm';
 import { createApp } from '../../apps/agent-runtime/src/bootstrap';
 import { FakeLlmServer } from './fake-llm';
 import { REPO_ROOT } from './repo-root';
+import { withEnv } from './with-env';
 
 export { REPO_ROOT } from './repo-root';
 export const TEST_LLM_PROFILES = join(REPO_ROOT, 'test', 'support', 'config', 'llm_profiles.yaml');
@@ -69,22 +70,11 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     ...database,
     ...options.env,
   };
-  const saved: Record<string, string | undefined> = {};
-  for (const [key, value] of Object.entries(env)) {
-    saved[key] = process.env[key];
-    if (value === undefined) delete process.env[key];
-    else process.env[key] = value;
-  }
-  let app: NestFastifyApplication;
-  try {
-    app = await createApp();
-    await app.listen({ port: 0, host: '127.0.0.1' });
-  } finally {
-    for (const [key, value] of Object.entries(saved)) {
-      if (value === undefined) delete process.env[key];
-      else process.env[key] = value;
-    }
-  }
+  const app = await withEnv(env, async () => {
+    const created = await createApp();
+    await created.listen({ port: 0, host: '127.0.0.1' });
+    return created;
+  });
   const address = app.getHttpServer().address();
   const port = typeof address === 'object' && address ? address.port : 0;
   const baseUrl = `http://127.0.0.1:${port}`;
