@@ -106,9 +106,10 @@ export class AgentsService {
     guarded: { tools: ScreenedTools; screen: ContentScreen; replaced: ActiveTransaction | null },
   ): Promise<Partial<AgentState>> {
     const graphAgent = this.files.agents.graph_agents[node];
+    const maxToolSteps =
+      this.files.toolPolicies.for(state.agent_id).max_tool_steps ?? graphAgent.max_tool_steps;
     const allowed = this.allowedTools(state);
-    const tools =
-      allowed.length > 0 && graphAgent.max_tool_steps > 0 ? await this.mcp.describeTools(allowed) : [];
+    const tools = allowed.length > 0 && maxToolSteps > 0 ? await this.mcp.describeTools(allowed) : [];
     const rag = graphAgent.rag_namespace
       ? await this.retrieve(graphAgent.state_domain, graphAgent.rag_namespace, state, guarded.screen)
       : null;
@@ -131,7 +132,7 @@ export class AgentsService {
     let selected: JsonRecord | null = null;
     try {
       for (let step = 0; ; step++) {
-        const offer = step < graphAgent.max_tool_steps ? tools.map(toChatTool) : [];
+        const offer = step < maxToolSteps ? tools.map(toChatTool) : [];
         const reply = await this.llm.chat({
           profile: graphAgent.llm_profile,
           messages,
@@ -224,11 +225,15 @@ export class AgentsService {
     return tools.callTool(call.name, { ...fromText, ...args }, { context: requestContext(state) });
   }
 
-  /** The intent's mcp_tools, restricted to declared, non-internal tools: the allowlist offered to the model. */
+  /**
+   * The intent's mcp_tools, restricted to declared, non-internal tools and to the agent_id's tool policy: the
+   * allowlist offered to the model.
+   */
   private allowedTools(state: AgentState): string[] {
+    const policy = this.files.toolPolicies.for(state.agent_id).allowed_tools;
     return [...new Set(state.mcp_tools ?? [])].filter((name) => {
       const config = this.mcp.toolConfig(name);
-      return config !== null && !config.internal;
+      return config !== null && !config.internal && (policy?.includes(name) ?? true);
     });
   }
 

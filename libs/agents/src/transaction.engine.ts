@@ -505,7 +505,10 @@ export class TransactionEngine {
       arguments: transaction.arguments,
       requested_turn: state.turn ?? null,
     };
-    if (!config.require_confirmation) return this.execute(node, state, transaction, pending, results, tools);
+    const confirm =
+      this.files.toolPolicies.for(state.agent_id).require_confirmation[transaction.tool_name] ??
+      config.require_confirmation;
+    if (!confirm) return this.execute(node, state, transaction, pending, results, tools);
     const waiting: ActiveTransaction = {
       ...transaction,
       status: 'AWAITING_CONFIRMATION',

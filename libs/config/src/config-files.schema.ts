@@ -75,8 +75,15 @@ export const agentProfileSchema = z
     system_prefix: z.string().default(''),
     prompts_dir: z.string().optional(),
     metadata: z.record(z.unknown()).default({}),
+    /** This agent_id's own policy files (paths under CONFIG_DIR); the global file where absent. */
+    guardrails: nonEmpty.optional(),
+    judges: nonEmpty.optional(),
+    tool_policy: nonEmpty.optional(),
   })
   .strict();
+/** The agents.yaml fields that name a per-agent policy file. */
+export const AGENT_POLICY_FILES = ['guardrails', 'judges', 'tool_policy'] as const;
+export type AgentPolicyFile = (typeof AGENT_POLICY_FILES)[number];
 export const agentsFileSchema = z
   .object({
     default_agent_id: identifier,
@@ -300,3 +307,18 @@ export const toolsFileSchema = z
   });
 export type ToolConfig = z.output<typeof toolSchema>;
 export type ToolsFile = z.output<typeof toolsFileSchema>;
+
+// ---- tool policy (an agents.yaml entry's `tool_policy` file) ----
+export const toolPolicySchema = z
+  .object({
+    /** The only tools this agent_id may call, among those its intent offers; every tool when absent. */
+    allowed_tools: z.array(identifier).optional(),
+    /** Per transactional tool: whether this agent_id asks the customer to confirm it (tools.yaml otherwise). */
+    require_confirmation: z.record(identifier, z.boolean()).default({}),
+    /** Tool-call rounds per answer for this agent_id (graph_agents' max_tool_steps otherwise). */
+    max_tool_steps: z.number().int().min(0).max(20).optional(),
+  })
+  .strict();
+export type ToolPolicy = z.output<typeof toolPolicySchema>;
+/** The policy of an agent_id without its own file: tools.yaml and graph_agents decide. */
+export const GLOBAL_TOOL_POLICY: ToolPolicy = { require_confirmation: {} };

@@ -1,18 +1,25 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ConfigType } from '@nestjs/config';
+import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { appConfig, llmConfig, routingConfig } from './env';
 import {
+  AGENT_POLICY_FILES,
+  AgentPolicyFile,
   AgentsFile,
   agentsFileSchema,
+  GLOBAL_TOOL_POLICY,
   LlmProfilesFile,
   llmProfilesFileSchema,
   RoutingFile,
   routingFileSchema,
+  ToolPolicy,
+  toolPolicySchema,
   ToolsFile,
   toolsFileSchema,
 } from './config-files.schema';
+import { PerAgent } from './per-agent';
 import { ConfigFileError, loadYamlFile } from './yaml-loader';
 
 /**
@@ -26,6 +33,8 @@ export class ConfigFilesService {
   readonly agents: AgentsFile;
   readonly routing: RoutingFile;
   readonly tools: ToolsFile;
+  /** Each agent_id's tool policy (agents.yaml `tool_policy`). */
+  readonly toolPolicies: PerAgent<ToolPolicy>;
   readonly llmProfilesPath: string;
 
   constructor(
@@ -37,7 +46,11 @@ export class ConfigFilesService {
     this.llmProfilesPath = resolve(llm.LLM_PROFILES_PATH ?? join(this.configDir, 'llm_profiles.yaml'));
     this.llmProfiles = loadYamlFile(this.llmProfilesPath, llmProfilesFileSchema);
     this.agents = loadYamlFile(this.path('agents.yaml'), agentsFileSchema);
+    this.checkAgentFiles();
     this.tools = loadYamlFile(this.path('tools.yaml'), toolsFileSchema);
+    this.toolPolicies = this.perAgent('tool_policy', GLOBAL_TOOL_POLICY, (path) =>
+      this.checkToolPolicy(path, loadYamlFile(path, toolPolicySchema)),
+    );
     const routing = loadYamlFile(this.path('routing.yaml'), routingFileSchema);
     this.routing = routingEnv.ROUTING_MODE
       ? { ...routing, router: { ...routing.router, mode: routingEnv.ROUTING_MODE } }
@@ -53,6 +66,56 @@ export class ConfigFilesService {
   /** Loads another config file (guardrails.yaml, judges.yaml, ...) with the same error contract. */
   load<S extends z.ZodTypeAny>(fileName: string, schema: S): z.output<S> {
     return loadYamlFile(this.path(fileName), schema);
+  }
+
+  /**
+   * Per-agent variants of a configuration: each agents.yaml entry naming its own `field` file gets `load` of it,
+   * the others `global`. Each file is loaded once, however many agents name it, at start-up only.
+   */
+  perAgent<T>(field: AgentPolicyFile, global: T, load: (path: string) => T): PerAgent<T> {
+    const byPath = new Map<string, T>();
+    const own = new Map<string, T>();
+    for (const [agentId, profile] of Object.entries(this.agents.agents)) {
+      const file = profile[field];
+      if (file === undefined) continue;
+      const path = this.path(file);
+      const value = byPath.get(path) ?? load(path);
+      byPath.set(path, value);
+      own.set(agentId, value);
+    }
+    return new PerAgent(global, own);
+  }
+
+  /** A per-agent file that does not exist is named with the agents.yaml field that points to it. */
+  private checkAgentFiles(): void {
+    const problems = Object.entries(this.agents.agents).flatMap(([agentId, profile]) =>
+      AGENT_POLICY_FILES.flatMap((field) => {
+        const file = profile[field];
+        return file === undefined || existsSync(this.path(file))
+          ? []
+          : [`agents.${agentId}.${field}: file not found: ${this.path(file)}`];
+      }),
+    );
+    if (problems.length > 0) throw new ConfigFileError(this.path('agents.yaml'), problems);
+  }
+
+  private checkToolPolicy(path: string, policy: ToolPolicy): ToolPolicy {
+    const problems: string[] = [];
+    (policy.allowed_tools ?? []).forEach((tool, index) => {
+      if (!(tool in this.tools.tools)) {
+        problems.push(`allowed_tools[${index}]: "${tool}" is not declared in tools.yaml`);
+      }
+    });
+    for (const tool of Object.keys(policy.require_confirmation)) {
+      const config = this.tools.tools[tool];
+      if (config?.operation_type !== 'transactional') {
+        problems.push(
+          `require_confirmation.${tool}: ${config ? 'not a transactional tool' : 'not declared in tools.yaml'}`,
+        );
+      }
+    }
+    if (problems.length > 0) throw new ConfigFileError(path, problems);
+    return policy;
   }
 
   private crossValidate(): void {

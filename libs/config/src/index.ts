@@ -4,4 +4,5 @@ export * from './messages';
 export * from './yaml-loader';
 export * from './config-files.schema';
 export * from './config-files.service';
+export * from './per-agent';
 export * from './config.module';

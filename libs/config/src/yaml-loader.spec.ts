@@ -7,7 +7,8 @@ import {
   routingFileSchema,
   toolsFileSchema,
 } from './config-files.schema';
-import { ConfigFileError, loadYamlFile } from './yaml-loader';
+import { configErrorOf } from '@agent/testing/config-error';
+import { loadYamlFile } from './yaml-loader';
 
 const dir = mkdtempSync(join(tmpdir(), 'yaml-loader-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -17,16 +18,6 @@ const write = (name: string, content: string) => {
   return path;
 };
 const repoConfig = join(__dirname, '..', '..', '..', 'config');
-
-function errorOf(work: () => unknown): ConfigFileError {
-  try {
-    work();
-  } catch (error) {
-    if (error instanceof ConfigFileError) return error;
-    throw error;
-  }
-  throw new Error('expected a ConfigFileError');
-}
 
 describe('loadYamlFile', () => {
   it('loads the shipped reference catalogue', () => {
@@ -59,7 +50,7 @@ describe('loadYamlFile', () => {
 
   it('names the path of a missing file', () => {
     const missing = join(dir, 'nope.yaml');
-    const error = errorOf(() => loadYamlFile(missing, routingFileSchema));
+    const error = configErrorOf(() => loadYamlFile(missing, routingFileSchema));
     expect(error.message).toContain(missing);
     expect(error.message).toContain('file not found');
   });
@@ -73,7 +64,7 @@ intents:
   - {name: a, description: d, agent: ghost_agent, domain: x}
 `,
     );
-    const error = errorOf(() => loadYamlFile(path, routingFileSchema));
+    const error = configErrorOf(() => loadYamlFile(path, routingFileSchema));
     expect(error.filePath).toBe(path);
     const text = error.problems.join('\n');
     expect(text).toContain('router.confidence_threshold');
@@ -83,7 +74,7 @@ intents:
 
   it('reports YAML syntax errors with the file path', () => {
     const path = write('broken.yaml', 'profiles: [unclosed');
-    const error = errorOf(() => loadYamlFile(path, llmProfilesFileSchema));
+    const error = configErrorOf(() => loadYamlFile(path, llmProfilesFileSchema));
     expect(error.message).toContain(path);
     expect(error.message).toContain('not valid YAML');
   });
@@ -93,7 +84,7 @@ intents:
       'profiles.yaml',
       'profiles:\n  router: {provider: openai_compatible, model: m, max_tokenz: 5}\n',
     );
-    const error = errorOf(() => loadYamlFile(path, llmProfilesFileSchema));
+    const error = configErrorOf(() => loadYamlFile(path, llmProfilesFileSchema));
     expect(error.problems.join('\n')).toContain('profiles.router');
   });
 });

@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { ConfigFilesService, loadYamlFile, parseEnvNamespace } from '@agent/config';
+import { ConfigFilesService, loadYamlFile, parseEnvNamespace, PerAgent } from '@agent/config';
 import { EventBusService } from '@agent/observability';
 import { FakeLlmServer } from '@agent/testing/fake-llm';
 import { createTestLlm } from '@agent/testing/test-llm';
@@ -73,6 +73,8 @@ function modelDownGuardrails(): GuardrailsService {
   const file = loadYamlFile(resolve(__dirname, '../../../config/guardrails.yaml'), guardrailsFileSchema);
   const files = {
     load: (_name: string, schema: typeof guardrailsFileSchema) => schema.parse(file),
+    perAgent: <T>(_field: string, global: T) => new PerAgent(global, new Map()),
+    path: (name: string) => `/config/${name}`,
   } as unknown as ConfigFilesService;
   const { llm, metrics } = createTestLlm(fake);
   const events = { emit: () => undefined } as unknown as EventBusService;

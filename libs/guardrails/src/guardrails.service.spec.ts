@@ -1,7 +1,13 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { ConfigFileError, ConfigFilesService, loadYamlFile, parseEnvNamespace } from '@agent/config';
+import {
+  ConfigFileError,
+  ConfigFilesService,
+  loadYamlFile,
+  parseEnvNamespace,
+  PerAgent,
+} from '@agent/config';
 import type { AgentState, EventName } from '@agent/contracts';
 import { EventBusService } from '@agent/observability';
 import { FakeChatRequest, FakeLlmServer, FakeReply } from '@agent/testing/fake-llm';
@@ -61,6 +67,7 @@ function harness(
   fake.script({ model: 'guardrail', reply: options.model ?? verdictReply() });
   const files = {
     load: (_name: string, schema: typeof guardrailsFileSchema) => schema.parse(file),
+    perAgent: <T>(_field: string, global: T) => new PerAgent(global, new Map()),
     path: (name: string) => `/config/${name}`,
   } as unknown as ConfigFilesService;
   const { llm, metrics, events: listened } = createTestLlm(options.noModels ? null : fake);

@@ -1,6 +1,13 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleInit } from '@nestjs/common';
 import { ConfigType } from '@nestjs/config';
-import { appConfig, ConfigFileError, ConfigFilesService, guardrailsConfig } from '@agent/config';
+import {
+  appConfig,
+  ConfigFileError,
+  ConfigFilesService,
+  guardrailsConfig,
+  loadYamlFile,
+  PerAgent,
+} from '@agent/config';
 import type {
   AgentState,
   ContentScreen,
@@ -15,11 +22,12 @@ import { EventBusService, MetricsService } from '@agent/observability';
 import { ConfiguredRail, ExecutorObserver, ParallelRailExecutor, StageOutcome, StageRun } from './executor';
 import {
   GUARDRAILS_FILE,
+  GuardrailsFile,
   guardrailsFileSchema,
   resolveGuardrailsConfig,
   ResolvedGuardrailsConfig,
 } from './guardrails.config';
-import { messageFor } from './messages';
+import { GuardrailMessages, messageFor } from './messages';
 import { GuardrailModelHealth, GuardrailModelStatus } from './model-health';
 import { ModelStage } from './model-stage';
 import { aggregateAction, decisionsOf, firstWith, guidanceOf } from './output-supervisor';
@@ -69,14 +77,21 @@ const SCREENED_STAGES: readonly ScreenedStage[] = ['retrieval', 'tool'];
 /** Routes whose answer is a session-control message: never rewritten by output rails. */
 const SESSION_CONTROL_ROUTES = new Set(['human_handoff', 'end_session']);
 
+/** One guardrails file as the service runs it: guardrails.yaml, or an agent_id's own file. */
+interface RailPolicy {
+  path: string;
+  config: ResolvedGuardrailsConfig;
+  rails: Record<RailStage, ConfiguredRail[]>;
+  executor: ParallelRailExecutor;
+  modelStage: ModelStage;
+}
+
 /** Facade of GuardrailsModule: input rails, output supervisor and output rails. */
 @Injectable()
 export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
   private readonly logger = new Logger(GuardrailsService.name);
-  readonly config: ResolvedGuardrailsConfig;
-  private readonly rails: Record<RailStage, ConfiguredRail[]>;
-  private readonly executor: ParallelRailExecutor;
-  private readonly modelStage: ModelStage;
+  /** Each agent_id's rails: its agents.yaml `guardrails` file, else guardrails.yaml. */
+  private readonly policies: PerAgent<RailPolicy>;
   /** No LLM profile of the runtime has an endpoint: there is no model for a verdict, nor one to protect. */
   private readonly noModels: boolean;
   private readonly modelHealth: GuardrailModelHealth;
@@ -87,59 +102,75 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
   private readonly screenedStages = new Set<ScreenedStage>();
 
   constructor(
-    private readonly files: ConfigFilesService,
+    files: ConfigFilesService,
     @Inject(guardrailsConfig.KEY) private readonly env: ConfigType<typeof guardrailsConfig>,
     private readonly llm: LlmService,
     private readonly events: EventBusService,
     private readonly metrics: MetricsService,
     @Inject(appConfig.KEY) app: ConfigType<typeof appConfig>,
   ) {
-    this.config = resolveGuardrailsConfig(
-      files.load(GUARDRAILS_FILE, guardrailsFileSchema),
-      app.DEFAULT_LANGUAGE,
-    );
-    const { file } = this.config;
-    this.rails = Object.fromEntries(
-      RAIL_STAGES.map((stage) => [
-        stage,
-        this.config.stages[stage].map((entry) => ({
-          rail: requireDefinition(entry.code).create(entry.params),
-          failClosed: entry.fail_closed ?? file.fail_closed,
-          timeoutMs: entry.timeout_ms ?? file.timeout_ms,
-        })),
-      ]),
-    ) as Record<RailStage, ConfiguredRail[]>;
+    const global = files.load(GUARDRAILS_FILE, guardrailsFileSchema);
     this.failClosedBlocks = new Counter({
       name: 'agent_guardrail_fail_closed_blocks_total',
       help: 'Texts blocked because a fail-closed rail could not decide (model error, timeout, invalid verdict)',
       labelNames: ['stage', 'code', 'cause'] as const,
       registers: [metrics.registry],
     });
-    this.modelHealth = new GuardrailModelHealth(file.degraded_after_failures);
+    // Readiness judges the guardrail model as one: the global file says after how many failures.
+    this.modelHealth = new GuardrailModelHealth(global.degraded_after_failures);
     this.noModels = !llm.describe().configured;
     const observer = this.observer();
-    this.executor = new ParallelRailExecutor({ parallel: file.parallel, failFast: file.fail_fast }, observer);
-    this.modelStage = new ModelStage(new LlmVerdictClient(llm, file.llm_profile), observer, {
+    const policy = (file: GuardrailsFile, path: string) =>
+      this.railPolicy(path, resolveGuardrailsConfig(file, app.DEFAULT_LANGUAGE), observer);
+    this.policies = files.perAgent('guardrails', policy(global, files.path(GUARDRAILS_FILE)), (path) =>
+      policy(loadYamlFile(path, guardrailsFileSchema), path),
+    );
+  }
+
+  onModuleInit(): void {
+    for (const policy of this.policies.distinct()) this.describePolicy(policy);
+  }
+
+  private railPolicy(path: string, config: ResolvedGuardrailsConfig, observer: ExecutorObserver): RailPolicy {
+    const { file } = config;
+    const rails = Object.fromEntries(
+      RAIL_STAGES.map((stage) => [
+        stage,
+        config.stages[stage].map((entry) => ({
+          rail: requireDefinition(entry.code).create(entry.params),
+          failClosed: entry.fail_closed ?? file.fail_closed,
+          timeoutMs: entry.timeout_ms ?? file.timeout_ms,
+        })),
+      ]),
+    ) as Record<RailStage, ConfiguredRail[]>;
+    const modelStage = new ModelStage(new LlmVerdictClient(this.llm, file.llm_profile), observer, {
       succeeded: () => {
         if (this.modelHealth.succeeded()) this.logger.log('The guardrail model answers again.');
       },
       failed: (cause, error) => {
         if (this.modelHealth.failed(cause, error.message)) {
           this.logger.error(
-            `The guardrail model failed ${file.degraded_after_failures} times in a row (last: ${cause}): readiness reports it degraded.`,
+            `The guardrail model failed ${this.modelHealth.status().degraded_after_failures} times in a row (last: ${cause}): readiness reports it degraded.`,
           );
         }
       },
     });
+    return {
+      path,
+      config,
+      rails,
+      executor: new ParallelRailExecutor({ parallel: file.parallel, failFast: file.fail_fast }, observer),
+      modelStage,
+    };
   }
 
-  onModuleInit(): void {
-    const { file, stages } = this.config;
+  /** The start-up log of one guardrails file: its rails, and what its model-backed rails do without a model. */
+  private describePolicy({ path, config: { file, stages } }: RailPolicy): void {
     const summary = RAIL_STAGES.filter((s) => stages[s].length > 0)
       .map((s) => `${s}: ${stages[s].map((e) => e.code).join(', ')}`)
       .join('; ');
     this.logger.log(
-      `Guardrails: ${summary || 'no rail enabled'} (parallel=${file.parallel}, fail_fast=${file.fail_fast})`,
+      `Guardrails of ${path}: ${summary || 'no rail enabled'} (parallel=${file.parallel}, fail_fast=${file.fail_fast})`,
     );
     const llmRails = RAIL_STAGES.flatMap((stage) =>
       stages[stage]
@@ -172,16 +203,18 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
    * Runs after every provider was built, so the consumers have asked for their port by then.
    */
   onApplicationBootstrap(): void {
-    const unreachable = SCREENED_STAGES.filter(
-      (stage) => this.config.stages[stage].length > 0 && !this.screenedStages.has(stage),
-    );
-    if (unreachable.length === 0) return;
-    throw new ConfigFileError(
-      this.files.path(GUARDRAILS_FILE),
-      unreachable.map(
-        (stage) => `${stage}: rails are configured but nothing in this runtime runs the ${stage} stage`,
-      ),
-    );
+    for (const { path, config } of this.policies.distinct()) {
+      const unreachable = SCREENED_STAGES.filter(
+        (stage) => config.stages[stage].length > 0 && !this.screenedStages.has(stage),
+      );
+      if (unreachable.length === 0) continue;
+      throw new ConfigFileError(
+        path,
+        unreachable.map(
+          (stage) => `${stage}: rails are configured but nothing in this runtime runs the ${stage} stage`,
+        ),
+      );
+    }
   }
 
   /**
@@ -198,7 +231,7 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
    * decision's GRL event carries the stage and the content's source.
    */
   async screenContent({ stage, source, text, state }: ContentScreenRequest): Promise<ContentScreenResult> {
-    if (this.rails[stage].length === 0) return { blocked: false, text, codes: [] };
+    if (this.policy(state).rails[stage].length === 0) return { blocked: false, text, codes: [] };
     const outcome = await this.runStage({ stage, text, state, source });
     const blocking = outcome.results.filter((r) => !isApproving(r.action));
     return {
@@ -215,7 +248,8 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
    */
   async runInput(state: AgentState): Promise<InputGuardrailsResult> {
     const text = state.user_text ?? '';
-    const outcome = await this.executor.run(this.rails.input, { stage: 'input', text, state });
+    const { executor, rails, config } = this.policy(state);
+    const outcome = await executor.run(rails.input, { stage: 'input', text, state });
     const decisions = decisionsOf(outcome);
     const blocking = outcome.results.filter((r) => !isApproving(r.action));
     const sanitizedText = blocking.length > 0 ? text : outcome.text;
@@ -226,7 +260,9 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
       blocked: blocking.length > 0,
       decisions,
       sanitizedText,
-      ...(blocking.length > 0 ? { message: this.inputBlockedMessage(fastestFirst(outcome, blocking)) } : {}),
+      ...(blocking.length > 0
+        ? { message: inputBlockedMessage(config.messages, fastestFirst(outcome, blocking)) }
+        : {}),
     };
   }
 
@@ -239,14 +275,15 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
     const text = state.sanitized_input ?? state.user_text ?? '';
     const asked = this.askedModel('input', text, state);
     if (asked.length === 0) return { blocked: false, decisions: [] };
-    const outcome = await this.modelStage.run(asked, { stage: 'input', text, state, signal });
+    const { modelStage, config } = this.policy(state);
+    const outcome = await modelStage.run(asked, { stage: 'input', text, state, signal });
     const decisions = decisionsOf(outcome);
     const blocking = outcome.results.filter((r) => !isApproving(r.action));
     this.emitInputCompleted([...(state.guardrail_decisions ?? []), ...decisions], blocking);
     return {
       blocked: blocking.length > 0,
       decisions,
-      ...(blocking.length > 0 ? { message: this.inputBlockedMessage(blocking) } : {}),
+      ...(blocking.length > 0 ? { message: inputBlockedMessage(config.messages, blocking) } : {}),
     };
   }
 
@@ -296,6 +333,7 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
         final_answer: original,
       };
     }
+    const { messages } = this.policy(state).config;
     const maxRetries = this.env.OUTPUT_SUPERVISOR_MAX_RETRIES;
     const history: JsonRecord[] = [];
     let attempt = state.supervisor_attempt ?? 0;
@@ -318,7 +356,7 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
           candidate = regenerated;
           continue;
         }
-        return this.supervised(RailAction.BLOCK, this.blockedMessage(outcome.results), {
+        return this.supervised(RailAction.BLOCK, blockedMessage(messages, outcome.results), {
           guidance,
           attempt,
           history,
@@ -332,7 +370,7 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
           action === RailAction.RETRY
             ? `retries exhausted after ${attempt} regeneration(s): ${codes.join(', ')}`
             : `handover requested by ${codes.join(', ')}`;
-        return this.supervised(RailAction.HANDOVER, this.config.messages.output_handover, {
+        return this.supervised(RailAction.HANDOVER, messages.output_handover, {
           guidance,
           attempt,
           history,
@@ -340,7 +378,7 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
         });
       }
       if (action === RailAction.BLOCK) {
-        return this.supervised(RailAction.BLOCK, this.blockedMessage(outcome.results), {
+        return this.supervised(RailAction.BLOCK, blockedMessage(messages, outcome.results), {
           guidance,
           attempt,
           history,
@@ -365,13 +403,12 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
     const action = aggregateAction(outcome.results);
     this.emitOutputCompleted(outcome, decisions, 0);
     if (isApproving(action)) return { blocked: false, decisions, answer: outcome.text };
+    const { messages } = this.policy(state).config;
     return {
       blocked: true,
       decisions,
       answer:
-        action === RailAction.HANDOVER
-          ? this.config.messages.output_handover
-          : this.blockedMessage(outcome.results),
+        action === RailAction.HANDOVER ? messages.output_handover : blockedMessage(messages, outcome.results),
     };
   }
 
@@ -380,11 +417,12 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
    * over the sanitized text; the outcome holds the results of both.
    */
   private async runStage(run: StageRun): Promise<StageOutcome> {
-    const screens = await this.executor.run(this.rails[run.stage], run);
+    const { executor, rails, modelStage } = this.policy(run.state);
+    const screens = await executor.run(rails[run.stage], run);
     if (screens.results.some((r) => isTerminal(r.action))) return screens;
     const asked = this.askedModel(run.stage, screens.text, run.state);
     if (asked.length === 0) return screens;
-    const model = await this.modelStage.run(asked, { ...run, text: screens.text });
+    const model = await modelStage.run(asked, { ...run, text: screens.text });
     return {
       ...screens,
       railCodes: [...screens.railCodes, ...model.railCodes],
@@ -396,19 +434,15 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
   }
 
   /** The rails of a stage that ask the guardrail model about this text; none when the runtime has no model. */
-  private askedModel(stage: RailStage, text: string, state: AgentState) {
-    return this.noModels ? [] : this.modelStage.asked(this.rails[stage], { stage, text, state });
+  private askedModel(stage: RailStage, text: string, state: Readonly<AgentState>) {
+    if (this.noModels) return [];
+    const { modelStage, rails } = this.policy(state);
+    return modelStage.asked(rails[stage], { stage, text, state });
   }
 
-  /**
-   * The safe message of a blocked input: that of the first rail that judged it; a block only because a
-   * fail-closed rail could not decide says so instead of accusing the customer.
-   */
-  private inputBlockedMessage(blocking: readonly RailResult[]): string {
-    const judged = blocking.find((r) => r.error === undefined);
-    return judged
-      ? messageFor(this.config.messages.input_blocked, judged.code)
-      : this.config.messages.input_unverified;
+  /** The rails of the turn's agent_id. */
+  private policy(state: Readonly<AgentState>): RailPolicy {
+    return this.policies.for(state.agent_id);
   }
 
   private emitInputCompleted(decisions: JsonRecord[], blocking: readonly RailResult[]): void {
@@ -448,11 +482,6 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
       output_guardrails_already_applied: true,
       ...(action === RailAction.BLOCK ? { blocked: true } : {}),
     };
-  }
-
-  private blockedMessage(results: readonly RailResult[]): string {
-    const failing = firstWith(results, RailAction.BLOCK) ?? firstWith(results, RailAction.RETRY);
-    return messageFor(this.config.messages.output_blocked, failing?.code);
   }
 
   private emitOutputCompleted(outcome: StageOutcome, decisions: JsonRecord[], attempt: number): void {
@@ -527,6 +556,20 @@ function requireDefinition(code: string) {
 /** The answer is a session-control message (human handoff, end of session): rails never rewrite it. */
 function isSessionControlTurn(state: AgentState): boolean {
   return typeof state.route === 'string' && SESSION_CONTROL_ROUTES.has(state.route);
+}
+
+/**
+ * The safe message of a blocked input: that of the first rail that judged it; a block only because a
+ * fail-closed rail could not decide says so instead of accusing the customer.
+ */
+function inputBlockedMessage(messages: GuardrailMessages, blocking: readonly RailResult[]): string {
+  const judged = blocking.find((r) => r.error === undefined);
+  return judged ? messageFor(messages.input_blocked, judged.code) : messages.input_unverified;
+}
+
+function blockedMessage(messages: GuardrailMessages, results: readonly RailResult[]): string {
+  const failing = firstWith(results, RailAction.BLOCK) ?? firstWith(results, RailAction.RETRY);
+  return messageFor(messages.output_blocked, failing?.code);
 }
 
 /** The blockers with the fail-fast trigger first: its message is the one the customer gets. */

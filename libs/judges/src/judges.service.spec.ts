@@ -1,7 +1,13 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { ConfigFileError, ConfigFilesService, loadYamlFile, parseEnvNamespace } from '@agent/config';
+import {
+  ConfigFileError,
+  ConfigFilesService,
+  loadYamlFile,
+  parseEnvNamespace,
+  PerAgent,
+} from '@agent/config';
 import type { AgentState } from '@agent/contracts';
 import { EventBusService } from '@agent/observability';
 import { FakeLlmServer, FakeReply } from '@agent/testing/fake-llm';
@@ -25,6 +31,7 @@ function harness(file: unknown, options: { random?: number; judge?: FakeReply } 
   const events: { name: string; payload: Record<string, unknown> }[] = [];
   const files = {
     load: (_n: string, schema: typeof judgesFileSchema) => schema.parse(file),
+    perAgent: <T>(_field: string, global: T) => new PerAgent(global, new Map()),
   } as unknown as ConfigFilesService;
   fake.setFallback(options.judge ?? { json: { score: 0.9, passed: true, reason: 'good' } });
   const bus = {

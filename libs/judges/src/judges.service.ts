@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { ConfigType } from '@nestjs/config';
-import { appConfig, ConfigFilesService, SERVICE_MESSAGES } from '@agent/config';
+import { appConfig, ConfigFilesService, loadYamlFile, PerAgent, SERVICE_MESSAGES } from '@agent/config';
 import { foldText, type AgentState, type JsonRecord } from '@agent/contracts';
 import { LlmService } from '@agent/llm';
 import { EventBusService } from '@agent/observability';
@@ -35,18 +35,24 @@ export interface ReviewOutcome {
 /** Routes whose answer is a session-control message: judged by nobody, rewritten by nobody. */
 const SESSION_CONTROL_ROUTES = new Set(['human_handoff', 'end_session']);
 
+/** One judges file as the service runs it: judges.yaml, or an agent_id's own file. */
+interface JudgePolicy {
+  config: JudgesFile;
+  /** What replaces a failing answer unless the file says otherwise. */
+  replacement: string;
+  /** supervisor_review rules with their patterns compiled once (the schema validated that they compile). */
+  reviewRules: (Omit<ReviewRule, 'pattern'> & { pattern: RegExp })[];
+}
+
 /**
- * Facade of JudgesModule: judges (observational unless `enforce: true`) and the supervisor review.
+ * Facade of JudgesModule: judges (observational unless `enforce: true`) and the supervisor review, each turn
+ * under its agent_id's judges file (agents.yaml `judges`) or judges.yaml.
  */
 @Injectable()
 export class JudgesService {
   private readonly logger = new Logger(JudgesService.name);
-  readonly config: JudgesFile;
+  private readonly policies: PerAgent<JudgePolicy>;
   private readonly random: () => number;
-  /** What replaces a failing answer unless judges.yaml says otherwise. */
-  private readonly replacement: string;
-  /** supervisor_review rules with their patterns compiled once (judges.yaml validated that they compile). */
-  private readonly reviewRules: (Omit<ReviewRule, 'pattern'> & { pattern: RegExp })[];
 
   constructor(
     files: ConfigFilesService,
@@ -55,37 +61,43 @@ export class JudgesService {
     @Inject(appConfig.KEY) app: ConfigType<typeof appConfig>,
     @Optional() @Inject(JUDGES_RANDOM) random?: () => number,
   ) {
-    this.config = files.load(JUDGES_FILE, judgesFileSchema);
+    const policy = (config: JudgesFile): JudgePolicy => ({
+      config,
+      replacement: SERVICE_MESSAGES[config.language ?? app.DEFAULT_LANGUAGE].judge_replacement,
+      reviewRules: config.supervisor_review.rules.map((rule) => ({
+        ...rule,
+        pattern: new RegExp(rule.pattern, 'iu'),
+      })),
+    });
+    this.policies = files.perAgent('judges', policy(files.load(JUDGES_FILE, judgesFileSchema)), (path) =>
+      policy(loadYamlFile(path, judgesFileSchema)),
+    );
     this.random = random ?? Math.random;
-    this.replacement = SERVICE_MESSAGES[this.config.language ?? app.DEFAULT_LANGUAGE].judge_replacement;
-    this.reviewRules = this.config.supervisor_review.rules.map((rule) => ({
-      ...rule,
-      pattern: new RegExp(rule.pattern, 'iu'),
-    }));
   }
 
   /** The `judge` node: samples the turn, runs the enabled judges concurrently, returns `judge_results`. */
   async evaluate(state: AgentState): Promise<JsonRecord[]> {
-    const judges = this.config.judges.filter((j) => j.enabled);
-    if (!this.config.enabled || judges.length === 0) return [];
+    const { config } = this.policies.for(state.agent_id);
+    const judges = config.judges.filter((j) => j.enabled);
+    if (!config.enabled || judges.length === 0) return [];
     if (isSessionControlTurn(state)) {
       this.events.emit('judges.completed', { sampled: false, reason: 'session_control', count: 0 });
       return [];
     }
     const transactional = isTransactionalTurn(state);
-    const forced = transactional && this.config.always_run_for_transactional;
-    if (!forced && !(this.random() < this.config.sample_rate)) {
+    const forced = transactional && config.always_run_for_transactional;
+    if (!forced && !(this.random() < config.sample_rate)) {
       this.events.emit('judges.completed', {
         sampled: false,
         reason: 'not_sampled',
-        sample_rate: this.config.sample_rate,
+        sample_rate: config.sample_rate,
         transactional,
         count: 0,
       });
       return [];
     }
     const context = buildJudgeContext(state);
-    const results = await Promise.all(judges.map((judge) => this.runJudge(judge, context)));
+    const results = await Promise.all(judges.map((judge) => this.runJudge(config, judge, context)));
     for (const result of results) {
       this.events.emit(`judge.${result.name}.evaluated`, { ...result });
     }
@@ -107,7 +119,8 @@ export class JudgesService {
    */
   review(state: AgentState): Promise<ReviewOutcome> {
     const answer = state.final_answer ?? state.answer ?? '';
-    const review = this.config.supervisor_review;
+    const { config, replacement: fallback, reviewRules } = this.policies.for(state.agent_id);
+    const review = config.supervisor_review;
     if (isSessionControlTurn(state) || state.supervisor_action === 'handover') {
       this.events.emit('supervisor.review.completed', {
         approved: true,
@@ -127,11 +140,11 @@ export class JudgesService {
     const violations: JsonRecord[] = [];
     let replacement: string | null = null;
     const normalized = foldText(answer);
-    for (const rule of this.reviewRules) {
+    for (const rule of reviewRules) {
       if (!rule.pattern.test(answer) && !rule.pattern.test(normalized)) continue;
       violations.push({ rule: rule.id, action: rule.action });
       if (rule.action === 'replace' && replacement === null) {
-        replacement = rule.message ?? review.replacement_message ?? this.replacement;
+        replacement = rule.message ?? review.replacement_message ?? fallback;
       }
     }
     const enforcedFailures = (state.judge_results ?? []).filter(
@@ -139,14 +152,14 @@ export class JudgesService {
     );
     for (const failure of enforcedFailures) {
       violations.push({ judge: failure.name, action: 'replace' });
-      replacement ??= this.config.fallback_message ?? this.replacement;
+      replacement ??= config.fallback_message ?? fallback;
     }
     const approved = violations.length === 0;
     this.events.emit('supervisor.review.completed', { approved, violations });
     return Promise.resolve({ approved, answer: replacement ?? answer });
   }
 
-  private async runJudge(judge: JudgeEntry, context: JudgeContext): Promise<JudgeResult> {
+  private async runJudge(config: JudgesFile, judge: JudgeEntry, context: JudgeContext): Promise<JudgeResult> {
     const threshold = judge.threshold ?? DEFAULT_THRESHOLDS[judge.name];
     const started = performance.now();
     const base = { name: judge.name, type: judge.type, threshold, enforce: judge.enforce };
@@ -163,11 +176,11 @@ export class JudgesService {
     }
     const result = await llmJudge(
       this.llm,
-      judge.profile ?? this.config.profile,
+      judge.profile ?? config.profile,
       judge.name,
       threshold,
       context,
-      this.config.max_context_chars,
+      config.max_context_chars,
     );
     if (result.ok) {
       const verdict = result.value;
@@ -182,7 +195,7 @@ export class JudgesService {
       };
     }
     const message = result.reason === 'invalid_output' ? `invalid verdict: ${result.detail}` : result.detail;
-    const failClosed = judge.fail_closed ?? this.config.fail_closed;
+    const failClosed = judge.fail_closed ?? config.fail_closed;
     this.logger.warn(
       `judge ${judge.name} failed (${failClosed ? 'fail-closed: score 0' : 'fail-open: skipped'}): ${message}`,
     );

@@ -1,0 +1,298 @@
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parse, stringify } from 'yaml';
+import { FakeChatRequest, FakeLlmServer, GUARDRAILS_ALLOW, lastUserMessage } from '../support/fake-llm';
+import { ReferenceMcpProcess } from '../support/reference-mcp';
+import { REPO_ROOT, startTestApp, TestApp, uniqueId } from '../support/test-app';
+
+/**
+ * Per-agent policy on one runtime: `retail_orders` names its own guardrails, judges and tool policy files in
+ * agents.yaml, `telecom_contas` keeps the global ones. The same message, routed to the same graph agent with
+ * the same scripted answers, is treated differently by each.
+ */
+
+const RETAIL_BLOCKED = 'Não posso oferecer cupons por este canal.';
+const RETAIL_REFUSED = 'Vale-presente não é tratado por este canal.';
+const RETAIL_REPLACED = 'Resposta retida pela revisão de qualidade deste canal.';
+
+/** The shipped config plus `files`, with agents.yaml entries extended by `agents` (agent_id → keys). */
+function configDir(agents: Record<string, Record<string, string>>, files: Record<string, unknown>): string {
+  const dir = mkdtempSync(join(tmpdir(), 'agent-policy-'));
+  cpSync(join(REPO_ROOT, 'config'), dir, { recursive: true });
+  mkdirSync(join(dir, 'policies'));
+  const file = parse(readFileSync(join(dir, 'agents.yaml'), 'utf8')) as {
+    agents: Record<string, Record<string, unknown>>;
+  };
+  for (const [id, extra] of Object.entries(agents)) Object.assign(file.agents[id], extra);
+  writeFileSync(join(dir, 'agents.yaml'), stringify(file));
+  for (const [name, content] of Object.entries(files)) writeFileSync(join(dir, name), stringify(content));
+  return dir;
+}
+
+/** guardrails.yaml with compliance rails on: a customer may not ask for gift cards, an answer may not offer coupons. */
+function retailGuardrails(): unknown {
+  const global = parse(readFileSync(join(REPO_ROOT, 'config', 'guardrails.yaml'), 'utf8')) as {
+    input: { code: string }[];
+    output: { code: string }[];
+    messages: Record<string, unknown>;
+  };
+  return {
+    ...global,
+    messages: {
+      ...global.messages,
+      input_blocked: { CMP: RETAIL_REFUSED },
+      output_blocked: { CMP: RETAIL_BLOCKED },
+    },
+    input: [
+      ...global.input.filter((rail) => rail.code !== 'CMP'),
+      {
+        code: 'CMP',
+        enabled: true,
+        params: { forbidden: [{ id: 'gift_card', pattern: 'vale[- ]presente' }] },
+      },
+    ],
+    output: [
+      ...global.output.filter((rail) => rail.code !== 'CMP'),
+      {
+        code: 'CMP',
+        enabled: true,
+        params: { forbidden: [{ id: 'coupon', pattern: 'cupo(m|ns)' }], output_action: 'block' },
+      },
+    ],
+  };
+}
+
+const RETAIL_POLICY = {
+  'policies/retail_guardrails.yaml': retailGuardrails(),
+  'policies/retail_judges.yaml': {
+    sample_rate: 1,
+    fallback_message: RETAIL_REPLACED,
+    judges: [{ name: 'groundedness', type: 'llm', threshold: 0.6, enforce: true }],
+    supervisor_review: { enabled: true, rules: [] },
+  },
+  'policies/retail_tools.yaml': {
+    allowed_tools: ['consultar_pedido', 'cancelar_pedido'],
+    require_confirmation: { cancelar_pedido: false },
+    max_tool_steps: 1,
+  },
+};
+
+type Row = { name: string; payload: Record<string, unknown> };
+
+const hasToolMessage = (request: FakeChatRequest) => request.messages.some((m) => m.role === 'tool');
+const offeredTools = (request: FakeChatRequest): string[] =>
+  ((request.body.tools as { function: { name: string } }[] | undefined) ?? []).map((t) => t.function.name);
+
+describe('per-agent policy (e2e)', () => {
+  let fake: FakeLlmServer;
+  let mcp: ReferenceMcpProcess;
+  let app: TestApp;
+  let dir: string;
+
+  beforeAll(async () => {
+    [fake, mcp] = await Promise.all([FakeLlmServer.start(), ReferenceMcpProcess.start()]);
+    dir = configDir(
+      {
+        retail_orders: {
+          guardrails: 'policies/retail_guardrails.yaml',
+          judges: 'policies/retail_judges.yaml',
+          tool_policy: 'policies/retail_tools.yaml',
+        },
+      },
+      RETAIL_POLICY,
+    );
+    app = await startTestApp({
+      fakeLlm: fake,
+      env: { ...mcp.appEnv, CONFIG_DIR: dir, RAG_INGEST_ON_START: 'false' },
+    });
+  }, 240000);
+
+  afterAll(async () => {
+    await app?.close();
+    await mcp?.dispose();
+    await fake?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }, 60000);
+
+  beforeEach(() => {
+    fake.reset();
+    fake.script(GUARDRAILS_ALLOW);
+    fake.script({
+      model: 'router',
+      reply: (request) => ({
+        json: {
+          intent: /cancel/i.test(lastUserMessage(request)) ? 'retail_order_cancel' : 'retail_order_tracking',
+          confidence: 0.95,
+          reason: 'scripted',
+        },
+      }),
+    });
+    fake.script({ model: 'judge', reply: { json: { score: 0.1, passed: false, reason: 'not grounded' } } });
+  });
+
+  /** One turn of a new conversation of `agentId`, with its stored events. */
+  const turn = async (agentId: string, text: string) => {
+    const sessionId = uniqueId(agentId);
+    const res = await app.post<Record<string, unknown>>('/v1/channels/web/messages', {
+      tenant_id: 'acme',
+      agent_id: agentId,
+      session_id: sessionId,
+      text,
+    });
+    expect(res.status).toBe(200);
+    const events: Row[] = await app.dataSource.query(
+      'SELECT name, payload FROM session_events WHERE conversation_key = $1 ORDER BY id',
+      [`acme:${sessionId}`],
+    );
+    return { body: res.body, events, named: (name: string) => events.filter((e) => e.name === name) };
+  };
+
+  it("an output rail of one agent's guardrails file blocks only that agent's answers", async () => {
+    fake.script({
+      model: 'agent',
+      reply: { content: 'Seu pedido está a caminho e ganhou um cupom de 10%.' },
+    });
+    const telecom = await turn('telecom_contas', 'Onde está meu pedido 100232?');
+    expect(telecom.body).toMatchObject({
+      route: 'orders_agent',
+      blocked: false,
+      answer: 'Seu pedido está a caminho e ganhou um cupom de 10%.',
+    });
+    const retail = await turn('retail_orders', 'Onde está meu pedido 100232?');
+    expect(retail.body).toMatchObject({ route: 'orders_agent', blocked: true, answer: RETAIL_BLOCKED });
+    expect(retail.named('GRL.004')).toEqual([
+      expect.objectContaining({ payload: expect.objectContaining({ stage: 'output', code: 'CMP' }) }),
+    ]);
+    expect(telecom.named('GRL.004')).toEqual([]);
+  });
+
+  it("an input rail of one agent's guardrails file blocks only that agent's messages", async () => {
+    fake.script({ model: 'agent', reply: { content: 'Posso ajudar com o pedido.' } });
+    const text = 'Quero usar um vale-presente no pedido 100232';
+    const telecom = await turn('telecom_contas', text);
+    expect(telecom.body).toMatchObject({ route: 'orders_agent', blocked: false });
+    const retail = await turn('retail_orders', text);
+    expect(retail.body).toMatchObject({ route: 'blocked', blocked: true, answer: RETAIL_REFUSED });
+    expect(fake.requestsFor('agent')).toHaveLength(1);
+  });
+
+  it("a judge of one agent's judges file runs, and enforces, only on that agent's turns", async () => {
+    fake.script({ model: 'agent', reply: { content: 'Seu pedido 100232 foi enviado ontem.' } });
+    const telecom = await turn('telecom_contas', 'Onde está meu pedido 100232?');
+    expect(fake.requestsFor('judge')).toHaveLength(0);
+    expect(telecom.body.answer).toBe('Seu pedido 100232 foi enviado ontem.');
+    expect(telecom.named('judge.groundedness.evaluated')[0].payload).toMatchObject({ type: 'deterministic' });
+
+    const retail = await turn('retail_orders', 'Onde está meu pedido 100232?');
+    expect(fake.requestsFor('judge')).toHaveLength(1);
+    expect(retail.named('judge.groundedness.evaluated')[0].payload).toMatchObject({
+      type: 'llm',
+      passed: false,
+      enforce: true,
+    });
+    expect(retail.named('judge.tone.evaluated')).toEqual([]);
+    expect(retail.body.answer).toBe(RETAIL_REPLACED);
+  });
+
+  it("a tool outside one agent's allowed_tools is neither offered nor run; its max_tool_steps", async () => {
+    fake.script({
+      model: 'agent',
+      when: (r) => !hasToolMessage(r),
+      reply: {
+        content: null,
+        tool_calls: [{ name: 'consultar_entrega', arguments: { order_id: '100232' } }],
+      },
+    });
+    fake.script({ model: 'agent', when: hasToolMessage, reply: { content: 'Consultei a entrega.' } });
+
+    const telecom = await turn('telecom_contas', 'Onde está meu pedido 100232?');
+    // Four tool rounds (graph_agents): the answer after the first still has the tools on offer.
+    const [telecomFirst, telecomSecond] = fake.requestsFor('agent');
+    expect(offeredTools(telecomFirst).sort()).toEqual(['consultar_entrega', 'consultar_pedido']);
+    expect(offeredTools(telecomSecond).sort()).toEqual(['consultar_entrega', 'consultar_pedido']);
+    expect(telecom.named('mcp.tool_call.completed')).toEqual([
+      expect.objectContaining({
+        payload: expect.objectContaining({ tool_name: 'consultar_entrega', ok: true }),
+      }),
+    ]);
+    expect(telecom.named('NOC.MCP_TOOL_FAILED')).toEqual([]);
+
+    const before = fake.requestsFor('agent').length;
+    const retail = await turn('retail_orders', 'Onde está meu pedido 100232?');
+    // One tool round (its max_tool_steps): the answer after it is asked for without tools.
+    const [retailFirst, retailSecond] = fake.requestsFor('agent').slice(before);
+    expect(offeredTools(retailFirst)).toEqual(['consultar_pedido']);
+    expect(offeredTools(retailSecond)).toEqual([]);
+    expect(retail.named('mcp.tool_call.completed')).toEqual([]);
+    expect(retail.named('NOC.MCP_TOOL_FAILED')).toEqual([
+      expect.objectContaining({
+        payload: expect.objectContaining({
+          tool_name: 'consultar_entrega',
+          stage: 'preparation',
+          code: 'tool_not_allowed',
+        }),
+      }),
+    ]);
+  });
+
+  it("one agent's tool policy runs a transactional tool without the confirmation the other asks for", async () => {
+    fake.script({
+      model: 'agent',
+      when: (r) => !hasToolMessage(r) && /cancelar/.test(lastUserMessage(r)),
+      reply: (request) => ({
+        content: null,
+        tool_calls: [
+          { name: 'cancelar_pedido', arguments: { order_id: /\d{6}/.exec(lastUserMessage(request))?.[0] } },
+        ],
+      }),
+    });
+    fake.script({ model: 'agent', reply: { content: 'Pedido cancelado.' } });
+
+    const telecom = await turn('telecom_contas', 'Quero cancelar o pedido 100234');
+    expect(telecom.body).toMatchObject({ next_state: 'WAITING_ORDER_CONFIRMATION' });
+    expect(telecom.named('IC.TRANSACTION_CONFIRMATION_REQUIRED')).toHaveLength(1);
+    expect(telecom.named('IC.TRANSACTION_EXECUTED')).toEqual([]);
+
+    const retail = await turn('retail_orders', 'Quero cancelar o pedido 100231');
+    expect(retail.named('IC.TRANSACTION_CONFIRMATION_REQUIRED')).toEqual([]);
+    expect(retail.named('IC.TRANSACTION_EXECUTED')).toHaveLength(1);
+    expect(retail.body.next_state).not.toBe('WAITING_ORDER_CONFIRMATION');
+  });
+});
+
+describe('per-agent policy files at start-up (e2e)', () => {
+  const dirs: string[] = [];
+  afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
+
+  const startupError = async (
+    agents: Record<string, Record<string, string>>,
+    files: Record<string, unknown>,
+  ) => {
+    const dir = configDir(agents, files);
+    dirs.push(dir);
+    const error = await startTestApp({ env: { CONFIG_DIR: dir } }).then(
+      () => null,
+      (e: unknown) => e as Error,
+    );
+    return { dir, message: error?.message ?? '' };
+  };
+
+  it("a bad agent's guardrails file fails the start naming the file and the key path", async () => {
+    const { dir, message } = await startupError(
+      { retail_orders: { guardrails: 'policies/g.yaml' } },
+      { 'policies/g.yaml': { output: [{ code: 'CMP', params: { forbidden: [{ id: 'x' }] } }] } },
+    );
+    expect(message).toContain(join(dir, 'policies/g.yaml'));
+    expect(message).toContain('output[0].params.forbidden[0].pattern');
+  });
+
+  it("a bad agent's judges file fails the start naming the file and the key path", async () => {
+    const { dir, message } = await startupError(
+      { telecom_contas: { judges: 'policies/j.yaml' } },
+      { 'policies/j.yaml': { sample_rate: 2 } },
+    );
+    expect(message).toContain(join(dir, 'policies/j.yaml'));
+    expect(message).toContain('sample_rate');
+  });
+});
