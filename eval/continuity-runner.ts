@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { AppConfigModule, StructuredOutputMode } from '@agent/config';
-import type { AgentState, HistoryMessage } from '@agent/contracts';
+import { AgentState, HistoryMessage, isDomainAgentNode } from '@agent/contracts';
 import { ContinuityModule, ContinuityService } from '@agent/continuity';
 import { LlmModule } from '@agent/llm';
 import { ObservabilityModule, TurnContext, TurnContextStore } from '@agent/observability';
@@ -105,13 +105,22 @@ export function stateForTurn(
     state.intent = turn.previous_intent;
     state.domain = turn.previous_domain ?? undefined;
     state.mcp_tools = [...tools];
-    state.route_decision = {
-      route: turn.active_agent,
-      agent: turn.active_agent,
-      intent: turn.previous_intent,
-      domain: turn.previous_domain,
-      mcp_tools: [...tools],
-    };
+    // The decision that made the agent active; a name that is no graph agent has none (the classifier ignores it).
+    if (isDomainAgentNode(turn.active_agent)) {
+      state.route_decision = {
+        route: turn.active_agent,
+        agent: turn.active_agent,
+        intent: turn.previous_intent,
+        domain: turn.previous_domain,
+        mcp_tools: [...tools],
+        confidence: 1,
+        method: 'keyword',
+        reason: 'the evaluation dataset',
+        next_state: null,
+        route_bypassed: false,
+        metadata: {},
+      };
+    }
   }
   return state;
 }

@@ -1,4 +1,5 @@
 import { AgentsService } from '@agent/agents';
+import { decisionOf } from '../support/states';
 import type { AgentState } from '@agent/contracts';
 import { GuardrailsService } from '@agent/guardrails';
 import { TurnContextStore } from '@agent/observability';
@@ -311,7 +312,12 @@ describe('domain agents with the reference MCP server', () => {
             user_text: 'sim, pode cancelar',
             sanitized_input: 'sim, pode cancelar',
             turn: 3,
-            route_decision: { method: 'state_policy' },
+            route_decision: decisionOf({
+              route: 'orders_agent',
+              agent: 'orders_agent',
+              intent: 'state:WAITING_ORDER_CONFIRMATION',
+              method: 'state_policy',
+            }),
           },
           app.app.get(GuardrailsService).contentScreen(),
         ),

@@ -7,6 +7,7 @@ import {
   GUARDRAILS_ALLOW,
   lastUserMessage,
 } from '../support/fake-llm';
+import { activeTransactionOf, pendingToolCallOf } from '../support/states';
 import { HttpResult, startTestApp, TestApp, uniqueId } from '../support/test-app';
 
 /** Booting the app with a fresh embedded PGlite can take minutes on a busy machine. */
@@ -449,6 +450,7 @@ describe('semantic route stickiness and session control over HTTP (ENABLE_ROUTE_
       try {
         const loaded = await checkpoints.loadLatest(chat.conversationKey);
         const tools = ['consultar_pedido', 'cancelar_pedido'];
+        const transaction = activeTransactionOf();
         const state: AgentState = {
           ...(loaded?.state ?? {}),
           active_agent: 'orders_agent',
@@ -457,7 +459,8 @@ describe('semantic route stickiness and session control over HTTP (ENABLE_ROUTE_
           domain: 'retail',
           mcp_tools: tools,
           next_state: 'WAITING_ORDER_CONFIRMATION',
-          pending_tool_call: { name: 'cancelar_pedido', arguments: { order_id: '123' } },
+          active_transaction: transaction,
+          pending_tool_call: pendingToolCallOf(transaction),
           confirmation_required: true,
           route_decision: {
             route: 'orders_agent',
@@ -510,6 +513,7 @@ describe('semantic route stickiness and session control over HTTP (ENABLE_ROUTE_
       expect(eventOf(person, 'router.continuity')).toMatchObject({ active_agent: 'orders_agent' });
       const state = await storedState(chat.conversationKey);
       expect(state.pending_tool_call ?? null).toBeNull();
+      expect(state.active_transaction ?? null).toBeNull();
       expect(state.confirmation_required).toBe(false);
     });
 

@@ -7,6 +7,7 @@ import { LlmModule } from '@agent/llm';
 import { ObservabilityModule } from '@agent/observability';
 import { RoutingModule, RoutingService } from '@agent/routing';
 import { FakeChatRequest, FakeLlmServer, FakeReply } from '../support/fake-llm';
+import { activeTransactionOf } from '../support/states';
 import { REPO_ROOT, TEST_LLM_PROFILES } from '../support/test-app';
 import { withEnv } from '../support/with-env';
 
@@ -398,7 +399,13 @@ describe('Enterprise Router over the shipped catalogue (fake LLM)', () => {
       intent: 'billing_invoice_explanation',
       domain: 'telecom',
       missing_parameters: missing,
-      active_transaction: { tool: 'contestar_cobranca', intent: 'billing_invoice_explanation' },
+      active_transaction: activeTransactionOf({
+        tool_name: 'contestar_cobranca',
+        agent: 'billing_agent',
+        state_domain: 'BILLING',
+        status: 'COLLECTING_PARAMETERS',
+        intent: 'billing_invoice_explanation',
+      }),
     });
     const expectHeld = (decision: RouteDecision) => {
       expect(decision).toMatchObject({

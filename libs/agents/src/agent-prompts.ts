@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AgentProfileConfig, ConfigFilesService } from '@agent/config';
-import type { AgentState, DomainAgentNode, JsonRecord } from '@agent/contracts';
+import type { AgentState, DomainAgentNode, LastTransaction } from '@agent/contracts';
 import { answerPrefix } from './answer-text';
 
 /** Rules every domain agent follows, whatever its prompt says. */
@@ -37,7 +37,7 @@ export class AgentPrompts {
       parts.push(`Fatos conhecidos sobre o cliente:\n${state.long_term_memory_context}`);
     }
     const last = state.last_transaction;
-    if (last && typeof last.tool_name === 'string') {
+    if (last) {
       parts.push(`Última operação desta conversa: ${describeTransaction(last)}`);
     }
     parts.push(...extra);
@@ -59,8 +59,6 @@ export class AgentPrompts {
   }
 }
 
-function describeTransaction(transaction: JsonRecord): string {
-  const args = JSON.stringify(transaction.arguments ?? {});
-  const status = typeof transaction.status === 'string' ? transaction.status : 'desconhecido';
-  return `${String(transaction.tool_name)} ${args}, status ${status}.`;
+function describeTransaction(transaction: LastTransaction): string {
+  return `${transaction.tool_name} ${JSON.stringify(transaction.arguments)}, status ${transaction.status}.`;
 }

@@ -1,7 +1,15 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { ConfigType } from '@nestjs/config';
 import { appConfig, ConfigFilesService, SERVICE_MESSAGES } from '@agent/config';
-import type { AgentState, ContentScreen, DomainAgentNode, JsonRecord } from '@agent/contracts';
+import type {
+  ActiveTransaction,
+  AgentState,
+  ContentScreen,
+  DomainAgentNode,
+  JsonRecord,
+  SelectedToolCall,
+  ToolArguments,
+} from '@agent/contracts';
 import { ChatMessage, ChatTool, LlmError, LlmService, ToolCall } from '@agent/llm';
 import { McpService, McpToolResult, ToolDescriptor } from '@agent/mcp';
 import { EventBusService } from '@agent/observability';
@@ -11,7 +19,6 @@ import { stripAgentPrefix } from './answer-text';
 import { ParameterExtractor } from './parameter-extractor';
 import { ScreenedTools, screenPassages } from './screened-content';
 import { requestContext, TransactionEngine, userText } from './transaction.engine';
-import type { ActiveTransaction } from './transaction.types';
 
 /** History messages an agent sees. */
 const HISTORY_WINDOW = 12;
@@ -129,7 +136,7 @@ export class AgentsService {
       next_state: null,
       confirmation_required: false,
     };
-    let selected: JsonRecord | null = null;
+    let selected: SelectedToolCall | null = null;
     try {
       for (let step = 0; ; step++) {
         const offer = step < maxToolSteps ? tools.map(toChatTool) : [];
@@ -196,7 +203,7 @@ export class AgentsService {
 
   private async readOnlyCall(
     call: ToolCall,
-    args: JsonRecord | null,
+    args: ToolArguments | null,
     allowed: readonly string[],
     state: AgentState,
     tools: ScreenedTools,
@@ -298,12 +305,12 @@ function toChatTool(tool: ToolDescriptor): ChatTool {
   };
 }
 
-function parseArguments(call: ToolCall): JsonRecord | null {
+function parseArguments(call: ToolCall): ToolArguments | null {
   if (call.arguments.trim() === '') return {};
   try {
     const value: unknown = JSON.parse(call.arguments);
     return value !== null && typeof value === 'object' && !Array.isArray(value)
-      ? (value as JsonRecord)
+      ? (value as ToolArguments)
       : null;
   } catch {
     return null;

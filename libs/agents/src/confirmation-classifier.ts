@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { z } from 'zod';
-import type { HistoryMessage, JsonRecord } from '@agent/contracts';
+import type { HistoryMessage, ToolArguments } from '@agent/contracts';
 import { DEFAULT_PROFILES } from '@agent/contracts';
 import { confidenceSchema, LlmService, StructuredOutput, structuredOutput } from '@agent/llm';
 import { CONFIRMATION_DECISIONS, ConfirmationResult } from './transaction.types';
@@ -147,7 +147,7 @@ export class ConfirmationClassifier {
 }
 
 /** The values actually given: null, absent and blank ones dropped. */
-function givenValues(values: ConfirmationAnswer['values']): JsonRecord {
+function givenValues(values: ConfirmationAnswer['values']): ToolArguments {
   return Object.fromEntries(
     Object.entries(values ?? {}).filter(
       ([, value]) => value !== null && value !== undefined && String(value).trim() !== '',

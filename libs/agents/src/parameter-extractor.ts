@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { z } from 'zod';
 import { ToolConfig } from '@agent/config';
-import type { JsonRecord } from '@agent/contracts';
+import type { ToolArguments } from '@agent/contracts';
 import { confidenceSchema, LlmService, StructuredOutput, structuredOutput } from '@agent/llm';
 import { EventBusService } from '@agent/observability';
 
@@ -65,7 +65,7 @@ export interface CollectionReading {
   confidence: number | null;
   /** For REPLACE: the operation the customer wants instead (one of the alternatives). */
   operation: string | null;
-  values: JsonRecord;
+  values: ToolArguments;
 }
 
 /**
@@ -89,8 +89,8 @@ export class ParameterExtractor {
   ) {}
 
   /** Regex-only extraction: cheap, deterministic, used on every call that lacks an argument. */
-  byPattern(toolName: string, config: ToolConfig, fields: readonly string[], text: string): JsonRecord {
-    const found: JsonRecord = {};
+  byPattern(toolName: string, config: ToolConfig, fields: readonly string[], text: string): ToolArguments {
+    const found: ToolArguments = {};
     for (const field of fields) {
       const pattern = config.args_schema.properties[field]?.extract_pattern;
       if (!pattern) continue;
@@ -173,7 +173,7 @@ export class ParameterExtractor {
       });
       return answer;
     }
-    const values: JsonRecord = { ...found };
+    const values: ToolArguments = { ...found };
     for (const field of remaining) {
       const value = result.value.values[field];
       if (value !== null && value !== undefined && String(value).trim() !== '') values[field] = value;

@@ -2,7 +2,21 @@ import { Injectable, Logger } from '@nestjs/common';
 import { createHash, randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { ConfigFilesService, ToolConfig } from '@agent/config';
-import type { AgentState, DomainAgentNode, JsonRecord } from '@agent/contracts';
+import {
+  ActiveTransaction,
+  AgentState,
+  collectingState,
+  DomainAgentNode,
+  JsonRecord,
+  noPendingTransaction,
+  OperationResult,
+  PendingToolCall,
+  PreValidation,
+  ToolArguments,
+  TransactionEvidence,
+  TransactionStatus,
+  waitingState,
+} from '@agent/contracts';
 import { ChatMessage, LlmError, LlmService } from '@agent/llm';
 import { MCP_UNAVAILABLE_ERROR, McpService, McpToolResult, requiredArguments } from '@agent/mcp';
 import { EventBusService } from '@agent/observability';
@@ -17,13 +31,6 @@ import {
   TransactionSettings,
   transactionSettingsSchema,
 } from './transaction-settings';
-import {
-  ActiveTransaction,
-  activeTransactionSchema,
-  PendingToolCall,
-  pendingToolCallSchema,
-  TransactionStatus,
-} from './transaction.types';
 
 type Patch = Partial<AgentState>;
 
@@ -71,16 +78,10 @@ export class TransactionEngine {
       : transactionSettingsSchema.parse({});
   }
 
-  /** The active transaction of the state, if it parses; a malformed one is logged and ignored. */
+  /** The active transaction of the state (validated with the state when its checkpoint was loaded). */
   resumable(state: AgentState): ResumableTransaction | null {
     if (!state.active_transaction) return null;
-    const parsed = activeTransactionSchema.safeParse(state.active_transaction);
-    if (!parsed.success) {
-      this.logger.warn(`ignoring a malformed active_transaction: ${parsed.error.issues[0]?.message ?? ''}`);
-      return null;
-    }
-    const pending = pendingToolCallSchema.safeParse(state.pending_tool_call);
-    return { transaction: parsed.data, pending: pending.success ? pending.data : null };
+    return { transaction: state.active_transaction, pending: state.pending_tool_call ?? null };
   }
 
   /**
@@ -92,7 +93,7 @@ export class TransactionEngine {
     node: DomainAgentNode,
     state: AgentState,
     toolName: string,
-    modelArguments: JsonRecord,
+    modelArguments: ToolArguments,
     turnResults: McpToolResult[],
     tools: ScreenedTools,
     replaced: ActiveTransaction | null = null,
@@ -258,7 +259,7 @@ export class TransactionEngine {
       transaction_status: 'AWAITING_CONFIRMATION',
       confirmation_required: true,
       confirmation_received: false,
-      next_state: this.waitingState(next),
+      next_state: waitingState(next.state_domain),
       mcp_results: [],
       tool_policy_result: {
         action: 'confirmation_unclear',
@@ -294,7 +295,7 @@ export class TransactionEngine {
     state: AgentState,
     transaction: ActiveTransaction,
     toolName: string,
-    values: JsonRecord,
+    values: ToolArguments,
     tools: ScreenedTools,
   ): Promise<Patch> {
     const interrupted = this.interrupt(state, transaction, 'replaced');
@@ -318,7 +319,7 @@ export class TransactionEngine {
     node: DomainAgentNode,
     state: AgentState,
     transaction: ActiveTransaction,
-    values: JsonRecord,
+    values: ToolArguments,
     tools: ScreenedTools,
   ): Promise<Patch> {
     const prepared = this.mcp.prepareCall(
@@ -355,12 +356,8 @@ export class TransactionEngine {
     this.emit('IC.TRANSACTION_INTERRUPTED', transaction, { reason });
     return {
       operation_results: withOutcome(state, transaction, 'CANCELLED'),
-      active_transaction: null,
-      pending_tool_call: null,
+      ...noPendingTransaction(),
       transaction_status: 'CANCELLED',
-      confirmation_required: false,
-      confirmation_received: false,
-      missing_parameters: [],
       next_state: null,
       last_transaction: {
         ...transaction,
@@ -417,7 +414,7 @@ export class TransactionEngine {
       missing_parameters: missing,
       confirmation_required: false,
       confirmation_received: false,
-      next_state: `COLLECTING_${collecting.state_domain}_PARAMETERS`,
+      next_state: collectingState(collecting.state_domain),
       selected_tool_call: { tool_name: collecting.tool_name, arguments: collecting.arguments },
       tool_policy_result: {
         action: 'collecting_parameters',
@@ -447,7 +444,7 @@ export class TransactionEngine {
   ): Promise<Patch> {
     const config = this.toolConfig(transaction.tool_name);
     const results = [...turnResults];
-    let preValidation: JsonRecord | null = null;
+    let preValidation: PreValidation | null = null;
     let validationMessage = '';
     if (config.pre_validation) {
       const validator = config.pre_validation.tool;
@@ -528,7 +525,7 @@ export class TransactionEngine {
       missing_parameters: [],
       confirmation_required: true,
       confirmation_received: false,
-      next_state: this.waitingState(waiting),
+      next_state: waitingState(waiting.state_domain),
       selected_tool_call: { tool_name: waiting.tool_name, arguments: waiting.arguments },
       tool_policy_result: { action: 'confirmation_requested', tool_name: waiting.tool_name },
       mcp_results: results.map(asRecord),
@@ -550,7 +547,7 @@ export class TransactionEngine {
     );
     const status: TransactionStatus = result.ok || executedButWithheld(result) ? 'COMPLETED' : 'FAILED';
     const body = asObject(result.result);
-    const evidence: JsonRecord = {
+    const evidence: TransactionEvidence = {
       transaction_id: transaction.transaction_id,
       call_id: pending.call_id,
       tool_name: pending.tool_name,
@@ -684,12 +681,8 @@ export class TransactionEngine {
     return {
       operation_results: withOutcome(state, transaction, status),
       answer,
-      active_transaction: null,
-      pending_tool_call: null,
+      ...noPendingTransaction(),
       transaction_status: status,
-      missing_parameters: [],
-      confirmation_required: false,
-      confirmation_received: false,
       next_state: null,
       mcp_results: [],
       last_transaction: {
@@ -702,17 +695,13 @@ export class TransactionEngine {
     };
   }
 
-  private waitingState(transaction: ActiveTransaction): string {
-    return `WAITING_${transaction.state_domain}_CONFIRMATION`;
-  }
-
   private toolConfig(toolName: string): ToolConfig {
     const config = this.mcp.toolConfig(toolName);
     if (!config) throw new Error(`tool ${toolName} is not declared in tools.yaml`);
     return config;
   }
 
-  private argumentsText(toolName: string, args: JsonRecord): string {
+  private argumentsText(toolName: string, args: ToolArguments): string {
     const properties = Object.keys(this.mcp.toolConfig(toolName)?.args_schema.properties ?? {});
     return properties
       .filter((name) => !isMissing(args[name]))
@@ -745,8 +734,8 @@ function withOutcome(
   state: AgentState,
   transaction: ActiveTransaction,
   status: TransactionStatus,
-): Record<string, JsonRecord> {
-  const outcome: JsonRecord = {
+): Record<string, OperationResult> {
+  const outcome: OperationResult = {
     tool_name: transaction.tool_name,
     agent: transaction.agent,
     intent: transaction.intent,

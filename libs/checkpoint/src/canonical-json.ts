@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { AgentState, agentStateSchema } from '@agent/contracts';
 
 /**
  * JSON with object keys sorted at every level, so equal states hash equally, and with the strings Postgres
@@ -63,13 +64,16 @@ export function serializeCheckpoint(state: unknown, parentVersion: number | null
   return { text, checksum: storedTextChecksum(text, parentVersion) };
 }
 
-/** The parsed state when the stored row passes integrity, else why not. */
+/**
+ * The parsed state when the stored row passes integrity and the state schema, else why not: a state this
+ * release cannot read is skipped like a corrupt one, never half-used.
+ */
 export function readCheckpoint(row: {
   state_text: string;
   format: number;
   checksum: string;
   parent_version: number | null;
-}): { state: Record<string, unknown> } | { problem: string } {
+}): { state: AgentState } | { problem: string } {
   let state: unknown;
   try {
     state = JSON.parse(row.state_text);
@@ -83,9 +87,13 @@ export function readCheckpoint(row: {
     row.format === 2
       ? storedTextChecksum(row.state_text, row.parent_version)
       : checkpointChecksum(state, row.parent_version);
-  return checksum === row.checksum
-    ? { state: state as Record<string, unknown> }
-    : { problem: 'checksum mismatch' };
+  if (checksum !== row.checksum) return { problem: 'checksum mismatch' };
+  const parsed = agentStateSchema.safeParse(state);
+  if (parsed.success) return { state: parsed.data };
+  const issue = parsed.error.issues[0];
+  return {
+    problem: `state does not match the schema at ${issue.path.join('.') || '(root)'}: ${issue.message}`,
+  };
 }
 
 function storedTextChecksum(text: string, parentVersion: number | null): string {

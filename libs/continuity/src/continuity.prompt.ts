@@ -1,4 +1,4 @@
-import type { AgentState, HistoryMessage } from '@agent/contracts';
+import { AgentState, DomainAgentNode, HistoryMessage, isDomainAgentNode } from '@agent/contracts';
 
 /**
  * The history the classifier sees, in estimated tokens: the newest messages first, each cut to at most
@@ -137,7 +137,7 @@ export function buildPayload(
   currentMessage: string,
   historyTurns: number,
 ): ContinuityPayload {
-  const previous = state.route_decision ?? {};
+  const previous = state.route_decision;
   const otherAgents: Record<string, string[]> = {};
   for (const [agent, descriptions] of capabilities) {
     if (agent !== activeAgent) otherAgents[agent] = [...descriptions];
@@ -146,8 +146,8 @@ export function buildPayload(
     active_agent: activeAgent,
     active_agent_capabilities: activeAgent ? [...(capabilities.get(activeAgent) ?? [])] : [],
     other_agents: otherAgents,
-    previous_intent: nonEmptyString(previous.intent) ?? nonEmptyString(state.intent),
-    previous_domain: nonEmptyString(previous.domain) ?? nonEmptyString(state.domain),
+    previous_intent: nonEmptyString(previous?.intent) ?? nonEmptyString(state.intent),
+    previous_domain: nonEmptyString(previous?.domain) ?? nonEmptyString(state.domain),
     recent_history: recentHistory(state.history, currentMessage, historyTurns),
     current_message: currentMessage,
     ...pendingTopics(state),
@@ -164,10 +164,10 @@ export function classifierInput(
   enabledIntents: readonly IntentCapability[],
   currentMessage: string,
   historyTurns: number,
-): { activeAgent: string; payload: string } {
+): { activeAgent: DomainAgentNode | ''; payload: string } {
   const capabilities = capabilitiesByAgent(enabledIntents);
-  const requested = nonEmptyString(state.active_agent) ?? '';
-  const activeAgent = capabilities.has(requested) ? requested : '';
+  const requested = state.active_agent;
+  const activeAgent = isDomainAgentNode(requested) && capabilities.has(requested) ? requested : '';
   const payload = buildPayload(state, activeAgent, capabilities, currentMessage, historyTurns);
   return { activeAgent, payload: JSON.stringify(payload) };
 }

@@ -2,9 +2,10 @@ import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseEnvNamespace } from '@agent/config';
-import type { AgentState, RouteDecision, StoredEvent } from '@agent/contracts';
+import type { AgentState, DomainAgentNode, RouteDecision, StoredEvent } from '@agent/contracts';
 import { EventBusService, MetricsService, TurnContext, TurnContextStore } from '@agent/observability';
 import { FakeChatRequest, FakeLlmServer, FakeReply } from '@agent/testing/fake-llm';
+import { decisionOf } from '@agent/testing/states';
 import { createTestLlm } from '@agent/testing/test-llm';
 import {
   approximateTokens,
@@ -48,13 +49,13 @@ function baseState(message = 'o que está incluso?', overrides: Partial<AgentSta
     active_agent: 'product_agent',
     intent: 'product_services_information',
     domain: 'telecom',
-    route_decision: {
+    route_decision: decisionOf({
       route: 'product_agent',
       agent: 'product_agent',
       intent: 'product_services_information',
       domain: 'telecom',
       mcp_tools: ['consultar_plano'],
-    },
+    }),
     history: [
       { role: 'user', content: 'qual é o meu plano?' },
       { role: 'assistant', content: 'Seu plano atual é Controle 50GB.' },
@@ -636,7 +637,12 @@ describe('ContinuityService', () => {
       const afterBlockedTurn = baseState('e o roaming?', {
         intent: 'input_guardrail_blocked',
         mcp_tools: [],
-        route_decision: { route: 'blocked', agent: null, intent: 'input_guardrail_blocked', mcp_tools: [] },
+        route_decision: decisionOf({
+          route: 'blocked',
+          agent: null,
+          intent: 'input_guardrail_blocked',
+          method: 'guardrail',
+        }),
       });
       const { outcome } = await evaluate(service, afterBlockedTurn);
       expect(outcome?.decision).toMatchObject({
@@ -724,19 +730,8 @@ describe('ContinuityService', () => {
 
     it('records the shadow router decision and whether it agreed', async () => {
       const { service, metrics, events: bus } = harness({ ROUTE_STICKINESS_SHADOW_RATE: '1' });
-      const router = (agent: string): RouteDecision => ({
-        route: agent,
-        agent,
-        intent: 'billing_invoice_explanation',
-        domain: 'telecom',
-        mcp_tools: [],
-        confidence: 0.9,
-        method: 'keyword',
-        reason: '',
-        next_state: null,
-        route_bypassed: false,
-        metadata: {},
-      });
+      const router = (agent: DomainAgentNode): RouteDecision =>
+        decisionOf({ route: agent, agent, reason: '' });
       const context = turnContext(1);
       const { events } = context;
       await TurnContextStore.run(context, () => {

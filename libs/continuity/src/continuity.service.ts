@@ -6,6 +6,7 @@ import {
   ContinuityDecision,
   ContinuityFallbackReason,
   ContinuitySignal,
+  DomainAgentNode,
   HUMAN_HANDOFF_REQUESTED_STATE,
   RouteDecision,
   SESSION_ENDED_STATE,
@@ -214,14 +215,14 @@ export class ContinuityService implements OnModuleInit {
     label: ContinuityDecision,
     classification: Classification,
     state: AgentState,
-    activeAgent: string,
+    activeAgent: DomainAgentNode | '',
   ): RouteDecision | null {
     switch (label) {
       case 'HUMAN_HANDOFF':
       case 'END_SESSION':
         return this.sessionControlDecision(label, classification);
       case 'CONTINUE':
-        return this.continueDecision(classification, state, activeAgent);
+        return activeAgent === '' ? null : this.continueDecision(classification, state, activeAgent);
       case 'ROUTE':
         return null;
     }
@@ -257,16 +258,15 @@ export class ContinuityService implements OnModuleInit {
   private continueDecision(
     classification: Classification,
     state: AgentState,
-    activeAgent: string,
+    activeAgent: DomainAgentNode,
   ): RouteDecision {
-    const previous = state.route_decision ?? {};
+    const previous = state.route_decision;
     // Another decision (a blocked input, an agent handoff) may have replaced route_decision since the agent
     // became active; its intent and tools are not the agent's, so the state's own facts are used instead.
-    const own = previous.agent === activeAgent;
-    const intent =
-      (own ? nonEmptyString(previous.intent) : null) ?? this.ownIntent(state.intent, activeAgent);
-    const domain = (own ? nonEmptyString(previous.domain) : null) ?? nonEmptyString(state.domain);
-    const tools = (own ? stringList(previous.mcp_tools) : null) ?? this.ownTools(state, activeAgent);
+    const own = previous?.agent === activeAgent ? previous : undefined;
+    const intent = nonEmptyString(own?.intent) ?? this.ownIntent(state.intent, activeAgent);
+    const domain = nonEmptyString(own?.domain) ?? nonEmptyString(state.domain);
+    const tools = own?.mcp_tools ?? this.ownTools(state, activeAgent);
     const nextState = nonEmptyString(state.next_state);
     return {
       route: activeAgent,
@@ -296,8 +296,7 @@ export class ContinuityService implements OnModuleInit {
   /** The state's tools when they came with the agent's own intent, else every tool of the agent's intents. */
   private ownTools(state: AgentState, agent: string): string[] {
     const own = this.ownIntent(state.intent, agent);
-    const stateTools = stringList(state.mcp_tools);
-    if (own !== null && stateTools !== null) return stateTools;
+    if (own !== null && state.mcp_tools) return state.mcp_tools;
     return [...new Set(this.intentsOf(agent).flatMap((i) => i.mcp_tools))];
   }
 
@@ -322,8 +321,4 @@ function fallbackOf(reason: StructuredFailureReason): ContinuityFallbackReason {
     case 'error':
       return 'error';
   }
-}
-
-function stringList(value: unknown): string[] | null {
-  return Array.isArray(value) && value.every((v): v is string => typeof v === 'string') ? [...value] : null;
 }

@@ -1,4 +1,6 @@
-import { HistoryMessage, promptHistory } from './agent-state';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { agentStateSchema, HistoryMessage, promptHistory } from './agent-state';
 
 describe('promptHistory', () => {
   const turn = (n: number, user: string, route = 'billing_agent', blocked?: boolean): HistoryMessage[] => [
@@ -24,5 +26,33 @@ describe('promptHistory', () => {
       ]),
     ).toEqual([{ role: 'user', content: 'y' }]);
     expect(promptHistory(undefined)).toEqual([]);
+  });
+});
+
+describe('agentStateSchema', () => {
+  const fixtures = join(__dirname, '..', '..', '..', 'test', 'fixtures', 'checkpoints');
+
+  it.each(readdirSync(fixtures))('reads the stored state %s unchanged', (file) => {
+    const stored = JSON.parse(readFileSync(join(fixtures, file), 'utf8')) as Record<string, unknown>;
+    // The one normalization: the empty continuity signal of a turn without the classifier reads as absent.
+    const { continuity_signal: signal, ...rest } = stored;
+    const expected =
+      signal !== null && typeof signal === 'object' && Object.keys(signal).length === 0 ? rest : stored;
+    expect(agentStateSchema.parse(stored)).toEqual(expected);
+  });
+
+  it.each([
+    ['a route that names no node', { route_decision: { route: 'nowhere' } }, 'route_decision'],
+    ['a pending topic without its fields', { pending_topics: [{ intent: 'x' }] }, 'pending_topics'],
+    [
+      'a pending call in another shape',
+      { pending_tool_call: { name: 'cancelar_pedido' } },
+      'pending_tool_call',
+    ],
+    ['a status outside the catalogue', { transaction_status: 'DONE' }, 'transaction_status'],
+  ])('refuses %s', (_case, state, key) => {
+    const result = agentStateSchema.safeParse(state);
+    expect(result.success).toBe(false);
+    expect(result.error?.issues[0].path[0]).toBe(key);
   });
 });

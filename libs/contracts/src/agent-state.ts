@@ -1,22 +1,32 @@
+import { z } from 'zod';
+import {
+  BLOCKED_ROUTE,
+  continuitySignalSchema,
+  DOMAIN_AGENT_NODES,
+  routeDecisionSchema,
+  SESSION_CONTROLS,
+} from './route-decision';
+import { operationResultSchema, transactionEvidenceSchema, transactionSliceSchema } from './transaction';
+
 /**
- * The workflow state: the state keys of the original runtime (snake_case, every key optional).
- * It is the checkpoint payload, so its keys are a persisted format: add keys, never rename them.
+ * The workflow state: the state keys of the original runtime (snake_case, every key optional). It is the
+ * checkpoint payload, so its keys are a persisted format: add keys, never rename them. A stored state is parsed
+ * with `agentStateSchema` when it is loaded; one that does not fit is treated like a corrupt checkpoint.
  */
 export type JsonRecord = Record<string, unknown>;
+const jsonRecordSchema = z.record(z.string(), z.unknown());
 
-export interface HistoryMessage {
-  role: 'user' | 'assistant';
-  content: string;
-  turn?: number;
-  route?: string;
-  intent?: string;
-  at?: string;
+export const historyMessageSchema = z.object({
+  role: z.enum(['user', 'assistant']),
+  content: z.string(),
+  turn: z.number().int().optional(),
+  route: z.string().optional(),
+  intent: z.string().optional(),
+  at: z.string().optional(),
   /** The input guardrails blocked this turn: the message and its safe reply are kept for audit only. */
-  blocked?: boolean;
-}
-
-/** The route an input-guardrail block gives a turn. */
-export const BLOCKED_ROUTE = 'blocked';
+  blocked: z.boolean().optional(),
+});
+export type HistoryMessage = z.output<typeof historyMessageSchema>;
 
 /**
  * The history a prompt may show: without the turns the input guardrails blocked, so a blocked message never
@@ -33,80 +43,211 @@ export function promptHistory(history: readonly HistoryMessage[] | undefined): H
   return messages.filter((m) => m.blocked !== true && !(m.turn !== undefined && blockedTurns.has(m.turn)));
 }
 
-export interface AgentState {
-  tenant_id?: string;
-  agent_id?: string;
-  session_id?: string;
-  conversation_key?: string;
-  workflow_id?: string;
-  agent_profile?: JsonRecord;
-  user_text?: string;
-  sanitized_input?: string;
-  route?: string;
-  intent?: string;
-  route_decision?: JsonRecord;
-  answer?: string;
-  final_answer?: string;
-  history?: HistoryMessage[];
-  context?: JsonRecord;
-  guardrail_decisions?: JsonRecord[];
-  judge_results?: JsonRecord[];
-  next_state?: string | null;
-  domain?: string;
-  mcp_tools?: string[];
-  mcp_results?: JsonRecord[];
-  rag_results?: JsonRecord[];
-  available_mcp_tools?: string[];
-  selected_tool_call?: JsonRecord | null;
-  pending_tool_call?: JsonRecord | null;
-  active_transaction?: JsonRecord | null;
-  last_transaction?: JsonRecord | null;
-  transaction_status?: string | null;
-  transaction_pre_validation?: JsonRecord | null;
-  transaction_evidence?: JsonRecord[];
-  last_transaction_evidence?: JsonRecord | null;
-  relevant_transaction_evidence?: JsonRecord[];
-  confirmation_required?: boolean;
-  confirmation_received?: boolean;
-  tool_policy_result?: JsonRecord | null;
-  missing_parameters?: string[];
-  supervisor_plan?: JsonRecord;
-  supervisor_results?: JsonRecord[];
-  agent_responses?: JsonRecord[];
-  pending_topics?: JsonRecord[];
-  handled_topics?: JsonRecord[];
-  operation_results?: Record<string, JsonRecord>;
-  multi_intent_plan?: JsonRecord;
-  active_agent?: string;
-  route_bypassed?: boolean;
-  continuity_signal?: JsonRecord;
-  session_control?: string;
-  session_ended?: boolean;
-  human_handoff_requested?: boolean;
-  blocked?: boolean;
-  supervisor_action?: string;
-  supervisor_guidance?: string;
-  supervisor_attempt?: number;
-  supervisor_handover_reason?: string;
-  output_supervisor_results?: JsonRecord[];
-  output_guardrails_already_applied?: boolean;
-  long_term_memories?: JsonRecord[];
-  long_term_memory_context?: string;
-  long_term_memory_write_result?: JsonRecord;
-  long_term_memory_subject_key?: string;
-  long_term_memory_load_error?: string;
+/** `agent_profile`: the agents.yaml identity of the conversation's `agent_id`. */
+export const agentProfileSchema = z.object({
+  agent_id: z.string(),
+  name: z.string(),
+  domain: z.string(),
+  description: z.string(),
+  metadata: jsonRecordSchema,
+});
+export type AgentProfile = z.output<typeof agentProfileSchema>;
 
-  // Keys added by this runtime (never renamed once shipped).
-  /** 1-based number of the turn in its conversation. */
-  turn?: number;
-  channel?: string;
-  message_id?: string;
-  user_id?: string;
-  metadata?: JsonRecord;
-  /** Set while HUMAN_HANDOFF_MODE=hold keeps the bot silent until an operator resumes or ends. */
-  human_handoff_held?: boolean;
-  /** Agent-to-agent transfers recorded by the `handoff` node. */
-  handoff_transfers?: JsonRecord[];
-  /** Set by routing when a pending transaction is abandoned for another intent. */
-  transaction_interruption?: string | null;
-}
+/**
+ * A request of an earlier message that waits for a later turn (`pending_topics`): the supervisor defers
+ * transactional topics beyond the first, the router keeps every request beyond the first.
+ */
+export const pendingTopicSchema = z.object({
+  operation_id: z.string(),
+  plan_id: z.string(),
+  intent: z.string(),
+  agent: z.string(),
+  domain: z.string().nullable(),
+  tools: z.array(z.string()),
+  label: z.string(),
+  source_text: z.string(),
+  disposition: z.literal('defer'),
+  status: z.enum(['deferred', 'offered']),
+  reason: z.string(),
+  created_turn: z.number().nullable(),
+});
+export type PendingTopic = z.output<typeof pendingTopicSchema>;
+
+/** A topic served in router mode (`handled_topics`); a follow-up on the same topic extends its entry. */
+export const handledTopicSchema = z.object({
+  intent: z.string(),
+  agent: z.string(),
+  domain: z.string().nullable(),
+  label: z.string(),
+  first_turn: z.number().int().nullable(),
+  last_turn: z.number().int().nullable(),
+});
+export type HandledTopic = z.output<typeof handledTopicSchema>;
+
+/** An agent-to-agent transfer recorded by the `handoff` node. */
+export const handoffTransferSchema = z.object({
+  from: z.string().nullable(),
+  to: z.enum(DOMAIN_AGENT_NODES),
+  reason: z.string(),
+  turn: z.number().int().nullable(),
+});
+export type HandoffTransfer = z.output<typeof handoffTransferSchema>;
+
+const planSourceSchema = z.enum(['llm', 'keyword', 'fallback']);
+const dispositionSchema = z.enum(['execute', 'defer']);
+
+/** `supervisor_plan`: what the supervisor planned for the turn. */
+export const supervisorPlanSchema = z.object({
+  plan_id: z.string(),
+  source: planSourceSchema,
+  intents: z.array(
+    z.object({
+      intent: z.string(),
+      agent: z.string(),
+      confidence: z.number(),
+      disposition: dispositionSchema,
+      resumed: z.boolean(),
+    }),
+  ),
+  rejected: z.array(z.object({ intent: z.string(), confidence: z.number(), reason: z.string().nullable() })),
+  llm_rejection: z.object({ reason: z.string(), detail: z.string() }).nullable(),
+  state_policy: z.string().nullable(),
+  held_by_state_policy: z.boolean(),
+});
+export type SupervisorPlan = z.output<typeof supervisorPlanSchema>;
+
+/** One topic the supervisor ran (`supervisor_results`). */
+export const supervisorResultSchema = z.object({
+  operation_id: z.string(),
+  intent: z.string(),
+  agent: z.string(),
+  status: z.enum(['completed', 'failed']),
+  answer: z.string().nullable(),
+  error: z.string().nullable(),
+  latency_ms: z.number(),
+});
+export type SupervisorResult = z.output<typeof supervisorResultSchema>;
+
+/** `multi_intent_plan`: the reference's record of the operations of a supervised turn. */
+export const multiIntentPlanSchema = z.object({
+  plan_id: z.string(),
+  execution_mode: z.literal('supervisor'),
+  source: planSourceSchema,
+  operations: z.array(
+    z.object({
+      operation_id: z.string(),
+      intent: z.string(),
+      agent: z.string(),
+      domain: z.string().nullable(),
+      tools: z.array(z.string()),
+      source_text: z.string(),
+      disposition: dispositionSchema,
+      status: z.enum(['completed', 'failed', 'deferred']),
+    }),
+  ),
+  status: z.enum(['completed', 'partial']),
+});
+export type MultiIntentPlan = z.output<typeof multiIntentPlanSchema>;
+
+/** One agent's answer in a supervised turn (`agent_responses`). */
+export const agentResponseSchema = z.object({ agent: z.string(), intent: z.string(), answer: z.string() });
+
+/** `long_term_memory_write_result`: how many facts the turn saved, or why it saved none. */
+export const memoryWriteResultSchema = z.object({
+  saved: z.number().int(),
+  discarded: z.number().int().optional(),
+  skipped: z.string().optional(),
+  error: z.string().optional(),
+});
+export type MemoryWriteResult = z.output<typeof memoryWriteResultSchema>;
+
+/** Releases before the typed state wrote `{}` when the classifier did not run: it reads as absent. */
+const storedContinuitySignal = z.preprocess(
+  (value) =>
+    value !== null && typeof value === 'object' && Object.keys(value).length === 0 ? undefined : value,
+  continuitySignalSchema.optional(),
+);
+
+/**
+ * Keys that describe one turn only: `TurnService` clears every key of this schema before the next turn starts,
+ * so a key added here can never leak into the next turn.
+ */
+export const turnScratchSchema = z
+  .object({
+    answer: z.string(),
+    final_answer: z.string(),
+    sanitized_input: z.string(),
+    blocked: z.boolean(),
+    guardrail_decisions: z.array(jsonRecordSchema),
+    judge_results: z.array(jsonRecordSchema),
+    mcp_results: z.array(jsonRecordSchema),
+    rag_results: z.array(jsonRecordSchema),
+    route_bypassed: z.boolean(),
+    continuity_signal: storedContinuitySignal,
+    output_supervisor_results: z.array(jsonRecordSchema),
+    output_guardrails_already_applied: z.boolean(),
+    supervisor_action: z.string(),
+    supervisor_guidance: z.string(),
+    supervisor_attempt: z.number().int(),
+    supervisor_handover_reason: z.string(),
+    long_term_memories: z.array(jsonRecordSchema),
+    long_term_memory_context: z.string(),
+    long_term_memory_write_result: memoryWriteResultSchema,
+    long_term_memory_load_error: z.string(),
+    /** Why a pending transaction was dropped on this turn (`intent_shift`, `human_handoff`, `end_session`). */
+    transaction_interruption: z.string().nullable(),
+    agent_responses: z.array(agentResponseSchema),
+    supervisor_results: z.array(supervisorResultSchema),
+  })
+  .partial();
+export type TurnScratch = z.output<typeof turnScratchSchema>;
+export const TURN_SCRATCH_KEYS: readonly (keyof TurnScratch)[] = turnScratchSchema.keyof().options;
+
+/** Keys that carry over from turn to turn. */
+const conversationStateSchema = z
+  .object({
+    tenant_id: z.string(),
+    agent_id: z.string(),
+    session_id: z.string(),
+    conversation_key: z.string(),
+    workflow_id: z.string(),
+    agent_profile: agentProfileSchema,
+    user_text: z.string(),
+    route: z.string(),
+    intent: z.string(),
+    route_decision: routeDecisionSchema,
+    history: z.array(historyMessageSchema),
+    context: jsonRecordSchema,
+    domain: z.string(),
+    mcp_tools: z.array(z.string()),
+    available_mcp_tools: z.array(z.string()),
+    ...transactionSliceSchema.shape,
+    relevant_transaction_evidence: z.array(transactionEvidenceSchema),
+    supervisor_plan: supervisorPlanSchema,
+    pending_topics: z.array(pendingTopicSchema),
+    handled_topics: z.array(handledTopicSchema),
+    /** The outcome of the latest finished or dropped transactions, by transaction id. */
+    operation_results: z.record(z.string(), operationResultSchema),
+    multi_intent_plan: multiIntentPlanSchema,
+    active_agent: z.string(),
+    session_control: z.union([z.enum(SESSION_CONTROLS), z.literal('')]),
+    session_ended: z.boolean(),
+    human_handoff_requested: z.boolean(),
+    long_term_memory_subject_key: z.string(),
+
+    // Keys added by this runtime (never renamed once shipped).
+    /** 1-based number of the turn in its conversation. */
+    turn: z.number().int(),
+    channel: z.string(),
+    message_id: z.string(),
+    user_id: z.string(),
+    /** The channel's message metadata, as the request sent it. */
+    metadata: jsonRecordSchema,
+    /** Set while HUMAN_HANDOFF_MODE=hold keeps the bot silent until an operator resumes or ends. */
+    human_handoff_held: z.boolean(),
+    handoff_transfers: z.array(handoffTransferSchema),
+  })
+  .partial();
+
+export const agentStateSchema = conversationStateSchema.merge(turnScratchSchema);
+export type AgentState = z.output<typeof agentStateSchema>;

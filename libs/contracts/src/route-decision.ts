@@ -1,3 +1,5 @@
+import { z } from 'zod';
+
 /** Route decision shapes written by routing. */
 export const ROUTE_METHODS = [
   'continuity',
@@ -38,23 +40,54 @@ export function isRoutableNode(value: unknown): value is RoutableNode {
   return typeof value === 'string' && (ROUTABLE_NODES as readonly string[]).includes(value);
 }
 
-export interface RouteDecision {
-  route: string;
-  agent: string | null;
-  intent: string;
-  domain: string | null;
-  mcp_tools: string[];
-  confidence: number;
-  method: RouteMethod;
-  reason: string;
-  next_state: string | null;
-  route_bypassed: boolean;
-  handoff?: boolean;
-  metadata: Record<string, unknown>;
-}
-
 export const SESSION_CONTROLS = ['HUMAN_HANDOFF', 'END_SESSION'] as const;
 export type SessionControl = (typeof SESSION_CONTROLS)[number];
+
+/** The route an input-guardrail block gives a turn: no node runs for it. */
+export const BLOCKED_ROUTE = 'blocked';
+
+/**
+ * `route_decision.metadata`: the facts a later node acts on are typed here; the diagnostics of the stage that
+ * decided (`llm_rejection`, `matched_keyword`, `interruption_check`, ...) stay open beside them.
+ */
+export const routeMetadataSchema = z
+  .object({
+    /** A continuity HUMAN_HANDOFF / END_SESSION decision, or the session gate's rejection. */
+    session_control: z.enum(SESSION_CONTROLS).optional(),
+    /** Why a pending transaction ends on this turn (`intent_shift` when the router moved the turn away). */
+    transaction_interruption: z.string().optional(),
+    /** An agent-to-agent transfer through the `handoff` node: where it goes and the agent it leaves. */
+    handoff_target: z.enum(DOMAIN_AGENT_NODES).optional(),
+    handoff_from: z.enum(DOMAIN_AGENT_NODES).optional(),
+    /** Router mode: the message's further requests, in the customer's order. */
+    more_intents: z.array(z.string()).optional(),
+    /** Carried for the next turn where `intent` / `active_agent` are not catalogue facts (supervisor, state policy). */
+    previous_agent: z.string().nullable().optional(),
+    previous_intent: z.string().nullable().optional(),
+    transaction_intent: z.string().nullable().optional(),
+  })
+  .passthrough();
+export type RouteMetadata = z.output<typeof routeMetadataSchema>;
+
+/** Where a decision sends the turn: a node of the graph, or nowhere when the input was blocked. */
+export const DECISION_ROUTES = [...ROUTABLE_NODES, BLOCKED_ROUTE] as const;
+
+export const routeDecisionSchema = z.object({
+  route: z.enum(DECISION_ROUTES),
+  /** The agent that serves the turn; a session node's name for handoff and end; null when blocked. */
+  agent: z.string().nullable(),
+  intent: z.string(),
+  domain: z.string().nullable(),
+  mcp_tools: z.array(z.string()),
+  confidence: z.number(),
+  method: z.enum(ROUTE_METHODS),
+  reason: z.string(),
+  next_state: z.string().nullable(),
+  route_bypassed: z.boolean(),
+  handoff: z.boolean().optional(),
+  metadata: routeMetadataSchema,
+});
+export type RouteDecision = z.output<typeof routeDecisionSchema>;
 
 export const CONTINUITY_DECISIONS = ['CONTINUE', 'ROUTE', 'HUMAN_HANDOFF', 'END_SESSION'] as const;
 export type ContinuityDecision = (typeof CONTINUITY_DECISIONS)[number];
@@ -68,15 +101,16 @@ export const CONTINUITY_FALLBACK_REASONS = [
 ] as const;
 export type ContinuityFallbackReason = (typeof CONTINUITY_FALLBACK_REASONS)[number];
 
-export interface ContinuitySignal {
-  decision: ContinuityDecision;
-  confidence: number;
-  accepted: boolean;
-  reason: string;
-  fallback_reason: ContinuityFallbackReason | null;
-  latency_ms: number;
-  profile_name: string;
-}
+export const continuitySignalSchema = z.object({
+  decision: z.enum(CONTINUITY_DECISIONS),
+  confidence: z.number(),
+  accepted: z.boolean(),
+  reason: z.string(),
+  fallback_reason: z.enum(CONTINUITY_FALLBACK_REASONS).nullable(),
+  latency_ms: z.number(),
+  profile_name: z.string(),
+});
+export type ContinuitySignal = z.output<typeof continuitySignalSchema>;
 
 export const HUMAN_HANDOFF_REQUESTED_STATE = 'HUMAN_HANDOFF_REQUESTED';
 export const SESSION_ENDED_STATE = 'SESSION_ENDED';

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ConfigType } from '@nestjs/config';
 import { memoryConfig } from '@agent/config';
-import type { AgentState, JsonRecord } from '@agent/contracts';
+import type { AgentState, JsonRecord, MemoryWriteResult } from '@agent/contracts';
 import { LlmService } from '@agent/llm';
 import { LongTermMemoryStore } from './long-term-memory.store';
 import {
@@ -55,7 +55,7 @@ export class MemoryService {
    * Returns `{saved, discarded}`, or `{saved: 0, skipped: <reason>}` without a model call when there is
    * nothing to do (handoff and end turns included).
    */
-  async persistTurn(state: AgentState): Promise<JsonRecord> {
+  async persistTurn(state: AgentState): Promise<MemoryWriteResult> {
     if (!this.enabled) return { saved: 0, skipped: 'disabled' };
     const subject = subjectOf(state);
     if (!subject) return { saved: 0, skipped: 'no_subject' };

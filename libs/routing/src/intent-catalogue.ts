@@ -66,21 +66,14 @@ export class IntentCatalogue {
    * mode (`supervisor`), `state.intent` is not a catalogue name, so the previous decision's metadata carries it.
    */
   previousIntent(state: AgentState): IntentConfig | undefined {
-    const direct = this.intent(state.intent);
-    if (direct) return direct;
     const metadata = state.route_decision?.metadata;
-    if (!metadata || typeof metadata !== 'object') return undefined;
-    const carried = metadata as Record<string, unknown>;
-    for (const key of ['transaction_intent', 'previous_intent']) {
-      const value = carried[key];
-      if (typeof value === 'string' && this.intent(value)) return this.intent(value);
-    }
-    return undefined;
+    return [state.intent, metadata?.transaction_intent, metadata?.previous_intent]
+      .map((name) => this.intent(name))
+      .find((intent) => intent !== undefined);
   }
 
   /** The intent of the pending transaction: the transaction's own record first, else the previous intent. */
   transactionIntent(state: AgentState): IntentConfig | undefined {
-    const recorded = state.active_transaction?.intent;
-    return (typeof recorded === 'string' ? this.intent(recorded) : undefined) ?? this.previousIntent(state);
+    return this.intent(state.active_transaction?.intent) ?? this.previousIntent(state);
   }
 }

@@ -11,6 +11,7 @@ import {
 import { AgentState, isRoutableNode, RouteDecision } from '@agent/contracts';
 import { EventBusService } from '@agent/observability';
 import { FakeLlmServer, FakeReply } from '@agent/testing/fake-llm';
+import { activeTransactionOf, decisionOf } from '@agent/testing/states';
 import { createTestLlm } from '@agent/testing/test-llm';
 import { RoutingService } from './routing.service';
 
@@ -202,7 +203,14 @@ describe('RoutingService (router mode)', () => {
       active_agent: 'billing_agent',
       intent: 'billing_invoice_explanation',
       missing_parameters: ['valor'],
-      active_transaction: { tool: 'contestar_cobranca' },
+      active_transaction: activeTransactionOf({
+        tool_name: 'contestar_cobranca',
+        agent: 'billing_agent',
+        state_domain: 'BILLING',
+        status: 'COLLECTING_PARAMETERS',
+        intent: null,
+        started_from_intent: null,
+      }),
     };
 
     it('keeps a short parameter answer in the transaction when the LLM says it is the same intent', async () => {
@@ -297,7 +305,7 @@ describe('RoutingService (router mode)', () => {
           next_state: first.next_state,
           intent: first.intent,
           active_agent: first.agent ?? undefined,
-          route_decision: first as unknown as Record<string, unknown>,
+          route_decision: first,
         }),
       );
       expect(second).toMatchObject({
@@ -404,7 +412,7 @@ describe('RoutingService (router mode, several requests in one message)', () => 
       ...turn(twoRequests),
       turn: 1,
       intent: 'billing_invoice_explanation',
-      route_decision: { metadata: { more_intents: ['product_services_information'] } },
+      route_decision: decisionOf({ metadata: { more_intents: ['product_services_information'] } }),
     };
     const served = service.followUp(first, { answer: 'Segue a segunda via.', next_state: null });
     expect(served.answer).toBe(
@@ -425,7 +433,13 @@ describe('RoutingService (router mode, several requests in one message)', () => 
     ]);
 
     const accepted = service.followUp(
-      { ...turn('sim'), ...served, turn: 2, intent: 'product_services_information', route_decision: {} },
+      {
+        ...turn('sim'),
+        ...served,
+        turn: 2,
+        intent: 'product_services_information',
+        route_decision: decisionOf(),
+      },
       { answer: 'Seu plano tem 30GB.', next_state: null },
     );
     expect(accepted.pending_topics).toEqual([]);
@@ -442,7 +456,7 @@ describe('RoutingService (router mode, several requests in one message)', () => 
       ...turn('Quero cancelar o pedido e ver minha fatura'),
       turn: 1,
       intent: 'retail_order_cancel',
-      route_decision: { metadata: { more_intents: ['billing_invoice_explanation'] } },
+      route_decision: decisionOf({ metadata: { more_intents: ['billing_invoice_explanation'] } }),
     };
     const asking = service.followUp(first, {
       answer: 'Confirma o cancelamento?',
@@ -452,7 +466,13 @@ describe('RoutingService (router mode, several requests in one message)', () => 
     expect(asking.pending_topics).toEqual([expect.objectContaining({ status: 'deferred' })]);
 
     const done = service.followUp(
-      { ...turn('sim'), ...asking, turn: 2, intent: 'state:WAITING_ORDER_CONFIRMATION', route_decision: {} },
+      {
+        ...turn('sim'),
+        ...asking,
+        turn: 2,
+        intent: 'state:WAITING_ORDER_CONFIRMATION',
+        route_decision: decisionOf(),
+      },
       { answer: 'Cancelado.', next_state: null },
     );
     expect(done.answer).toContain('Ainda está pendente: fatura e pagamentos.');
@@ -462,7 +482,7 @@ describe('RoutingService (router mode, several requests in one message)', () => 
         ...done,
         turn: 3,
         intent: 'product_services_information',
-        route_decision: {},
+        route_decision: decisionOf(),
       },
       { answer: 'Seu plano tem 30GB.', next_state: null },
     );
@@ -477,7 +497,7 @@ describe('RoutingService (router mode, several requests in one message)', () => 
         ...turn(twoRequests),
         turn: 1,
         intent: 'billing_invoice_explanation',
-        route_decision: { metadata: { more_intents: ['product_services_information'] } },
+        route_decision: decisionOf({ metadata: { more_intents: ['product_services_information'] } }),
       },
       { answer: 'ok', next_state: null },
     );

@@ -2,7 +2,15 @@ import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { ConfigType } from '@nestjs/config';
 import { ConfigFilesService, IntentConfig, routingConfig, StatePolicyConfig } from '@agent/config';
-import { AgentState, DomainAgentNode, isDomainAgentNode, JsonRecord, RouteDecision } from '@agent/contracts';
+import {
+  AgentState,
+  DomainAgentNode,
+  HandledTopic,
+  isDomainAgentNode,
+  PendingTopic,
+  RouteDecision,
+  RouteMetadata,
+} from '@agent/contracts';
 import { LlmService } from '@agent/llm';
 import { EventBusService } from '@agent/observability';
 import { IntentCatalogue, STATE_INTENT_PREFIX } from './intent-catalogue';
@@ -13,7 +21,7 @@ import {
   IntentRejection,
   LlmIntentClassifier,
 } from './llm-intent-classifier';
-import { fillTopics, PendingTopic, readPendingTopics } from './pending-topics';
+import { fillTopics, readPendingTopics } from './pending-topics';
 import { AgentRunner, TurnSupervisor } from './supervisor';
 
 export type { AgentRunner } from './supervisor';
@@ -29,7 +37,7 @@ function messageOf(state: AgentState): string {
 }
 
 /** Why the LLM stage did not decide, as decision metadata. */
-function rejectionMetadata(rejection: IntentRejection): JsonRecord {
+function rejectionMetadata(rejection: IntentRejection): RouteMetadata {
   return {
     llm_rejection: rejection.reason,
     llm_rejection_detail: rejection.detail,
@@ -79,6 +87,11 @@ export class RoutingService {
   private get fallbackAgent(): DomainAgentNode {
     // routing.yaml validation rejects a fallback_agent that is not a graph agent.
     return this.files.routing.router.fallback_agent as DomainAgentNode;
+  }
+
+  /** An agent named in routing.yaml, which its validation guarantees is a graph agent. */
+  private agentNode(name: string): DomainAgentNode {
+    return isDomainAgentNode(name) ? name : this.fallbackAgent;
   }
 
   /** Decides the route of a turn that continuity did not keep. */
@@ -158,9 +171,8 @@ export class RoutingService {
   followUp(state: AgentState, patch: Partial<AgentState>): Partial<AgentState> {
     if (this.mode !== 'router') return {};
     const served = this.catalogue.intent(state.intent);
-    const requested = (state.route_decision?.metadata as JsonRecord | undefined)?.more_intents;
-    const more = (Array.isArray(requested) ? requested : []).flatMap((name) => {
-      const intent = typeof name === 'string' ? this.catalogue.intent(name) : undefined;
+    const more = (state.route_decision?.metadata.more_intents ?? []).flatMap((name) => {
+      const intent = this.catalogue.intent(name);
       return intent && intent !== served ? [intent] : [];
     });
     const waiting = readPendingTopics(state, this.catalogue).filter(
@@ -203,13 +215,13 @@ export class RoutingService {
   }
 
   /** `handled_topics` with this turn's topic: a follow-up on the same topic extends its entry. */
-  private handled(state: AgentState, intent: IntentConfig): JsonRecord[] {
+  private handled(state: AgentState, intent: IntentConfig): HandledTopic[] {
     const handled = state.handled_topics ?? [];
     const last = handled[handled.length - 1];
     if (last?.intent === intent.name) {
       return [...handled.slice(0, -1), { ...last, last_turn: state.turn ?? null }];
     }
-    const entry: JsonRecord = {
+    const entry: HandledTopic = {
       intent: intent.name,
       agent: intent.agent,
       domain: intent.domain,
@@ -232,8 +244,8 @@ export class RoutingService {
   ): Promise<RouteDecision> {
     const recorded = this.catalogue.transactionIntent(state);
     const transactionIntent = recorded?.agent === policy.agent ? recorded : undefined;
-    const hold = (check: JsonRecord): RouteDecision => ({
-      route: policy.agent,
+    const hold = (check: RouteMetadata): RouteDecision => ({
+      route: this.agentNode(policy.agent),
       agent: policy.agent,
       intent: `${STATE_INTENT_PREFIX}${policy.state}`,
       domain: transactionIntent?.domain ?? state.domain ?? null,
@@ -293,7 +305,7 @@ export class RoutingService {
     return this.classifier.classify(message, context);
   }
 
-  private keywordDecision(state: AgentState, match: KeywordMatch, metadata: JsonRecord): RouteDecision {
+  private keywordDecision(state: AgentState, match: KeywordMatch, metadata: RouteMetadata): RouteDecision {
     return this.intentDecision(state, match.intent, {
       method: 'keyword',
       confidence: match.confidence,
@@ -302,7 +314,7 @@ export class RoutingService {
     });
   }
 
-  private llmDecision(state: AgentState, llm: IntentClassification, metadata: JsonRecord): RouteDecision {
+  private llmDecision(state: AgentState, llm: IntentClassification, metadata: RouteMetadata): RouteDecision {
     return this.intentDecision(state, llm.intent, {
       method: 'llm',
       confidence: llm.confidence,
@@ -326,13 +338,11 @@ export class RoutingService {
     how: Pick<RouteDecision, 'method' | 'confidence' | 'reason' | 'metadata'>,
   ): RouteDecision {
     const from = state.active_agent;
+    const agent = this.agentNode(intent.agent);
     const transfer =
-      intent.handoff &&
-      this.files.routing.router.allow_handoff &&
-      isDomainAgentNode(from) &&
-      from !== intent.agent;
+      intent.handoff && this.files.routing.router.allow_handoff && isDomainAgentNode(from) && from !== agent;
     return {
-      route: transfer ? 'handoff' : intent.agent,
+      route: transfer ? 'handoff' : agent,
       agent: intent.agent,
       intent: intent.name,
       domain: intent.domain,
@@ -342,13 +352,11 @@ export class RoutingService {
       reason: how.reason,
       next_state: null,
       route_bypassed: false,
-      metadata: transfer
-        ? { ...how.metadata, handoff_target: intent.agent, handoff_from: from }
-        : how.metadata,
+      metadata: transfer ? { ...how.metadata, handoff_target: agent, handoff_from: from } : how.metadata,
     };
   }
 
-  private fallbackDecision(metadata: JsonRecord): RouteDecision {
+  private fallbackDecision(metadata: RouteMetadata): RouteDecision {
     const agent = this.fallbackAgent;
     return {
       route: agent,

@@ -1,9 +1,10 @@
 import { EventEmitter2 } from '@nestjs/event-emitter';
 import { join } from 'node:path';
 import { loadYamlFile, routingFileSchema, toolsFileSchema } from '@agent/config';
-import type { AgentState, DomainAgentNode, JsonRecord } from '@agent/contracts';
+import type { AgentState, DomainAgentNode, PendingTopic } from '@agent/contracts';
 import { EventBusService } from '@agent/observability';
 import { FakeLlmServer } from '@agent/testing/fake-llm';
+import { activeTransactionOf, decisionOf, pendingToolCallOf } from '@agent/testing/states';
 import { createTestLlm } from '@agent/testing/test-llm';
 import { IntentCatalogue } from './intent-catalogue';
 import { AgentRunner, TurnSupervisor } from './supervisor';
@@ -54,10 +55,11 @@ const turn = (text: string, extra: AgentState = {}): AgentState => ({
   ...extra,
 });
 
+const waitingTransaction = activeTransactionOf({ arguments: { order_id: '77' } });
 const transactionFields: AgentState = {
-  active_transaction: { tool: 'cancelar_pedido', order_id: '77' },
-  pending_tool_call: { name: 'cancelar_pedido' },
-  selected_tool_call: { name: 'cancelar_pedido' },
+  active_transaction: waitingTransaction,
+  pending_tool_call: pendingToolCallOf(waitingTransaction),
+  selected_tool_call: { tool_name: 'cancelar_pedido', arguments: { order_id: '77' } },
   missing_parameters: ['reason'],
   confirmation_required: true,
   confirmation_received: false,
@@ -101,7 +103,7 @@ describe('TurnSupervisor', () => {
     });
     expect(calls[1].state.mcp_tools).toEqual(['consultar_plano', 'listar_servicos']);
     // The conversation's own state is untouched.
-    expect(state.active_transaction).toEqual({ tool: 'cancelar_pedido', order_id: '77' });
+    expect(state.active_transaction).toEqual(waitingTransaction);
 
     expect(patch).toMatchObject({
       answer: 'billing_agent answers\n\nproduct_agent answers',
@@ -141,7 +143,7 @@ describe('TurnSupervisor', () => {
     ]);
     const patch = await supervisor.run(turn('várias coisas'), runAgent);
     expect(runAgent.mock.calls.map(([node]) => node)).toEqual(['orders_agent', 'product_agent']);
-    expect((patch.supervisor_plan as JsonRecord).rejected).toEqual([
+    expect(patch.supervisor_plan?.rejected).toEqual([
       { intent: 'weather', confidence: 0.99, reason: 'unknown_intent' },
       { intent: 'retail_order_tracking', confidence: 0.9, reason: 'duplicate' },
       { intent: 'billing_invoice_explanation', confidence: 0.2, reason: 'below_threshold' },
@@ -203,7 +205,7 @@ describe('TurnSupervisor', () => {
           ? {
               answer: 'Confirma o cancelamento do pedido 77?',
               next_state: 'WAITING_ORDER_CONFIRMATION',
-              active_transaction: { tool: 'cancelar_pedido' },
+              active_transaction: waitingTransaction,
               confirmation_required: true,
             }
           : { answer: `${node} answers` },
@@ -229,7 +231,7 @@ describe('TurnSupervisor', () => {
       intent: 'retail_order_cancel',
       active_agent: 'orders_agent',
       next_state: 'WAITING_ORDER_CONFIRMATION',
-      active_transaction: { tool: 'cancelar_pedido' },
+      active_transaction: waitingTransaction,
       confirmation_required: true,
       pending_topics: [
         {
@@ -243,7 +245,7 @@ describe('TurnSupervisor', () => {
         },
       ],
     });
-    const operations = (patch.multi_intent_plan as { operations: JsonRecord[] }).operations;
+    const operations = patch.multi_intent_plan?.operations ?? [];
     expect(operations.map((o) => [o.intent, o.disposition, o.status])).toEqual([
       ['retail_order_cancel', 'execute', 'completed'],
       ['billing_invoice_explanation', 'execute', 'completed'],
@@ -251,7 +253,7 @@ describe('TurnSupervisor', () => {
     ]);
   });
 
-  const deferred: JsonRecord = {
+  const deferred: PendingTopic = {
     operation_id: 'op-3',
     plan_id: 'sup-earlier',
     intent: 'retail_support_exchange_return',
@@ -310,14 +312,14 @@ describe('TurnSupervisor', () => {
     expect(calls[0].node).toBe('support_agent');
     expect(calls[0].state.sanitized_input).toBe('quero trocar o fone\nsim, pode seguir');
     expect(patch.pending_topics).toEqual([]);
-    expect((patch.supervisor_plan as { intents: JsonRecord[] }).intents[0]).toMatchObject({ resumed: true });
+    expect(patch.supervisor_plan?.intents[0]).toMatchObject({ resumed: true });
   });
 
-  it('ignores stored pending topics that are malformed or name a retired intent', async () => {
+  it('ignores stored pending topics that name a retired intent', async () => {
     const { supervisor, plan, runAgent } = setup();
     plan([{ intent: 'billing_invoice_explanation', confidence: 0.9 }]);
     const patch = await supervisor.run(
-      turn('fatura', { pending_topics: [{ intent: 'x' }, { ...deferred, intent: 'retired_intent' }] }),
+      turn('fatura', { pending_topics: [{ ...deferred, intent: 'retired_intent' }] }),
       runAgent,
     );
     expect(patch.pending_topics).toEqual([]);
@@ -331,9 +333,13 @@ describe('TurnSupervisor', () => {
         next_state: 'WAITING_ORDER_CONFIRMATION',
         intent: 'supervisor',
         active_agent: 'supervisor_agent',
-        route_decision: {
+        route_decision: decisionOf({
+          route: 'supervisor_agent',
+          agent: 'supervisor_agent',
+          intent: 'supervisor',
+          method: 'supervisor',
           metadata: { previous_agent: 'orders_agent', previous_intent: 'retail_order_cancel' },
-        },
+        }),
       });
 
     it('keeps the transaction with its agent on the real state and defers other planned topics', async () => {
@@ -348,7 +354,7 @@ describe('TurnSupervisor', () => {
       const [node, state] = runAgent.mock.calls[0];
       expect(node).toBe('orders_agent');
       expect(state).toMatchObject({
-        active_transaction: { tool: 'cancelar_pedido', order_id: '77' },
+        active_transaction: waitingTransaction,
         confirmation_required: true,
         intent: 'state:WAITING_ORDER_CONFIRMATION',
         mcp_tools: ['consultar_pedido', 'cancelar_pedido'],

@@ -1,11 +1,21 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { IntentConfig, StatePolicyConfig, SupervisorSettings } from '@agent/config';
-import { AgentState, DomainAgentNode, isDomainAgentNode, JsonRecord } from '@agent/contracts';
+import {
+  AgentState,
+  DomainAgentNode,
+  isDomainAgentNode,
+  MultiIntentPlan,
+  noPendingTransaction,
+  PendingTopic,
+  SupervisorPlan,
+  SupervisorResult,
+  transactionSliceOf,
+} from '@agent/contracts';
 import { confidenceSchema, LlmService, structuredOutput } from '@agent/llm';
 import type { EventBusService } from '@agent/observability';
 import { IntentCatalogue, STATE_INTENT_PREFIX } from './intent-catalogue';
-import { fillTopics, PendingTopic, readPendingTopics } from './pending-topics';
+import { fillTopics, readPendingTopics } from './pending-topics';
 
 /** Runs one domain agent on the given (isolated) state; supplied by the workflow. */
 export type AgentRunner = (node: DomainAgentNode, state: AgentState) => Promise<Partial<AgentState>>;
@@ -37,7 +47,7 @@ interface PlanEntry {
 interface Plan {
   source: PlanSource;
   entries: PlanEntry[];
-  rejected: JsonRecord[];
+  rejected: SupervisorPlan['rejected'];
   llmRejection: { reason: string; detail: string } | null;
 }
 
@@ -66,23 +76,6 @@ interface TopicResult {
   error: unknown;
   latency_ms: number;
 }
-
-/** What a domain agent may leave pending; only the transactional topic's values reach the conversation state. */
-const TRANSACTION_KEYS = [
-  'active_transaction',
-  'pending_tool_call',
-  'selected_tool_call',
-  'missing_parameters',
-  'confirmation_required',
-  'confirmation_received',
-  'next_state',
-  'transaction_status',
-  'transaction_pre_validation',
-  'tool_policy_result',
-  'last_transaction',
-  'transaction_evidence',
-  'last_transaction_evidence',
-] as const satisfies readonly (keyof AgentState)[];
 
 const PLANNER_PROMPT = (max: number) =>
   [
@@ -203,7 +196,7 @@ export class TurnSupervisor {
         answer: result.patch?.answer ?? '',
       })),
       multi_intent_plan: this.multiIntentPlan(planId, plan, topics, results),
-      pending_topics: pendingTopics as unknown as JsonRecord[],
+      pending_topics: pendingTopics,
     };
   }
 
@@ -215,7 +208,7 @@ export class TurnSupervisor {
     policy: StatePolicyConfig | undefined,
     transactionIntent: IntentConfig | undefined,
   ): Promise<Plan> {
-    const rejected: JsonRecord[] = [];
+    const rejected: SupervisorPlan['rejected'] = [];
     const llmPlan = await this.planWithLlm(message, state, pending, policy, transactionIntent, rejected);
     if ('entries' in llmPlan) {
       return { source: 'llm', entries: llmPlan.entries, rejected, llmRejection: null };
@@ -243,7 +236,7 @@ export class TurnSupervisor {
     pending: PendingTopic[],
     policy: StatePolicyConfig | undefined,
     transactionIntent: IntentConfig | undefined,
-    rejected: JsonRecord[],
+    rejected: SupervisorPlan['rejected'],
   ): Promise<{ entries: PlanEntry[] } | { reason: string; detail: string }> {
     if (!this.options.llmEnabled) return { reason: 'disabled', detail: 'ENABLE_LLM_ROUTER=false' };
     if (message.trim() === '') return { reason: 'empty_message', detail: 'nothing to plan' };
@@ -380,7 +373,7 @@ export class TurnSupervisor {
       supervisor_results: [this.resultRecord(result)],
       agent_responses: [{ agent, intent: topic.intent, answer: patch.answer ?? '' }],
       multi_intent_plan: this.multiIntentPlan(planId, plan, topics, [result]),
-      pending_topics: [...pending, ...newPending] as unknown as JsonRecord[],
+      pending_topics: [...pending, ...newPending],
     };
   }
 
@@ -434,12 +427,7 @@ export class TurnSupervisor {
       domain: topic.domain ?? undefined,
       mcp_tools: topic.tools,
       available_mcp_tools: topic.tools,
-      active_transaction: null,
-      pending_tool_call: null,
-      selected_tool_call: null,
-      missing_parameters: [],
-      confirmation_required: false,
-      confirmation_received: false,
+      ...noPendingTransaction(),
       next_state: null,
       transaction_status: null,
       transaction_pre_validation: null,
@@ -457,15 +445,9 @@ export class TurnSupervisor {
     }
   }
 
+  /** Only the transactional topic's transaction keys reach the conversation state. */
   private transactionPatch(result: TopicResult | null): Partial<AgentState> {
-    if (!result?.patch) return {};
-    const patch: Partial<AgentState> = {};
-    const source = result.patch as Record<string, unknown>;
-    const target = patch as Record<string, unknown>;
-    for (const key of TRANSACTION_KEYS) {
-      if (key in source) target[key] = source[key];
-    }
-    return patch;
+    return result?.patch ? transactionSliceOf(result.patch) : {};
   }
 
   private toPending(topic: Topic, planId: string, turn: number | undefined): PendingTopic {
@@ -493,8 +475,7 @@ export class TurnSupervisor {
   /** The agent of the previous turn; in supervisor mode the routing node overwrote it, so metadata carries it. */
   private previousAgent(state: AgentState): string | null {
     if (isDomainAgentNode(state.active_agent)) return state.active_agent;
-    const carried = (state.route_decision?.metadata as Record<string, unknown> | undefined)?.previous_agent;
-    return typeof carried === 'string' ? carried : null;
+    return state.route_decision?.metadata.previous_agent ?? null;
   }
 
   private agentNode(name: string): DomainAgentNode {
@@ -507,7 +488,7 @@ export class TurnSupervisor {
     topics: Topic[],
     policy: StatePolicyConfig | undefined,
     held: boolean,
-  ): JsonRecord {
+  ): SupervisorPlan {
     return {
       plan_id: planId,
       source: plan.source,
@@ -525,7 +506,7 @@ export class TurnSupervisor {
     };
   }
 
-  private resultRecord(result: TopicResult): JsonRecord {
+  private resultRecord(result: TopicResult): SupervisorResult {
     return {
       operation_id: result.topic.operation_id,
       intent: result.topic.intent,
@@ -537,8 +518,13 @@ export class TurnSupervisor {
     };
   }
 
-  private multiIntentPlan(planId: string, plan: Plan, topics: Topic[], results: TopicResult[]): JsonRecord {
-    const statusOf = (topic: Topic) => {
+  private multiIntentPlan(
+    planId: string,
+    plan: Plan,
+    topics: Topic[],
+    results: TopicResult[],
+  ): MultiIntentPlan {
+    const statusOf = (topic: Topic): MultiIntentPlan['operations'][number]['status'] => {
       if (topic.disposition === 'defer') return 'deferred';
       const result = results.find((r) => r.topic === topic);
       return result?.patch ? 'completed' : 'failed';

@@ -2,6 +2,7 @@ import type { AgentState, StoredEvent } from '@agent/contracts';
 import { parseEnvNamespace } from '@agent/config';
 import { EventBusService, MetricsService, TurnContext, TurnContextStore } from '@agent/observability';
 import { listeningBus } from '@agent/testing/listening-bus';
+import { activeTransactionOf, decisionOf, pendingToolCallOf } from '@agent/testing/states';
 import { SessionControlService } from './session-control.service';
 
 function build(env: Record<string, string> = {}): {
@@ -41,12 +42,13 @@ async function inTurn<T>(
   return { result, events: context.events };
 }
 
+const pendingCall = pendingToolCallOf(activeTransactionOf());
 const pendingConfirmation: AgentState = {
   active_agent: 'orders_agent',
   next_state: 'WAITING_ORDER_CONFIRMATION',
-  pending_tool_call: { name: 'cancelar_pedido', arguments: { order_id: '123' } },
+  pending_tool_call: pendingCall,
   confirmation_required: true,
-  route_decision: { reason: 'the user asked for a person' },
+  route_decision: decisionOf({ reason: 'the user asked for a person' }),
 };
 
 describe('SessionControlService', () => {
@@ -60,7 +62,11 @@ describe('SessionControlService', () => {
     it('rejects every turn of an ended session with SESSION_ALREADY_ENDED_MESSAGE', async () => {
       const { service } = build({ SESSION_ALREADY_ENDED_MESSAGE: 'Already over.' });
       const { result, events } = await inTurn(() =>
-        service.gate({ session_ended: true, message_id: 'm9', route_decision: { route: 'end_session' } }),
+        service.gate({
+          session_ended: true,
+          message_id: 'm9',
+          route_decision: decisionOf({ route: 'end_session' }),
+        }),
       );
       expect(result).toMatchObject({
         answer: 'Already over.',
@@ -118,7 +124,7 @@ describe('SessionControlService', () => {
     it('sets the handoff contract, emits the event and counts it (notify mode)', async () => {
       const { service, metrics, bus } = build({ HUMAN_HANDOFF_MESSAGE: 'A person will help you.' });
       const { result, events } = await inTurn(
-        () => service.humanHandoff({ route_decision: { reason: 'asks for a person' } }),
+        () => service.humanHandoff({ route_decision: decisionOf({ reason: 'asks for a person' }) }),
         bus,
       );
       expect(result).toEqual({
@@ -163,7 +169,7 @@ describe('SessionControlService', () => {
         user_id: 'u-9',
         active_agent: 'orders_agent',
         intent: 'orders_cancel',
-        pending_transaction: { name: 'cancelar_pedido', arguments: { order_id: '123' } },
+        pending_transaction: pendingCall,
         user_text: 'quero uma pessoa',
         last_messages: history.slice(-6).map(({ role, content, turn }) => ({ role, content, turn })),
       });
@@ -197,7 +203,8 @@ describe('SessionControlService', () => {
     it('sets the end contract and emits session.end.requested', async () => {
       const { service, metrics, bus } = build({ END_SESSION_MESSAGE: 'Bye.' });
       const { result, events } = await inTurn(
-        () => service.endSession({ route_decision: { reason: 'done' }, human_handoff_held: true }),
+        () =>
+          service.endSession({ route_decision: decisionOf({ reason: 'done' }), human_handoff_held: true }),
         bus,
       );
       expect(result).toEqual({

@@ -5,8 +5,9 @@ import {
   AgentState,
   BLOCKED_ROUTE,
   HandoffRequest,
+  hasPendingTransaction,
   HUMAN_HANDOFF_REQUESTED_STATE,
-  JsonRecord,
+  noPendingTransaction,
   promptHistory,
   RouteDecision,
   SESSION_ENDED_STATE,
@@ -141,7 +142,7 @@ export class SessionControlService {
       next_state: decision.next_state,
       route: decision.route,
       intent: decision.intent,
-      route_decision: decision as unknown as JsonRecord,
+      route_decision: decision,
       mcp_tools: [],
       mcp_results: [],
     };
@@ -160,24 +161,8 @@ function abandonPendingTransaction(
   state: AgentState,
   interruption: 'human_handoff' | 'end_session',
 ): Partial<AgentState> {
-  const pending =
-    isTransactionState(state.next_state) ||
-    (state.pending_tool_call ?? null) !== null ||
-    (state.active_transaction ?? null) !== null ||
-    state.confirmation_required === true;
-  if (!pending) return {};
-  return {
-    pending_tool_call: null,
-    selected_tool_call: null,
-    active_transaction: null,
-    confirmation_required: false,
-    missing_parameters: [],
-    transaction_interruption: interruption,
-  };
-}
-
-function isTransactionState(nextState: string | null | undefined): boolean {
-  return typeof nextState === 'string' && /^(WAITING|COLLECTING)_[A-Z0-9_]+$/.test(nextState);
+  if (!hasPendingTransaction(state)) return {};
+  return { ...noPendingTransaction(), transaction_interruption: interruption };
 }
 
 /** Messages of the conversation a handoff request shows. */
@@ -209,6 +194,5 @@ function handoffRequest(state: AgentState, source: SessionControlSource, reason?
 }
 
 function decisionReason(state: AgentState): string {
-  const reason = state.route_decision?.reason;
-  return typeof reason === 'string' ? reason : '';
+  return state.route_decision?.reason ?? '';
 }

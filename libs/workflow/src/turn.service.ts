@@ -7,7 +7,14 @@ import {
   SessionStatus,
   turnSummary,
 } from '@agent/checkpoint';
-import type { AgentState, JsonRecord } from '@agent/contracts';
+import { z } from 'zod';
+import {
+  AgentState,
+  continuitySignalSchema,
+  JsonRecord,
+  routeDecisionSchema,
+  TURN_SCRATCH_KEYS,
+} from '@agent/contracts';
 import { EventBusService, MetricsService, TurnContext, TurnContextStore } from '@agent/observability';
 import { WorkflowService } from './workflow.service';
 
@@ -23,59 +30,33 @@ export interface TurnInput {
   metadata?: JsonRecord;
 }
 
-/** The HTTP response of a turn (docs/api.md). */
-export interface TurnResponse {
-  session_id: string;
-  conversation_key: string;
-  message_id: string;
-  turn: number;
-  answer: string;
-  route: string | null;
-  intent: string | null;
-  domain: string | null;
-  active_agent: string | null;
-  route_bypassed: boolean;
-  route_decision: JsonRecord | null;
-  continuity_signal: JsonRecord | null;
-  session_control: string | null;
-  session_ended: boolean;
-  human_handoff_requested: boolean;
-  next_state: string | null;
-  blocked: boolean;
-  latency_ms: number;
-}
+/** The HTTP response of a turn (docs/api.md); the idempotency record stores it and a replay parses it back. */
+const turnResponseSchema = z.object({
+  session_id: z.string(),
+  conversation_key: z.string(),
+  message_id: z.string(),
+  turn: z.number().int(),
+  answer: z.string(),
+  route: z.string().nullable(),
+  intent: z.string().nullable(),
+  domain: z.string().nullable(),
+  active_agent: z.string().nullable(),
+  route_bypassed: z.boolean(),
+  route_decision: routeDecisionSchema.nullable(),
+  continuity_signal: continuitySignalSchema.nullable(),
+  session_control: z.string().nullable(),
+  session_ended: z.boolean(),
+  human_handoff_requested: z.boolean(),
+  next_state: z.string().nullable(),
+  blocked: z.boolean(),
+  latency_ms: z.number(),
+});
+export type TurnResponse = z.output<typeof turnResponseSchema>;
 
 export interface TurnOutcome {
   response: TurnResponse;
   replayed: boolean;
 }
-
-/** Keys that describe one turn only; they are cleared before the next turn starts. */
-const PER_TURN_KEYS: (keyof AgentState)[] = [
-  'answer',
-  'final_answer',
-  'sanitized_input',
-  'blocked',
-  'guardrail_decisions',
-  'judge_results',
-  'mcp_results',
-  'rag_results',
-  'route_bypassed',
-  'continuity_signal',
-  'output_supervisor_results',
-  'output_guardrails_already_applied',
-  'supervisor_action',
-  'supervisor_guidance',
-  'supervisor_attempt',
-  'supervisor_handover_reason',
-  'long_term_memories',
-  'long_term_memory_context',
-  'long_term_memory_write_result',
-  'long_term_memory_load_error',
-  'transaction_interruption',
-  'agent_responses',
-  'supervisor_results',
-];
 
 /** The same message_id came with another body: replaying the stored answer would answer a different message. */
 export class IdempotencyKeyReusedError extends Error {
@@ -140,7 +121,7 @@ export class TurnService {
       if (stored !== null && stored !== fingerprint) {
         throw new IdempotencyKeyReusedError(conversationKey, input.message_id ?? '');
       }
-      return { response: response as unknown as TurnResponse, replayed: true };
+      return { response: storedTurnResponse(response, conversationKey), replayed: true };
     }
     const lease = acquired;
     try {
@@ -179,14 +160,11 @@ export class TurnService {
           summary: turnSummary(final, 'turn', latencyMs),
           nodes: context.nodes,
           events: context.events,
-          idempotency: input.message_id
-            ? { message_id: input.message_id, response: response as unknown as JsonRecord, fingerprint }
-            : undefined,
+          idempotency: input.message_id ? { message_id: input.message_id, response, fingerprint } : undefined,
         });
         // Only now do in-process listeners hear of the turn: a turn that failed above announced nothing.
         this.events.publishCommitted(context);
-        const method =
-          typeof final.route_decision?.method === 'string' ? final.route_decision.method : 'none';
+        const method = final.route_decision?.method ?? 'none';
         this.metrics.turns.inc({
           route: final.route ?? 'none',
           method,
@@ -209,7 +187,7 @@ export class TurnService {
     messageId: string,
   ): AgentState {
     const state: AgentState = { ...previous };
-    for (const key of PER_TURN_KEYS) delete state[key];
+    for (const key of TURN_SCRATCH_KEYS) delete state[key];
     return {
       ...state,
       tenant_id: input.tenant_id,
@@ -257,10 +235,7 @@ export class TurnService {
       active_agent: state.active_agent ?? null,
       route_bypassed: state.route_bypassed === true,
       route_decision: state.route_decision ?? null,
-      continuity_signal:
-        state.continuity_signal && Object.keys(state.continuity_signal).length > 0
-          ? state.continuity_signal
-          : null,
+      continuity_signal: state.continuity_signal ?? null,
       session_control: state.session_control ? state.session_control : null,
       session_ended: state.session_ended === true,
       human_handoff_requested: state.human_handoff_requested === true,
@@ -269,6 +244,15 @@ export class TurnService {
       latency_ms: Math.round(latencyMs),
     };
   }
+}
+
+/** A stored response parses back to the turn response it was; anything else is a damaged record, not an answer. */
+function storedTurnResponse(stored: JsonRecord, conversationKey: string): TurnResponse {
+  const parsed = turnResponseSchema.safeParse(stored);
+  if (!parsed.success) {
+    throw new Error(`the stored response of a message in ${conversationKey} is not a turn response`);
+  }
+  return parsed.data;
 }
 
 function statusOf(state: AgentState): SessionStatus {

@@ -5,13 +5,14 @@ import { AgentsService } from '@agent/agents';
 import { checkpointConfig, ConfigFilesService, continuityConfig } from '@agent/config';
 import { ContinuityOutcome, ContinuityService } from '@agent/continuity';
 import {
+  AgentProfile,
   AgentState,
   BLOCKED_ROUTE,
   ContentScreen,
   DomainAgentNode,
+  HandoffTransfer,
   HistoryMessage,
   isDomainAgentNode,
-  isRoutableNode,
   JsonRecord,
   promptHistory,
   RouteDecision,
@@ -105,7 +106,7 @@ export class WorkflowService {
     const started = performance.now();
     try {
       let node: WorkflowNode | typeof END = 'input_guardrails';
-      const fallback = this.files.routing.router.fallback_agent as WorkflowNode;
+      const fallback = this.fallbackAgent;
       while (node !== END) {
         const current: WorkflowNode = node;
         const patch = await this.telemetry.run(current, () => this.nodes[current](state, scope));
@@ -131,8 +132,13 @@ export class WorkflowService {
     }
   }
 
+  /** Where a route that names no node goes; routing.yaml validation makes it a graph agent. */
+  private get fallbackAgent(): DomainAgentNode {
+    return this.files.routing.router.fallback_agent as DomainAgentNode;
+  }
+
   /** The agents.yaml identity of the conversation's agent_id (validated at the edge), as the checkpoint keeps it. */
-  private agentProfile(agentId: string | undefined): JsonRecord {
+  private agentProfile(agentId: string | undefined): AgentProfile {
     const agents = this.files.agents;
     const id = agentId && Object.hasOwn(agents.agents, agentId) ? agentId : agents.default_agent_id;
     const profile = agents.agents[id];
@@ -198,28 +204,19 @@ export class WorkflowService {
     state: AgentState,
     { outcome, routed }: { outcome: ContinuityOutcome | null; routed: RouteDecision | null },
   ): NodePatch {
-    let decision = outcome?.decision ?? routed;
+    const decision = outcome?.decision ?? routed;
     if (!decision) throw new Error('routing produced no decision');
     if (outcome?.decision && outcome.signal.decision === 'CONTINUE' && this.continuity.shouldShadow()) {
       const kept = outcome.decision.agent ?? '';
       // Off the critical path: the shadow router never delays or changes the turn; it records agreement.
       void this.continuity.runShadow(kept, async () => (await this.isolatedRoute(state, 'shadow')).result);
     }
-    if (!isRoutableNode(decision.route)) {
-      const fallback = this.files.routing.router.fallback_agent;
-      decision = {
-        ...decision,
-        route: fallback,
-        agent: fallback,
-        reason: `unknown route "${decision.route}" replaced by the fallback agent`,
-      };
-    }
-    const sessionControl =
-      typeof decision.metadata.session_control === 'string' ? decision.metadata.session_control : '';
+    const sessionControl = decision.metadata.session_control ?? '';
+    const interruption = decision.metadata.transaction_interruption;
     return {
       route: decision.route,
       intent: decision.intent,
-      route_decision: decision as unknown as JsonRecord,
+      route_decision: decision,
       domain: decision.domain ?? undefined,
       mcp_tools: decision.mcp_tools,
       next_state: decision.next_state,
@@ -228,10 +225,8 @@ export class WorkflowService {
       session_control: sessionControl,
       human_handoff_requested: sessionControl === 'HUMAN_HANDOFF',
       session_ended: sessionControl === 'END_SESSION',
-      continuity_signal: (outcome?.signal ?? {}) as JsonRecord,
-      ...(typeof decision.metadata.transaction_interruption === 'string'
-        ? { transaction_interruption: decision.metadata.transaction_interruption }
-        : {}),
+      continuity_signal: outcome?.signal,
+      ...(interruption === undefined ? {} : { transaction_interruption: interruption }),
     };
   }
 
@@ -305,19 +300,13 @@ export class WorkflowService {
 
   /** Agent-to-agent transfer: records it and hands the turn to the target agent. */
   private async agentHandoff(state: AgentState): Promise<NodePatch> {
-    const decision = (state.route_decision ?? {}) as { metadata?: JsonRecord; reason?: string };
-    const target = decision.metadata?.handoff_target;
-    const to: DomainAgentNode = isDomainAgentNode(target)
-      ? target
-      : (this.files.routing.router.fallback_agent as DomainAgentNode);
-    const transfer = {
+    const decision = state.route_decision;
+    const to = decision?.metadata.handoff_target ?? this.fallbackAgent;
+    const transfer: HandoffTransfer = {
       // routing_decision already made the target the active agent; the router records where the turn came from.
-      from:
-        typeof decision.metadata?.handoff_from === 'string'
-          ? decision.metadata.handoff_from
-          : (state.active_agent ?? null),
+      from: decision?.metadata.handoff_from ?? state.active_agent ?? null,
       to,
-      reason: decision.reason ?? '',
+      reason: decision?.reason ?? '',
       turn: state.turn ?? null,
     };
     const patch = await this.agents.run(to, state, this.screen);
@@ -384,7 +373,7 @@ export class WorkflowService {
   private async persistLongTermMemory(state: AgentState): Promise<NodePatch> {
     try {
       const result = await this.memory.persistTurn(state);
-      this.events.emit('long_term_memory.persist.completed', { saved: Number(result.saved ?? 0) });
+      this.events.emit('long_term_memory.persist.completed', { saved: result.saved });
       return { long_term_memory_write_result: result };
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
@@ -446,7 +435,7 @@ function inputBlocked(state: AgentState, message: string, decisions: JsonRecord[
     guardrail_decisions: decisions,
     route: BLOCKED_ROUTE,
     intent: 'input_guardrail_blocked',
-    route_decision: decision as unknown as JsonRecord,
+    route_decision: decision,
     mcp_tools: [],
     mcp_results: [],
     judge_results: [],

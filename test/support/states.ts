@@ -1,0 +1,72 @@
+import type { ActiveTransaction, PendingToolCall, PendingTopic, RouteDecision } from '@agent/contracts';
+
+/** A complete route decision for a test state: a keyword decision for billing_agent unless overridden. */
+export function decisionOf(overrides: Partial<RouteDecision> = {}): RouteDecision {
+  return {
+    route: 'billing_agent',
+    agent: 'billing_agent',
+    intent: 'billing_invoice_explanation',
+    domain: 'telecom',
+    mcp_tools: [],
+    confidence: 0.9,
+    method: 'keyword',
+    reason: 'test',
+    next_state: null,
+    route_bypassed: false,
+    metadata: {},
+    ...overrides,
+  };
+}
+
+/** An operation waiting for its confirmation (orders_agent cancelling an order unless overridden). */
+export function activeTransactionOf(overrides: Partial<ActiveTransaction> = {}): ActiveTransaction {
+  return {
+    transaction_id: 'txn-1',
+    tool_name: 'cancelar_pedido',
+    server: 'retail',
+    agent: 'orders_agent',
+    state_domain: 'ORDER',
+    arguments: { order_id: '123' },
+    status: 'AWAITING_CONFIRMATION',
+    started_turn: 1,
+    updated_turn: 1,
+    started_from_intent: 'retail_order_cancel',
+    intent: 'retail_order_cancel',
+    tool_description: 'Cancels an order',
+    requires: ['order_id'],
+    missing_parameters: [],
+    attempts: 0,
+    ...overrides,
+  };
+}
+
+/** The call a confirmation of `transaction` executes. */
+export function pendingToolCallOf(transaction: ActiveTransaction): PendingToolCall {
+  return {
+    call_id: 'call-1',
+    transaction_id: transaction.transaction_id,
+    tool_name: transaction.tool_name,
+    server: transaction.server,
+    arguments: transaction.arguments,
+    requested_turn: transaction.updated_turn,
+  };
+}
+
+/** A request of an earlier message waiting for a later turn. */
+export function pendingTopicOf(overrides: Partial<PendingTopic> = {}): PendingTopic {
+  return {
+    operation_id: 'op-2',
+    plan_id: 'plan-1',
+    intent: 'product_services_information',
+    agent: 'product_agent',
+    domain: 'telecom',
+    tools: [],
+    label: 'planos e serviços',
+    source_text: 'test',
+    disposition: 'defer',
+    status: 'deferred',
+    reason: 'multi_intent',
+    created_turn: 1,
+    ...overrides,
+  };
+}
