@@ -5,6 +5,63 @@ import importX from 'eslint-plugin-import-x';
 import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript';
 import reactHooks from 'eslint-plugin-react-hooks';
 import jsxA11y from 'eslint-plugin-jsx-a11y';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+
+/**
+ * Module boundaries (docs/architecture.md#modules): apps → workflow → feature libs → foundation libs. Feature libs
+ * never import each other, with one exception written here: the agents use the MCP and RAG libs as their
+ * infrastructure. Every lib is classified; a new one fails the lint until it is.
+ */
+const FOUNDATION_LIBS = ['contracts', 'config', 'database', 'llm', 'observability'];
+const FEATURE_LIBS = [
+  'agents',
+  'checkpoint',
+  'continuity',
+  'events',
+  'guardrails',
+  'judges',
+  'mcp',
+  'memory',
+  'rag',
+  'routing',
+  'session-control',
+];
+const FEATURE_DEPENDENCIES = { agents: ['mcp', 'rag'] };
+const COMPOSITION_LIBS = ['workflow'];
+
+const classified = new Set([...FOUNDATION_LIBS, ...FEATURE_LIBS, ...COMPOSITION_LIBS]);
+const unclassified = readdirSync(join(import.meta.dirname, 'libs')).filter((name) => !classified.has(name));
+if (unclassified.length > 0) {
+  throw new Error(
+    `eslint.config.mjs: classify libs/${unclassified.join(', libs/')} in the module boundaries`,
+  );
+}
+
+const lib = (name) => `./libs/${name}`;
+const boundaryZones = [
+  { target: './libs', from: './apps', message: 'A lib never imports an app.' },
+  {
+    target: lib('contracts'),
+    from: [...classified].filter((name) => name !== 'contracts').map(lib),
+    message: 'contracts is the bottom of the graph: it imports no other lib.',
+  },
+  ...FOUNDATION_LIBS.map((name) => ({
+    target: lib(name),
+    from: [...FEATURE_LIBS, ...COMPOSITION_LIBS].map(lib),
+    message: 'A foundation lib never imports a feature lib or the workflow.',
+  })),
+  ...FEATURE_LIBS.map((name) => ({
+    target: lib(name),
+    from: [
+      ...FEATURE_LIBS.filter(
+        (other) => other !== name && !(FEATURE_DEPENDENCIES[name] ?? []).includes(other),
+      ),
+      ...COMPOSITION_LIBS,
+    ].map(lib),
+    message: 'Feature libs never import each other (only the workflow composes them) nor the workflow.',
+  })),
+];
 
 export default tseslint.config(
   {
@@ -42,6 +99,7 @@ export default tseslint.config(
       ],
       '@typescript-eslint/require-await': 'error',
       'import-x/no-cycle': ['error', { ignoreExternal: true }],
+      'import-x/no-restricted-paths': ['error', { zones: boundaryZones }],
       eqeqeq: ['error', 'always'],
       curly: ['error', 'multi-line'],
       'no-restricted-imports': [
