@@ -4,6 +4,7 @@ import { SessionLeaseSingleArbiter1764633600000 } from './1764633600000-session-
 import { TurnLog1764806400000 } from './1764806400000-turn-log';
 import { SingleCommitTurn1764892800000 } from './1764892800000-single-commit-turn';
 import { Retention1764979200000 } from './1764979200000-retention';
+import { EventRelay1765065600000 } from './1765065600000-event-relay';
 
 /** Every migration, in order. Listed explicitly so compiled and test builds load the same set. */
 export const ALL_MIGRATIONS = [
@@ -13,4 +14,5 @@ export const ALL_MIGRATIONS = [
   TurnLog1764806400000,
   SingleCommitTurn1764892800000,
   Retention1764979200000,
+  EventRelay1765065600000,
 ];

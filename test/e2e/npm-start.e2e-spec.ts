@@ -1,8 +1,8 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { portAnswers } from '../support/app-process';
 import { freePort } from '../support/reference-mcp';
 import { REPO_ROOT } from '../support/test-app';
 
@@ -62,17 +62,6 @@ function processesOf(dataDir: string): { pid: number; cmdline: string }[] {
         cmdline.includes(dataDir) || procText(pid, 'environ').split('\0').includes(`DATA_DIR=${dataDir}`),
     )
     .map(({ pid, cmdline }) => ({ pid: Number(pid), cmdline: cmdline.replace(/\0/g, ' ') }));
-}
-
-function portAnswers(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
 }
 
 async function waitUntil(condition: () => boolean, timeoutMs: number): Promise<boolean> {

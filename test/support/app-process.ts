@@ -1,5 +1,5 @@
 import { ChildProcess, spawn } from 'node:child_process';
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { join } from 'node:path';
 import { REPO_ROOT, TEST_LLM_PROFILES } from './test-app';
 
@@ -13,6 +13,18 @@ export function freePort(): Promise<number> {
         typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
       );
     });
+  });
+}
+
+/** True when something accepts TCP connections on the port. */
+export function portAnswers(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
   });
 }
 

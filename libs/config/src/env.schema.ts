@@ -395,6 +395,46 @@ export const ragEnvSchema = z
     }
   });
 
+/** A NATS stream name or subject token: letters, digits, `_ -`. */
+const NATS_TOKEN = /^[A-Za-z0-9_-]+$/;
+
+const natsName = (fallback: string, dotted: boolean) =>
+  z
+    .string()
+    .optional()
+    .transform((value, ctx) => {
+      if (value === undefined || value.trim() === '') return fallback;
+      const trimmed = value.trim();
+      const tokens = dotted ? trimmed.split('.') : [trimmed];
+      if (!tokens.every((token) => NATS_TOKEN.test(token))) {
+        ctx.addIssue({
+          code: z.ZodIssueCode.custom,
+          message: dotted
+            ? `expected dot-separated tokens of letters, digits, _ -, got "${value}"`
+            : `expected letters, digits, _ -, got "${value}"`,
+        });
+        return z.NEVER;
+      }
+      return trimmed;
+    });
+
+export const eventsEnvSchema = z.object({
+  /** The NATS JetStream destination; unset: no event goes to NATS. */
+  EVENTS_NATS_URL: urlWithScheme(['nats:', 'tls:'], 'a nats:// or tls:// URL'),
+  EVENTS_NATS_STREAM: natsName('AGENT_EVENTS', false),
+  EVENTS_NATS_SUBJECT_PREFIX: natsName('agent.events', true),
+  EVENTS_NATS_RETENTION: envEnum(['limits', 'interest', 'workqueue'], 'limits'),
+  /** How long the stream keeps a message (0: until the other limits discard it). */
+  EVENTS_NATS_MAX_AGE_HOURS: envNumber(168, { min: 0 }),
+  /** The window in which the stream drops a second message with the same event id. */
+  EVENTS_NATS_DUPLICATE_WINDOW_SECONDS: envNumber(120, { min: 1, int: true }),
+  /** How often each destination looks for committed events it has not delivered yet. */
+  EVENTS_RELAY_POLL_MS: envNumber(250, { min: 10, int: true }),
+  EVENTS_RELAY_BATCH_SIZE: envNumber(200, { min: 1, max: 10000, int: true }),
+  /** A relaying replica's claim on a conversation lapses this long after it stopped renewing it. */
+  EVENTS_RELAY_LEASE_MS: envNumber(15000, { min: 500, int: true }),
+});
+
 export const ENV_SCHEMAS = {
   app: appEnvSchema,
   database: databaseEnvSchema,
@@ -408,6 +448,7 @@ export const ENV_SCHEMAS = {
   guardrails: guardrailsEnvSchema,
   mcp: mcpEnvSchema,
   rag: ragEnvSchema,
+  events: eventsEnvSchema,
 } as const;
 
 export type EnvNamespace = keyof typeof ENV_SCHEMAS;
@@ -425,3 +466,4 @@ export type MemoryEnv = EnvOf<'memory'>;
 export type GuardrailsEnv = EnvOf<'guardrails'>;
 export type McpEnv = EnvOf<'mcp'>;
 export type RagEnv = EnvOf<'rag'>;
+export type EventsEnv = EnvOf<'events'>;

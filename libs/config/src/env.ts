@@ -44,6 +44,7 @@ export const authConfig = namespace('auth');
 export const checkpointConfig = namespace('checkpoint');
 export const memoryConfig = namespace('memory');
 export const guardrailsConfig = namespace('guardrails');
+export const eventsConfig = namespace('events');
 
 export const ALL_ENV_NAMESPACES = [
   appConfig,
@@ -56,4 +57,5 @@ export const ALL_ENV_NAMESPACES = [
   checkpointConfig,
   memoryConfig,
   guardrailsConfig,
+  eventsConfig,
 ];

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /** Prometheus metrics of the runtime; one registry per app instance (tests create several apps). */
 @Injectable()
@@ -100,6 +100,36 @@ export class MetricsService {
     name: 'agent_sessions_handed_off_total',
     help: 'Sessions handed to a human, by source (continuity|admin)',
     labelNames: ['source'] as const,
+    registers: [this.registry],
+  });
+  readonly eventsDelivered = new Counter({
+    name: 'agent_events_delivered_total',
+    help: 'Committed events delivered out of the process, by destination (a dead letter counts as settled)',
+    labelNames: ['destination'] as const,
+    registers: [this.registry],
+  });
+  readonly eventDeliveryFailures = new Counter({
+    name: 'agent_events_delivery_failures_total',
+    help: 'Relay batches that stopped on a failed delivery, by destination (retried later)',
+    labelNames: ['destination'] as const,
+    registers: [this.registry],
+  });
+  readonly eventsDeadLettered = new Counter({
+    name: 'agent_events_dead_lettered_total',
+    help: 'Webhook deliveries that failed every attempt and became dead letters, by destination',
+    labelNames: ['destination'] as const,
+    registers: [this.registry],
+  });
+  readonly eventRelayLagEvents = new Gauge({
+    name: 'agent_events_relay_lag_events',
+    help: 'Committed events a destination has not received yet',
+    labelNames: ['destination'] as const,
+    registers: [this.registry],
+  });
+  readonly eventRelayLagSeconds = new Gauge({
+    name: 'agent_events_relay_lag_seconds',
+    help: 'Age of the oldest committed event a destination has not received yet (0 when none)',
+    labelNames: ['destination'] as const,
     registers: [this.registry],
   });
   readonly httpDuration = new Histogram({

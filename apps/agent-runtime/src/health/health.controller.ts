@@ -8,6 +8,7 @@ import {
 } from '@nestjs/terminus';
 import { ConfigFilesService } from '@agent/config';
 import { DatabaseService } from '@agent/database';
+import { EventRelayService } from '@agent/events';
 import { GuardrailsService } from '@agent/guardrails';
 import { LlmService } from '@agent/llm';
 import type { FastifyRequest } from 'fastify';
@@ -29,6 +30,7 @@ export class HealthController {
     private readonly guardrails: GuardrailsService,
     private readonly shutdown: ShutdownState,
     private readonly keys: ApiKeyRegistry,
+    private readonly relay: EventRelayService,
   ) {}
 
   private readonly logger = new Logger('Health');
@@ -55,6 +57,7 @@ export class HealthController {
       () => this.configLoaded(detailed),
       () => this.llmConfiguration(detailed),
       () => this.guardrailModel(detailed),
+      () => this.eventDelivery(detailed),
     ]);
   }
 
@@ -100,6 +103,17 @@ export class HealthController {
     const status = this.guardrails.modelStatus();
     const indicator = this.indicators.check('guardrail_model');
     return indicator.up(detailed ? { ...status } : { degraded: status.degraded });
+  }
+
+  /**
+   * Informational: a destination that is down makes its events wait (the lag), never the turns, so it does not
+   * fail readiness. Destination names and errors need the admin view.
+   */
+  private eventDelivery(detailed: boolean): HealthIndicatorResult {
+    const indicator = this.indicators.check('events');
+    const destinations = this.relay.describe();
+    if (!detailed) return indicator.up();
+    return indicator.up({ destinations });
   }
 
   /** Informational: a missing endpoint does not fail readiness (every LLM stage has a fallback). */

@@ -1,0 +1,190 @@
+import {
+  BeforeApplicationShutdown,
+  Inject,
+  Injectable,
+  Logger,
+  OnApplicationBootstrap,
+} from '@nestjs/common';
+import { ConfigType } from '@nestjs/config';
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { eventsConfig } from '@agent/config';
+import { MetricsService } from '@agent/observability';
+import { EventRelayStore, PendingCommit } from './event-relay.store';
+import { EVENT_DESTINATIONS, EventDestination, OutboundEvent } from './outbound-event';
+
+/** The longest pause between attempts on a destination that keeps failing. */
+const MAX_RETRY_DELAY_MS = 5000;
+
+/** What /health/ready shows per destination. */
+export interface DestinationStatus {
+  destination: string;
+  lag_events: number;
+  lag_seconds: number;
+  last_error: string | null;
+  last_delivery_at: string | null;
+}
+
+/**
+ * Delivers committed events from the turn log to every destination, at least once and in each conversation's
+ * order. Every replica relays: each claims the conversations it delivers (an expiring claim per destination and
+ * conversation), acknowledges each commit once all its events are delivered, and releases the claims; a replica
+ * that dies leaves claims that lapse after EVENTS_RELAY_LEASE_MS, and the next one resumes at the last
+ * acknowledged commit. Turns never wait for this: a destination that is down only lags.
+ */
+@Injectable()
+export class EventRelayService implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger(EventRelayService.name);
+  private readonly owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  private readonly stopping = new AbortController();
+  private readonly loops: Promise<void>[] = [];
+  private readonly status = new Map<string, DestinationStatus>();
+
+  constructor(
+    private readonly store: EventRelayStore,
+    private readonly metrics: MetricsService,
+    @Inject(eventsConfig.KEY) private readonly config: ConfigType<typeof eventsConfig>,
+    @Inject(EVENT_DESTINATIONS) private readonly destinations: EventDestination[],
+  ) {}
+
+  onApplicationBootstrap(): void {
+    for (const destination of this.destinations) {
+      this.status.set(destination.name, {
+        destination: destination.name,
+        lag_events: 0,
+        lag_seconds: 0,
+        last_error: null,
+        last_delivery_at: null,
+      });
+      this.loops.push(this.run(destination));
+    }
+    if (this.destinations.length > 0) {
+      this.logger.log(`relaying events to ${this.destinations.map((d) => d.name).join(', ')}`);
+    }
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    this.stopping.abort();
+    await Promise.all(this.loops);
+    await Promise.all(this.destinations.map((destination) => destination.close()));
+  }
+
+  /** Per destination: how far behind it is and its last failure. */
+  describe(): DestinationStatus[] {
+    return [...this.status.values()];
+  }
+
+  private async run(destination: EventDestination): Promise<void> {
+    const signal = this.stopping.signal;
+    let failures = 0;
+    while (!signal.aborted) {
+      let delay = this.config.EVENTS_RELAY_POLL_MS;
+      try {
+        await this.store.register(destination.name);
+        const fetched = await this.relayOnce(destination, signal);
+        if (failures > 0) this.logger.log(`${destination.name}: delivering again`);
+        failures = 0;
+        this.record(destination.name, { last_error: null });
+        if (fetched >= this.config.EVENTS_RELAY_BATCH_SIZE) delay = 0;
+      } catch (error) {
+        if (signal.aborted) break;
+        const message = error instanceof Error ? error.message : String(error);
+        if (failures === 0) this.logger.warn(`${destination.name}: delivery failed, will retry: ${message}`);
+        failures += 1;
+        this.record(destination.name, { last_error: message });
+        this.metrics.eventDeliveryFailures.inc({ destination: destination.name });
+        delay = Math.min(MAX_RETRY_DELAY_MS, this.config.EVENTS_RELAY_POLL_MS * 2 ** Math.min(failures, 10));
+      }
+      await this.measure(destination).catch(() => undefined);
+      await sleep(delay, undefined, { signal }).catch(() => undefined);
+    }
+  }
+
+  /** One batch: claim, deliver conversation by conversation, acknowledge, release. Returns the rows fetched. */
+  private async relayOnce(destination: EventDestination, signal: AbortSignal): Promise<number> {
+    const { EVENTS_RELAY_BATCH_SIZE: batch, EVENTS_RELAY_LEASE_MS: leaseMs } = this.config;
+    const rows = await this.store.pending(destination.name, destination.tenant, this.owner, batch);
+    if (rows.length === 0) return 0;
+    const byConversation = new Map<string, PendingCommit[]>();
+    for (const row of rows) {
+      const list = byConversation.get(row.conversation_key) ?? [];
+      list.push(row);
+      byConversation.set(row.conversation_key, list);
+    }
+    const claimed = await this.store.claim(destination.name, [...byConversation.keys()], this.owner, leaseMs);
+    const renewal = setInterval(
+      () => void this.store.renew(destination.name, this.owner, leaseMs).catch(() => undefined),
+      Math.max(100, Math.floor(leaseMs / 3)),
+    );
+    try {
+      const outcomes = await Promise.allSettled(
+        claimed.map((position) => {
+          // Another replica may have delivered some of the fetched rows between the read and the claim.
+          const after = position.delivered_xid === null ? null : BigInt(position.delivered_xid);
+          const commits = (byConversation.get(position.conversation_key) ?? []).filter(
+            (row) =>
+              after === null ||
+              BigInt(row.commit_xid) > after ||
+              (BigInt(row.commit_xid) === after && row.version > (position.delivered_version ?? 0)),
+          );
+          return this.deliverConversation(destination, commits, signal);
+        }),
+      );
+      const failed = outcomes.find((outcome) => outcome.status === 'rejected');
+      if (failed) throw failed.reason;
+    } finally {
+      clearInterval(renewal);
+      await this.store.release(destination.name, this.owner);
+    }
+    return rows.length;
+  }
+
+  /** A conversation's commits in order; the first failure stops it, so nothing after it goes out of order. */
+  private async deliverConversation(
+    destination: EventDestination,
+    commits: PendingCommit[],
+    signal: AbortSignal,
+  ): Promise<void> {
+    for (const commit of commits) {
+      if (signal.aborted) return;
+      const events = outboundEvents(commit);
+      for (const event of events) await destination.deliver(event, signal);
+      const held = await this.store.acknowledge(
+        destination.name,
+        commit,
+        this.owner,
+        this.config.EVENTS_RELAY_LEASE_MS,
+      );
+      this.metrics.eventsDelivered.inc({ destination: destination.name }, events.length);
+      this.record(destination.name, { last_delivery_at: new Date().toISOString() });
+      if (!held) return;
+    }
+  }
+
+  private async measure(destination: EventDestination): Promise<void> {
+    const lag = await this.store.advance(destination.name, destination.tenant);
+    const seconds = lag.oldest ? Math.max(0, (Date.now() - lag.oldest.getTime()) / 1000) : 0;
+    this.metrics.eventRelayLagEvents.set({ destination: destination.name }, lag.events);
+    this.metrics.eventRelayLagSeconds.set({ destination: destination.name }, seconds);
+    this.record(destination.name, { lag_events: lag.events, lag_seconds: Math.round(seconds * 10) / 10 });
+  }
+
+  private record(destination: string, change: Partial<DestinationStatus>): void {
+    const current = this.status.get(destination);
+    if (current) this.status.set(destination, { ...current, ...change });
+  }
+}
+
+/** The events of one commit, each with its stable id. */
+export function outboundEvents(commit: PendingCommit): OutboundEvent[] {
+  return commit.events.map((event, index) => ({
+    id: `${commit.conversation_key}:${commit.version}:${index + 1}`,
+    name: event.name,
+    tenant_id: commit.tenant_id,
+    conversation_key: commit.conversation_key,
+    version: commit.version,
+    seq: index + 1,
+    payload: event.payload,
+  }));
+}

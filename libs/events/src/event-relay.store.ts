@@ -1,0 +1,152 @@
+import { Injectable } from '@nestjs/common';
+import type { StoredEvent } from '@agent/contracts';
+import { DatabaseService } from '@agent/database';
+
+/** A committed turn log row a destination has not acknowledged yet. */
+export interface PendingCommit {
+  conversation_key: string;
+  version: number;
+  /** The commit's transaction id (xid8 as decimal text): the relay's order. */
+  commit_xid: string;
+  tenant_id: string;
+  events: Pick<StoredEvent, 'name' | 'payload'>[];
+}
+
+/** Where a destination stands on one conversation it has just claimed. */
+export interface ClaimedPosition {
+  conversation_key: string;
+  delivered_xid: string | null;
+  delivered_version: number | null;
+}
+
+/** How far a destination lags behind the turn log. */
+export interface RelayLag {
+  commits: number;
+  events: number;
+  oldest: Date | null;
+}
+
+/** The rows of a destination's conversations that lie beyond its acknowledged position (above its watermark). */
+const PENDING = `
+  FROM turn_log t
+  JOIN event_relay_destinations d ON d.destination = $1
+  LEFT JOIN event_relay_positions p ON p.destination = $1 AND p.conversation_key = t.conversation_key
+ WHERE t.commit_xid >= d.watermark AND ($2::text IS NULL OR t.tenant_id = $2)
+   AND (p.delivered_xid IS NULL OR (t.commit_xid, t.version) > (p.delivered_xid, p.delivered_version))`;
+
+/**
+ * The relay's SQL. The turn log is the outbox; per destination a watermark (every commit below it is delivered)
+ * and per conversation the last acknowledged commit with the claim of the replica relaying it.
+ */
+@Injectable()
+export class EventRelayStore {
+  constructor(private readonly database: DatabaseService) {}
+
+  /** A new destination starts with the commits that follow its first registration. */
+  async register(destination: string): Promise<void> {
+    await this.database.dataSource.query(
+      `INSERT INTO event_relay_destinations (destination, watermark)
+       VALUES ($1, pg_snapshot_xmin(pg_current_snapshot())) ON CONFLICT (destination) DO NOTHING`,
+      [destination],
+    );
+  }
+
+  /** The oldest pending commits, skipping conversations another replica holds. */
+  async pending(
+    destination: string,
+    tenant: string | null,
+    owner: string,
+    limit: number,
+  ): Promise<PendingCommit[]> {
+    return this.database.dataSource.query(
+      `SELECT t.conversation_key, t.version, t.commit_xid::text AS commit_xid, t.tenant_id, t.events
+       ${PENDING}
+         AND (p.lease_owner IS NULL OR p.lease_expires_at < now() OR p.lease_owner = $3)
+       ORDER BY t.commit_xid, t.version
+       LIMIT $4`,
+      [destination, tenant, owner, limit],
+    );
+  }
+
+  /** Claims the conversations nobody else holds (or whose holder's claim lapsed); returns those now held. */
+  async claim(
+    destination: string,
+    conversationKeys: string[],
+    owner: string,
+    leaseMs: number,
+  ): Promise<ClaimedPosition[]> {
+    return this.database.dataSource.query(
+      `INSERT INTO event_relay_positions AS p (destination, conversation_key, lease_owner, lease_expires_at)
+       SELECT $1, key, $3, now() + $4 * interval '1 millisecond' FROM unnest($2::text[]) AS key
+       ON CONFLICT (destination, conversation_key) DO UPDATE
+          SET lease_owner = EXCLUDED.lease_owner, lease_expires_at = EXCLUDED.lease_expires_at, updated_at = now()
+        WHERE p.lease_owner IS NULL OR p.lease_expires_at < now() OR p.lease_owner = EXCLUDED.lease_owner
+       RETURNING conversation_key, delivered_xid::text AS delivered_xid, delivered_version`,
+      [destination, conversationKeys, owner, leaseMs],
+    );
+  }
+
+  /** Records a delivered commit and extends the claim; false when the claim was lost (another replica took over). */
+  async acknowledge(
+    destination: string,
+    commit: PendingCommit,
+    owner: string,
+    leaseMs: number,
+  ): Promise<boolean> {
+    const [, updated]: [unknown[], number] = await this.database.dataSource.query(
+      `UPDATE event_relay_positions
+          SET delivered_xid = $3::xid8, delivered_version = $4, updated_at = now(),
+              lease_expires_at = now() + $6 * interval '1 millisecond'
+        WHERE destination = $1 AND conversation_key = $2 AND lease_owner = $5`,
+      [destination, commit.conversation_key, commit.commit_xid, commit.version, owner, leaseMs],
+    );
+    return updated > 0;
+  }
+
+  /** Keeps the claims alive while a delivery takes long (webhook retries). */
+  async renew(destination: string, owner: string, leaseMs: number): Promise<void> {
+    await this.database.dataSource.query(
+      `UPDATE event_relay_positions SET lease_expires_at = now() + $3 * interval '1 millisecond'
+        WHERE destination = $1 AND lease_owner = $2`,
+      [destination, owner, leaseMs],
+    );
+  }
+
+  async release(destination: string, owner: string): Promise<void> {
+    await this.database.dataSource.query(
+      `UPDATE event_relay_positions SET lease_owner = NULL, lease_expires_at = NULL
+        WHERE destination = $1 AND lease_owner = $2`,
+      [destination, owner],
+    );
+  }
+
+  /**
+   * Moves the watermark up to the oldest pending commit, but never past a transaction still running (its commit
+   * may yet appear below), measures the lag, and forgets the positions the watermark has passed. One snapshot
+   * serves the three, so a commit counted as delivered is one this statement saw delivered.
+   */
+  async advance(destination: string, tenant: string | null): Promise<RelayLag> {
+    const rows: { commits: number; events: number; oldest: Date | null }[] =
+      await this.database.dataSource.query(
+        `WITH pending AS (
+           SELECT t.commit_xid, t.created_at, jsonb_array_length(t.events) AS events ${PENDING}
+         ), advanced AS (
+           UPDATE event_relay_destinations d
+              SET watermark = greatest(d.watermark,
+                    least(pg_snapshot_xmin(pg_current_snapshot()), (SELECT min(commit_xid) FROM pending)))
+            WHERE d.destination = $1
+           RETURNING d.watermark
+         ), forgotten AS (
+           DELETE FROM event_relay_positions p USING advanced a
+            WHERE p.destination = $1 AND (p.delivered_xid IS NULL OR p.delivered_xid < a.watermark)
+              AND (p.lease_owner IS NULL OR p.lease_expires_at < now())
+         )
+         SELECT count(*)::integer AS commits, COALESCE(sum(events), 0)::integer AS events,
+                min(created_at) AS oldest
+           FROM pending`,
+        [destination, tenant],
+      );
+    const row = rows[0];
+    return { commits: row.commits, events: row.events, oldest: row.oldest ? new Date(row.oldest) : null };
+  }
+}

@@ -1,0 +1,116 @@
+import { Logger } from '@nestjs/common';
+import {
+  JetStreamApiCodes,
+  JetStreamApiError,
+  JetStreamClient,
+  jetstream,
+  jetstreamManager,
+  RetentionPolicy,
+  StorageType,
+} from '@nats-io/jetstream';
+import { connect, nanos, NatsConnection } from '@nats-io/transport-node';
+import type { EventsEnv } from '@agent/config';
+import { EventDestination, eventDocument, OutboundEvent } from './outbound-event';
+
+const RETENTION: Record<EventsEnv['EVENTS_NATS_RETENTION'], RetentionPolicy> = {
+  limits: RetentionPolicy.Limits,
+  interest: RetentionPolicy.Interest,
+  workqueue: RetentionPolicy.Workqueue,
+};
+
+/** How long a connection attempt and a publish acknowledgement may take before the relay tries again later. */
+const CONNECT_TIMEOUT_MS = 2000;
+const PUBLISH_TIMEOUT_MS = 5000;
+
+/** Characters a subject token cannot hold: the separator, the wildcards and white space. */
+const NOT_IN_TOKEN = /[.*>\s%]/g;
+
+/** `<prefix>.<tenant>.<event name>`; a tenant id's `.` (and `%`) is percent-encoded so it stays one token. */
+export function natsSubject(prefix: string, event: Pick<OutboundEvent, 'tenant_id' | 'name'>): string {
+  const tenant = event.tenant_id.replace(
+    NOT_IN_TOKEN,
+    (c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`,
+  );
+  return `${prefix}.${tenant}.${event.name.replace(/[*>\s]/g, '_')}`;
+}
+
+/**
+ * A JetStream stream (EVENTS_NATS_STREAM, created when absent) receiving every tenant's events, each published
+ * with its id as `Nats-Msg-Id` so the stream drops a repeat within its duplicate window. The connection is made on
+ * first use and again after it is lost, so a server that is down only makes the relay wait.
+ */
+export class NatsDestination implements EventDestination {
+  readonly name: string;
+  readonly tenant = null;
+  private readonly logger = new Logger(NatsDestination.name);
+  private connection: NatsConnection | null = null;
+  private client: JetStreamClient | null = null;
+  private streamChecked = false;
+
+  constructor(private readonly config: EventsEnv & { EVENTS_NATS_URL: string }) {
+    this.name = `nats:${config.EVENTS_NATS_STREAM}`;
+  }
+
+  async deliver(event: OutboundEvent): Promise<void> {
+    const client = await this.ready();
+    try {
+      await client.publish(
+        natsSubject(this.config.EVENTS_NATS_SUBJECT_PREFIX, event),
+        JSON.stringify(eventDocument(event)),
+        { msgID: event.id, timeout: PUBLISH_TIMEOUT_MS },
+      );
+    } catch (error) {
+      // The stream may have been deleted, or the server replaced: look again before the next attempt.
+      this.streamChecked = false;
+      throw error;
+    }
+  }
+
+  async close(): Promise<void> {
+    const connection = this.connection;
+    this.connection = null;
+    this.client = null;
+    if (connection && !connection.isClosed()) await connection.drain().catch(() => connection.close());
+  }
+
+  private async ready(): Promise<JetStreamClient> {
+    if (!this.connection || this.connection.isClosed()) {
+      this.connection = await connect({
+        servers: this.config.EVENTS_NATS_URL,
+        name: 'agent-runtime-event-relay',
+        timeout: CONNECT_TIMEOUT_MS,
+        maxReconnectAttempts: -1,
+      });
+      this.client = jetstream(this.connection, { timeout: PUBLISH_TIMEOUT_MS });
+      this.streamChecked = false;
+    }
+    if (!this.streamChecked) {
+      await this.ensureStream(this.connection);
+      this.streamChecked = true;
+    }
+    if (!this.client) throw new Error('NATS client not ready');
+    return this.client;
+  }
+
+  private async ensureStream(connection: NatsConnection): Promise<void> {
+    const manager = await jetstreamManager(connection, { timeout: PUBLISH_TIMEOUT_MS });
+    const stream = this.config.EVENTS_NATS_STREAM;
+    try {
+      await manager.streams.info(stream);
+      return;
+    } catch (error) {
+      if (!(error instanceof JetStreamApiError) || error.code !== JetStreamApiCodes.StreamNotFound) {
+        throw error;
+      }
+    }
+    await manager.streams.add({
+      name: stream,
+      subjects: [`${this.config.EVENTS_NATS_SUBJECT_PREFIX}.>`],
+      retention: RETENTION[this.config.EVENTS_NATS_RETENTION],
+      storage: StorageType.File,
+      max_age: nanos(this.config.EVENTS_NATS_MAX_AGE_HOURS * 3_600_000),
+      duplicate_window: nanos(this.config.EVENTS_NATS_DUPLICATE_WINDOW_SECONDS * 1000),
+    });
+    this.logger.log(`created the JetStream stream ${stream}`);
+  }
+}

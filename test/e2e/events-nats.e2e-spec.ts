@@ -1,0 +1,169 @@
+import { freePort, spawnAppProcess, stopAppProcess, waitUntilReady } from '../support/app-process';
+import {
+  DurableReader,
+  expectedEventIds,
+  NATS_URL,
+  NatsServerProcess,
+  outOfOrder,
+  ReceivedEvent,
+} from '../support/nats';
+import { startTestApp, TestApp, uniqueId } from '../support/test-app';
+
+/**
+ * Committed events reach a NATS JetStream stream through the relay: complete, once per id, in each
+ * conversation's order, across a relaying process killed mid-way and a NATS server that goes away.
+ */
+const databaseUrl = process.env.DATABASE_URL;
+const describeWithPostgres = databaseUrl
+  ? describe
+  : (name: string, body: () => void) => describe.skip(`${name} (needs DATABASE_URL; CI sets it)`, body);
+
+/** A stream and subject prefix of this test only, so tests sharing the server never see each other's messages. */
+function natsEnv(url: string) {
+  const id = uniqueId('n').replace(/-/g, '_');
+  return {
+    stream: `T_${id}`,
+    prefix: `test.${id}`,
+    env: {
+      EVENTS_NATS_URL: url,
+      EVENTS_NATS_STREAM: `T_${id}`,
+      EVENTS_NATS_SUBJECT_PREFIX: `test.${id}`,
+      EVENTS_RELAY_POLL_MS: '50',
+    },
+  };
+}
+
+/** `conversations` conversations of `turns` turns each, the conversations at once, each one's turns in order. */
+async function runTurns(app: TestApp, tenant: string, conversations: number, turns: number): Promise<void> {
+  await Promise.all(
+    Array.from({ length: conversations }, async (_, c) => {
+      for (let t = 0; t < turns; t++) {
+        const response = await app.post('/v1/channels/web/messages', {
+          tenant_id: tenant,
+          agent_id: 'telecom_contas',
+          session_id: `c${c}`,
+          text: `mensagem ${t} da conversa ${c}`,
+        });
+        expect(response.status).toBe(200);
+      }
+    }),
+  );
+}
+
+function idsOf(received: ReceivedEvent[]): string[] {
+  return received.map((event) => event.id).sort();
+}
+
+describe('event relay to NATS JetStream', () => {
+  it('delivers 200 turns over 20 conversations complete, once, and in order to a durable consumer', async () => {
+    const nats = natsEnv(NATS_URL);
+    const app = await startTestApp({ env: nats.env });
+    const tenant = uniqueId('t');
+    const reader = await DurableReader.open(NATS_URL, nats.stream, 'reader', `${nats.prefix}.${tenant}.>`);
+    try {
+      await runTurns(app, tenant, 20, 10);
+      const expected = await expectedEventIds((sql, params) => app.dataSource.query(sql, params), tenant);
+      expect(expected.length).toBeGreaterThan(200);
+      const received = await reader.readUntil((all) => all.length >= expected.length, 60000);
+      expect(idsOf(received)).toEqual([...expected].sort());
+      expect(outOfOrder(received)).toEqual([]);
+      for (const event of received) {
+        expect(event.msgId).toBe(event.id);
+        expect(event.subject).toBe(`${nats.prefix}.${tenant}.${event.type}`);
+        expect(event.data.tenant_id).toBe(tenant);
+      }
+      const ready = await app.get<{ details: { events: { destinations: { destination: string }[] } } }>(
+        '/health/ready',
+      );
+      expect(ready.body.details.events.destinations).toEqual([
+        expect.objectContaining({ destination: `nats:${nats.stream}` }),
+      ]);
+    } finally {
+      await reader.close(true);
+      await app.close();
+    }
+  }, 180000);
+
+  it('keeps turns fast while NATS is down and catches up once it is back', async () => {
+    const server = new NatsServerProcess(await freePort());
+    await server.start();
+    const nats = natsEnv(server.url);
+    const app = await startTestApp({ env: nats.env });
+    const tenant = uniqueId('t');
+    let reader = await DurableReader.open(server.url, nats.stream, 'reader', `${nats.prefix}.${tenant}.>`);
+    try {
+      await runTurns(app, tenant, 2, 2);
+      let expected = await expectedEventIds((sql, params) => app.dataSource.query(sql, params), tenant);
+      await reader.readUntil((all) => all.length >= expected.length, 30000);
+      await reader.close(false);
+
+      await server.stop();
+      await runTurns(app, tenant, 4, 3);
+      expected = await expectedEventIds((sql, params) => app.dataSource.query(sql, params), tenant);
+      // The lag is visible (and readiness still passes) while the events wait.
+      let lag = 0;
+      for (const deadline = Date.now() + 20000; lag === 0 && Date.now() < deadline;) {
+        const ready = await app.get<{ details: { events: { destinations: { lag_events: number }[] } } }>(
+          '/health/ready',
+        );
+        expect(ready.status).toBe(200);
+        lag = ready.body.details.events.destinations[0].lag_events;
+        if (lag === 0) await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(lag).toBeGreaterThan(0);
+      const metrics = await app.get<string>('/metrics');
+      expect(metrics.body).toMatch(/agent_events_relay_lag_events\{destination="nats:T_[^"]+"\} [1-9]/);
+
+      await server.start();
+      // A second durable consumer reads the whole stream from its start.
+      reader = await DurableReader.open(server.url, nats.stream, 'after', `${nats.prefix}.${tenant}.>`);
+      const received = await reader.readUntil((all) => all.length >= expected.length, 60000);
+      expect(new Set(idsOf(received))).toEqual(new Set(expected));
+      expect(outOfOrder(received)).toEqual([]);
+    } finally {
+      await reader.close(true).catch(() => undefined);
+      await app.close();
+      await server.dispose();
+    }
+  }, 180000);
+});
+
+describeWithPostgres('a relaying process killed mid-way', () => {
+  it('loses nothing: the restarted relay resumes from the last acknowledged commit', async () => {
+    const nats = natsEnv(NATS_URL);
+    // Turns are served by this process, which relays nothing; the relay is its own OS process.
+    const app = await startTestApp();
+    const tenant = uniqueId('t');
+    const port = await freePort();
+    const relayEnv = {
+      ...nats.env,
+      DATABASE_URL: databaseUrl ?? '',
+      PORT: String(port),
+      LOG_LEVEL: 'error',
+      EVENTS_RELAY_LEASE_MS: '1000',
+    };
+    let relay = spawnAppProcess('apps/agent-runtime/src/main.ts', [], relayEnv);
+    const reader = await DurableReader.open(NATS_URL, nats.stream, 'reader', `${nats.prefix}.${tenant}.>`);
+    try {
+      await waitUntilReady(relay, port);
+      const turns = runTurns(app, tenant, 20, 5);
+      await reader.readUntil((all) => all.length > 0, 60000);
+      relay.child.kill('SIGKILL');
+      await relay.exited;
+      const atKill = reader.received.length;
+      await turns;
+      const expected = await expectedEventIds((sql, params) => app.dataSource.query(sql, params), tenant);
+      expect(atKill).toBeLessThan(expected.length);
+
+      relay = spawnAppProcess('apps/agent-runtime/src/main.ts', [], relayEnv);
+      await waitUntilReady(relay, port);
+      const received = await reader.readUntil((all) => all.length >= expected.length, 90000);
+      expect(idsOf(received)).toEqual([...expected].sort());
+      expect(outOfOrder(received)).toEqual([]);
+    } finally {
+      await stopAppProcess(relay);
+      await reader.close(true);
+      await app.close();
+    }
+  }, 300000);
+});
