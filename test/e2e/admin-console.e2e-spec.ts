@@ -129,7 +129,12 @@ describe('admin API for the console', () => {
       guardrails: { stage: string; blocked: boolean }[];
       nodes: { node: string; duration_ms: number }[];
       model_usage: { profile: string; calls: number; prompt_tokens: number; completion_tokens: number }[];
-      recoveries: { kind: string; version: number | null }[];
+      recoveries: {
+        kind: string;
+        version: number | null;
+        skipped: number | null;
+        found_version: number | null;
+      }[];
       admin_actions: { action: string; reason: string | null }[];
       events: { name: string }[];
     }
@@ -221,6 +226,25 @@ describe('admin API for the console', () => {
         [],
         [],
         [expect.objectContaining({ kind: 'skip_corrupt', version: 2 })],
+      ]);
+    });
+
+    it('marks missing checkpoint versions on the turn that ran into them', async () => {
+      const id = uniqueId('tl');
+      for (const text of ['Qual é o meu plano?', 'e o que está incluso?', 'e o roaming?']) {
+        expect((await say(id, text)).status).toBe(200);
+      }
+      await app.dataSource.query(
+        'DELETE FROM checkpoints WHERE conversation_key = $1 AND version IN (2, 3)',
+        [`${TENANT}:${id}`],
+      );
+      expect((await say(id, 'Qual é o meu plano?')).status).toBe(200);
+      const recovered = await timeline(id);
+      expect(recovered.body.turns.map((turn) => turn.recoveries)).toEqual([
+        [],
+        [],
+        [],
+        [{ kind: 'version_gap', version: 3, reason: null, skipped: 2, found_version: 1 }],
       ]);
     });
 

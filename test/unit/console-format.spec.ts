@@ -1,4 +1,4 @@
-import { formatAgo, formatDuration, formatPercent } from '../../apps/console/src/format';
+import { formatAgo, formatDuration, formatPercent, recoveryText } from '../../apps/console/src/format';
 import { parseRoute, routeHref } from '../../apps/console/src/routes';
 
 describe('console display helpers', () => {
@@ -17,6 +17,28 @@ describe('console display helpers', () => {
     expect(formatPercent(0.8345)).toBe('83.5 %');
     expect(formatPercent(null)).toBe('—');
     expect(formatPercent(Number.NaN)).toBe('—');
+  });
+});
+
+describe('console checkpoint recoveries', () => {
+  const recovery = { version: null, reason: null, skipped: null, found_version: null };
+
+  it('says what each recovery did, a version gap like the corrupt-checkpoint ones', () => {
+    expect(recoveryText({ ...recovery, kind: 'skip_corrupt', version: 2, reason: 'checksum mismatch' })).toBe(
+      'Checkpoint version 2 failed its integrity check and was skipped (checksum mismatch).',
+    );
+    expect(recoveryText({ ...recovery, kind: 'clean_start', skipped: 3 })).toBe(
+      'No checkpoint was usable (3 corrupt): the conversation started afresh.',
+    );
+    expect(recoveryText({ ...recovery, kind: 'version_gap', version: 4, skipped: 2, found_version: 2 })).toBe(
+      'Checkpoint versions 3–4 are missing (deleted or lost in a restore): the turn went on from version 2.',
+    );
+    expect(recoveryText({ ...recovery, kind: 'version_gap', version: 5, skipped: 1, found_version: 4 })).toBe(
+      'Checkpoint version 5 is missing (deleted or lost in a restore): the turn went on from version 4.',
+    );
+    expect(recoveryText({ ...recovery, kind: 'version_gap', version: 5, skipped: 5 })).toBe(
+      'Checkpoint versions 1–5 are missing and nothing older is stored: the conversation started afresh.',
+    );
   });
 });
 

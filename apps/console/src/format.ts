@@ -1,4 +1,5 @@
 /** Display helpers shared by the views: pure, so they are unit-tested outside the browser. */
+import type { components } from './api/openapi';
 
 /** "42 s", "5 min", "3 h 20 min", "2 d 4 h": coarse enough to read at a glance. */
 export function formatDuration(ms: number): string {
@@ -35,4 +36,25 @@ export function formatPercent(ratio: number | null | undefined): string {
 /** 1234567 → "1,234,567" (thousands grouped for the reader's locale). */
 export function formatCount(value: number): string {
   return value.toLocaleString();
+}
+
+/** What a checkpoint recovery did to the turn that ran into it, in one sentence. */
+export function recoveryText(recovery: components['schemas']['CheckpointRecoveryDto']): string {
+  const version = recovery.version ?? '?';
+  switch (recovery.kind) {
+    case 'skip_corrupt':
+      return `Checkpoint version ${version} failed its integrity check and was skipped${recovery.reason ? ` (${recovery.reason})` : ''}.`;
+    case 'clean_start':
+      return `No checkpoint was usable (${recovery.skipped ?? '?'} corrupt): the conversation started afresh.`;
+    case 'version_gap': {
+      const missing = recovery.skipped ?? 1;
+      const versions =
+        recovery.version !== null && missing > 1
+          ? `versions ${recovery.version - missing + 1}–${recovery.version} are`
+          : `version ${version} is`;
+      return recovery.found_version === null
+        ? `Checkpoint ${versions} missing and nothing older is stored: the conversation started afresh.`
+        : `Checkpoint ${versions} missing (deleted or lost in a restore): the turn went on from version ${recovery.found_version}.`;
+    }
+  }
 }

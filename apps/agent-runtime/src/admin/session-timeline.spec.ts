@@ -153,6 +153,25 @@ describe('timelineTurns', () => {
       [event(3, 'checkpoint.recovery.clean_start', { skipped: 2 }), event(3, 'NOC.001')],
       {},
     );
-    expect(turn.recoveries).toEqual([{ kind: 'clean_start', version: null, reason: null, skipped: 2 }]);
+    expect(turn.recoveries).toEqual([
+      { kind: 'clean_start', version: null, reason: null, skipped: 2, found_version: null },
+    ]);
+  });
+
+  it('marks missing versions below the head with the version the turn went on from', () => {
+    const [turn] = timelineTurns(
+      [
+        event(5, 'checkpoint.recovery.version_gap', {
+          expected_version: 4,
+          found_version: 2,
+          missing_versions: 2,
+        }),
+        event(5, 'AGENT_STARTED'),
+      ],
+      {},
+    );
+    expect(turn.recoveries).toEqual([
+      { kind: 'version_gap', version: 4, reason: null, skipped: 2, found_version: 2 },
+    ]);
   });
 });

@@ -142,18 +142,30 @@ function modelUsageOf(list: StoredEventRow[]): ModelUsageDto[] {
 }
 
 function recoveryOf(event: StoredEventRow): CheckpointRecoveryDto[] {
-  if (event.name === 'checkpoint.recovery.skip_corrupt') {
-    return [
-      {
-        kind: 'skip_corrupt',
-        version: numberOr(event.payload.version),
-        reason: stringOr(event.payload.reason),
-        skipped: null,
-      },
-    ];
+  const none = { version: null, reason: null, skipped: null, found_version: null };
+  switch (event.name) {
+    case 'checkpoint.recovery.skip_corrupt':
+      return [
+        {
+          ...none,
+          kind: 'skip_corrupt',
+          version: numberOr(event.payload.version),
+          reason: stringOr(event.payload.reason),
+        },
+      ];
+    case 'checkpoint.recovery.clean_start':
+      return [{ ...none, kind: 'clean_start', skipped: numberOr(event.payload.skipped) }];
+    case 'checkpoint.recovery.version_gap':
+      return [
+        {
+          ...none,
+          kind: 'version_gap',
+          version: numberOr(event.payload.expected_version),
+          skipped: numberOr(event.payload.missing_versions),
+          found_version: numberOr(event.payload.found_version),
+        },
+      ];
+    default:
+      return [];
   }
-  if (event.name === 'checkpoint.recovery.clean_start') {
-    return [{ kind: 'clean_start', version: null, reason: null, skipped: numberOr(event.payload.skipped) }];
-  }
-  return [];
 }

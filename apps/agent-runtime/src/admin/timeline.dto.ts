@@ -69,19 +69,35 @@ export class ModelUsageDto {
 
 export class CheckpointRecoveryDto {
   @ApiProperty({
-    enum: ['skip_corrupt', 'clean_start'],
-    description: 'A corrupt checkpoint was skipped, or none was usable and the conversation started clean',
+    enum: ['skip_corrupt', 'clean_start', 'version_gap'],
+    description:
+      'A corrupt checkpoint was skipped, none was usable and the conversation started clean, or versions below the head were missing',
   })
   kind!: string;
 
-  @ApiProperty({ type: Number, nullable: true, description: 'The skipped version (skip_corrupt)' })
+  @ApiProperty({
+    type: Number,
+    nullable: true,
+    description: 'The skipped version (skip_corrupt) or the newest missing one (version_gap)',
+  })
   version!: number | null;
 
   @ApiProperty({ type: String, nullable: true })
   reason!: string | null;
 
-  @ApiProperty({ type: Number, nullable: true, description: 'Versions skipped (clean_start)' })
+  @ApiProperty({
+    type: Number,
+    nullable: true,
+    description: 'Versions skipped: corrupt ones (clean_start) or missing ones (version_gap)',
+  })
   skipped!: number | null;
+
+  @ApiProperty({
+    type: Number,
+    nullable: true,
+    description: 'The next stored version below the missing ones (version_gap; null: none)',
+  })
+  found_version!: number | null;
 }
 
 export class TimelineTurnDto extends TurnDecisionDto {

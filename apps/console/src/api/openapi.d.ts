@@ -592,15 +592,17 @@ export interface components {
         };
         CheckpointRecoveryDto: {
             /**
-             * @description A corrupt checkpoint was skipped, or none was usable and the conversation started clean
+             * @description A corrupt checkpoint was skipped, none was usable and the conversation started clean, or versions below the head were missing
              * @enum {string}
              */
-            kind: "skip_corrupt" | "clean_start";
-            /** @description The skipped version (skip_corrupt) */
+            kind: "skip_corrupt" | "clean_start" | "version_gap";
+            /** @description The skipped version (skip_corrupt) or the newest missing one (version_gap) */
             version: number | null;
             reason: string | null;
-            /** @description Versions skipped (clean_start) */
+            /** @description Versions skipped: corrupt ones (clean_start) or missing ones (version_gap) */
             skipped: number | null;
+            /** @description The next stored version below the missing ones (version_gap; null: none) */
+            found_version: number | null;
         };
         SessionEventDto: {
             /** @description Monotonic id (string: bigint) */

@@ -4,7 +4,7 @@ import { useOperator } from '../auth';
 import { ErrorNotice } from '../components/ErrorNotice';
 import { SessionActions } from '../components/SessionActions';
 import { StatusBadge } from '../components/StatusBadge';
-import { formatAgo, formatDateTime, formatPercent } from '../format';
+import { formatAgo, formatDateTime, formatPercent, recoveryText } from '../format';
 import { useNow } from '../hooks';
 import { routeHref } from '../routes';
 
@@ -204,9 +204,7 @@ function TurnCard({ turn }: { turn: TimelineTurn }) {
         </dl>
         {turn.recoveries.map((recovery, index) => (
           <p key={index} role="note" className="notice notice-warning">
-            {recovery.kind === 'skip_corrupt'
-              ? `Checkpoint version ${recovery.version ?? '?'} failed its integrity check and was skipped${recovery.reason ? ` (${recovery.reason})` : ''}.`
-              : `No checkpoint was usable (${recovery.skipped ?? '?'} corrupt): the conversation started afresh.`}
+            {recoveryText(recovery)}
           </p>
         ))}
         {turn.guardrails.length > 0 && (
