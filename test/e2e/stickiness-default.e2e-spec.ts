@@ -90,6 +90,11 @@ describe('route stickiness by default', () => {
       ]);
       const turnLog = logLines(app.output().slice(logBefore.length));
       expect(turnLog.filter((line) => /continuity|classifier|stickiness/i.test(line.msg))).toEqual([]);
+      // The missing model is said once, at start-up; no stage warns about it on each turn.
+      expect(logLines(logBefore).filter((line) => /^No model is configured/.test(line.msg))).toHaveLength(1);
+      // (The MCP servers are closed on purpose: their warnings are about them, not the model.)
+      const warnings = turnLog.filter((line) => line.level >= 40 && !/MCP server|tools\/list/.test(line.msg));
+      expect(warnings).toEqual([]);
     });
   });
 

@@ -191,7 +191,8 @@ export class AgentsService {
       }
     } catch (error) {
       if (!(error instanceof LlmError)) throw error;
-      this.logger.warn(`${node} could not answer: ${error.message}`);
+      // A missing model was said once at start-up; each turn without one is not news.
+      if (error.kind !== 'not_configured') this.logger.warn(`${node} could not answer: ${error.message}`);
       return {
         ...base,
         answer: this.unavailable,

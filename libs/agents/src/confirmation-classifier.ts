@@ -108,7 +108,9 @@ export class ConfirmationClassifier {
       return other('invalid classifier output', 'invalid_output');
     }
     if (!result.ok) {
-      this.logger.warn(`confirmation classifier failed: ${result.detail}`);
+      if (result.reason !== 'not_configured') {
+        this.logger.warn(`confirmation classifier failed: ${result.detail}`);
+      }
       return other(result.detail, 'llm_error');
     }
     const { decision, confidence } = result.value;

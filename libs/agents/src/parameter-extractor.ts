@@ -165,7 +165,9 @@ export class ParameterExtractor {
       // Not configured, timeout, HTTP error or invalid output: the agent asks the customer again.
       const message =
         result.reason === 'invalid_output' ? `invalid extraction output: ${result.detail}` : result.detail;
-      this.logger.warn(`LLM extraction for ${toolName} failed: ${message}`);
+      if (result.reason !== 'not_configured') {
+        this.logger.warn(`LLM extraction for ${toolName} failed: ${message}`);
+      }
       this.events.emit('mcp.parameter.llm_extract_failed', {
         tool_name: toolName,
         fields: [...remaining],
