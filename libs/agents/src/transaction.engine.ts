@@ -1,7 +1,8 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { ConfigType } from '@nestjs/config';
 import { createHash, randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { ConfigFilesService, ToolConfig } from '@agent/config';
+import { appConfig, ConfigFilesService, ToolConfig } from '@agent/config';
 import {
   ActiveTransaction,
   AgentState,
@@ -30,6 +31,7 @@ import {
   TransactionMessageKey,
   TransactionSettings,
   transactionSettingsSchema,
+  TransactionTexts,
 } from './transaction-settings';
 
 type Patch = Partial<AgentState>;
@@ -63,6 +65,8 @@ export function idempotencyKey(conversationKey: string, pending: PendingToolCall
 export class TransactionEngine {
   private readonly logger = new Logger(TransactionEngine.name);
   readonly settings: TransactionSettings;
+  /** The customer-facing texts, in the language the deployment is configured for. */
+  private readonly texts: TransactionTexts;
 
   constructor(
     private readonly files: ConfigFilesService,
@@ -72,10 +76,12 @@ export class TransactionEngine {
     private readonly classifier: ConfirmationClassifier,
     private readonly prompts: AgentPrompts,
     private readonly events: EventBusService,
+    @Inject(appConfig.KEY) app: ConfigType<typeof appConfig>,
   ) {
     this.settings = existsSync(files.path(TRANSACTION_SETTINGS_FILE))
       ? files.load(TRANSACTION_SETTINGS_FILE, transactionSettingsSchema)
       : transactionSettingsSchema.parse({});
+    this.texts = new TransactionTexts(this.settings, app.DEFAULT_LANGUAGE);
   }
 
   /** The active transaction of the state (validated with the state when its checkpoint was loaded). */
@@ -369,9 +375,9 @@ export class TransactionEngine {
     };
   }
 
-  /** The customer-facing name of the operation ("o cancelamento do pedido"). */
+  /** The customer-facing name of the operation ("the cancellation of the order"). */
   operationLabel(toolName: string): string {
-    return this.settings.operations[toolName] ?? toolName.replace(/_/g, ' ');
+    return this.texts.operation(toolName);
   }
 
   message(
@@ -379,7 +385,7 @@ export class TransactionEngine {
     transaction: ActiveTransaction,
     values: Record<string, string> = {},
   ): string {
-    return fillTemplate(this.settings.messages[key], {
+    return fillTemplate(this.texts.messages[key], {
       operation: this.operationLabel(transaction.tool_name),
       arguments: this.argumentsText(transaction.tool_name, transaction.arguments),
       fields: this.fieldsText(transaction.tool_name, transaction.missing_parameters),
@@ -598,14 +604,14 @@ export class TransactionEngine {
     const fallback =
       status === 'COMPLETED'
         ? this.message('completed', transaction)
-        : this.message('failed', transaction, { error: customerError(result) });
+        : this.message('failed', transaction, { error: this.customerError(result) });
     const instruction =
       status === 'COMPLETED'
         ? `A operação ${transaction.tool_name} (${this.operationLabel(transaction.tool_name)}) foi executada após a ` +
           `confirmação do cliente. Resultado (JSON): ${JSON.stringify(result.result)}. Informe o cliente de forma ` +
           'breve, usando somente esse resultado.'
         : `A operação ${transaction.tool_name} (${this.operationLabel(transaction.tool_name)}) falhou após a ` +
-          `confirmação do cliente: ${customerError(result)}. Explique ao cliente de forma breve que nada foi ` +
+          `confirmação do cliente: ${this.customerError(result)}. Explique ao cliente de forma breve que nada foi ` +
           'alterado, sem detalhes técnicos.';
     const messages: ChatMessage[] = [
       { role: 'system', content: this.prompts.systemPrompt(node, state) },
@@ -622,7 +628,9 @@ export class TransactionEngine {
       return text || fallback;
     } catch (error) {
       if (!(error instanceof LlmError)) throw error;
-      this.logger.warn(`could not compose the answer of ${transaction.tool_name}: ${error.message}`);
+      if (error.kind !== 'not_configured') {
+        this.logger.warn(`could not compose the answer of ${transaction.tool_name}: ${error.message}`);
+      }
       return fallback;
     }
   }
@@ -695,6 +703,14 @@ export class TransactionEngine {
     };
   }
 
+  /** Tool errors a customer may read; infrastructure errors become a neutral sentence. */
+  private customerError(result: McpToolResult): string {
+    if (result.error === MCP_UNAVAILABLE_ERROR || /did not answer within/.test(result.error ?? '')) {
+      return this.texts.messages.system_unavailable;
+    }
+    return result.error ?? this.texts.messages.unknown_error;
+  }
+
   private toolConfig(toolName: string): ToolConfig {
     const config = this.mcp.toolConfig(toolName);
     if (!config) throw new Error(`tool ${toolName} is not declared in tools.yaml`);
@@ -705,18 +721,15 @@ export class TransactionEngine {
     const properties = Object.keys(this.mcp.toolConfig(toolName)?.args_schema.properties ?? {});
     return properties
       .filter((name) => !isMissing(args[name]))
-      .map((name) => `${this.settings.argument_labels[name] ?? name} ${String(args[name])}`)
+      .map((name) => `${this.texts.argument(name)} ${String(args[name])}`)
       .join(', ');
   }
 
   private fieldsText(toolName: string, fields: readonly string[]): string {
     const properties = this.mcp.toolConfig(toolName)?.args_schema.properties ?? {};
-    const labels = fields.map(
-      (field) => this.settings.fields[field] ?? (properties[field]?.description || field),
+    return this.texts.list(
+      fields.map((field) => this.texts.field(field) ?? (properties[field]?.description || field)),
     );
-    return labels.length <= 1
-      ? (labels[0] ?? '')
-      : `${labels.slice(0, -1).join(', ')} e ${labels[labels.length - 1]}`;
   }
 
   private emit(name: `IC.${string}`, transaction: ActiveTransaction, payload: JsonRecord): void {
@@ -782,12 +795,4 @@ function asObject(value: unknown): JsonRecord {
 
 function asRecord(result: McpToolResult): JsonRecord {
   return { ...result };
-}
-
-/** Tool errors a customer may read; infrastructure errors become a neutral sentence. */
-function customerError(result: McpToolResult): string {
-  if (result.error === MCP_UNAVAILABLE_ERROR || /did not answer within/.test(result.error ?? '')) {
-    return 'o sistema responsável está indisponível no momento. Nada foi alterado; tente novamente em instantes.';
-  }
-  return result.error ?? 'erro desconhecido';
 }

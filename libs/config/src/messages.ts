@@ -25,6 +25,28 @@ export interface ServiceMessages {
   };
   /** The answer an enforcing judge or a supervisor rule replaces a failing one with. */
   judge_replacement: string;
+  /** The transaction flow's messages: templates with {operation}, {fields}, {arguments}, {validation}, {reason}, {error}. */
+  transactions: TransactionMessages;
+}
+
+export interface TransactionMessages {
+  ask_parameters: string;
+  ask_parameters_again: string;
+  confirm: string;
+  confirm_again: string;
+  cancelled: string;
+  interrupted: string;
+  gave_up: string;
+  out_of_scope: string;
+  validation_failed: string;
+  completed: string;
+  failed: string;
+  /** The {error} of a call its server did not answer (unreachable, timed out). */
+  system_unavailable: string;
+  /** The {error} of a failed call that said nothing. */
+  unknown_error: string;
+  /** Joins the last two of several {fields}. */
+  and: string;
 }
 
 export const SERVICE_MESSAGES: Record<ServiceLanguage, ServiceMessages> = {
@@ -55,6 +77,24 @@ export const SERVICE_MESSAGES: Record<ServiceLanguage, ServiceMessages> = {
     },
     judge_replacement:
       'Não consegui validar esta resposta com segurança. Posso reformular ou ajudar de outra forma?',
+    transactions: {
+      ask_parameters: 'Para seguir com {operation}, preciso de: {fields}.',
+      ask_parameters_again: 'Ainda preciso de {fields} para seguir com {operation}. Pode me informar?',
+      confirm: '{validation}Confirma {operation} ({arguments})? Responda sim ou não.',
+      confirm_again: 'Só para confirmar: deseja seguir com {operation} ({arguments})? Responda sim ou não.',
+      cancelled: 'Tudo bem, {operation} não foi realizado. Posso ajudar em algo mais?',
+      interrupted: 'Deixei {operation} de lado, sem realizar nada.',
+      gave_up:
+        'Como não consegui entender a resposta, {operation} não foi realizado. Se quiser, é só pedir de novo.',
+      out_of_scope: 'Não é possível seguir com {operation}: {reason}',
+      validation_failed: 'Não consegui verificar {operation} agora. Por favor, tente novamente em instantes.',
+      completed: 'Pronto: {operation} foi concluído ({arguments}).',
+      failed: 'Não consegui concluir {operation}: {error}',
+      system_unavailable:
+        'o sistema responsável está indisponível no momento. Nada foi alterado; tente novamente em instantes.',
+      unknown_error: 'erro desconhecido',
+      and: 'e',
+    },
   },
   en: {
     agent_unavailable: 'I could not complete your request right now. Please try again in a moment.',
@@ -80,6 +120,25 @@ export const SERVICE_MESSAGES: Record<ServiceLanguage, ServiceMessages> = {
       input_unverified: 'I could not process your message right now. Please try again in a moment.',
     },
     judge_replacement: 'I could not validate this answer safely. Can I rephrase it or help in another way?',
+    transactions: {
+      ask_parameters: 'To go ahead with {operation}, I need {fields}.',
+      ask_parameters_again: 'I still need {fields} to go ahead with {operation}. Could you tell me?',
+      confirm: '{validation}Do you confirm {operation} ({arguments})? Please answer yes or no.',
+      confirm_again:
+        'Just to confirm: do you want to go ahead with {operation} ({arguments})? Please answer yes or no.',
+      cancelled: 'All right, {operation} was not carried out. Can I help with anything else?',
+      interrupted: 'I set {operation} aside without carrying anything out.',
+      gave_up:
+        'As I could not understand the answer, {operation} was not carried out. Just ask again whenever you like.',
+      out_of_scope: 'It is not possible to go ahead with {operation}: {reason}',
+      validation_failed: 'I could not check {operation} right now. Please try again in a moment.',
+      completed: 'Done: {operation} is complete ({arguments}).',
+      failed: 'I could not complete {operation}: {error}',
+      system_unavailable:
+        'the system in charge is unavailable right now. Nothing was changed; please try again in a moment.',
+      unknown_error: 'unknown error',
+      and: 'and',
+    },
   },
   es: {
     agent_unavailable:
@@ -108,5 +167,24 @@ export const SERVICE_MESSAGES: Record<ServiceLanguage, ServiceMessages> = {
     },
     judge_replacement:
       'No pude validar esta respuesta de forma segura. ¿Puedo reformularla o ayudar de otra manera?',
+    transactions: {
+      ask_parameters: 'Para seguir con {operation}, necesito: {fields}.',
+      ask_parameters_again: 'Todavía necesito {fields} para seguir con {operation}. ¿Me lo puede indicar?',
+      confirm: '{validation}¿Confirma {operation} ({arguments})? Responda sí o no.',
+      confirm_again: 'Solo para confirmar: ¿desea seguir con {operation} ({arguments})? Responda sí o no.',
+      cancelled: 'De acuerdo, {operation} no se realizó. ¿Puedo ayudarle en algo más?',
+      interrupted: 'Dejé {operation} de lado, sin realizar nada.',
+      gave_up:
+        'Como no pude entender la respuesta, {operation} no se realizó. Si lo desea, basta con pedirlo de nuevo.',
+      out_of_scope: 'No es posible seguir con {operation}: {reason}',
+      validation_failed:
+        'No pude verificar {operation} ahora. Por favor, inténtelo de nuevo en unos instantes.',
+      completed: 'Listo: {operation} se completó ({arguments}).',
+      failed: 'No pude completar {operation}: {error}',
+      system_unavailable:
+        'el sistema responsable no está disponible en este momento. No se modificó nada; inténtelo de nuevo en unos instantes.',
+      unknown_error: 'error desconocido',
+      and: 'y',
+    },
   },
 };
