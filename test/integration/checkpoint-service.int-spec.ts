@@ -1,5 +1,5 @@
 import { DataSource } from 'typeorm';
-import { ConversationIdentity, PostgresCheckpointStore } from '@agent/checkpoint';
+import { CHECKPOINT_ENTITIES, ConversationIdentity, PostgresCheckpointStore } from '@agent/checkpoint';
 import {
   createDataSource,
   DatabaseService,
@@ -7,6 +7,7 @@ import {
   isConnectionError,
 } from '@agent/database';
 import { checkpointServiceFor, conversationIdentity } from '../support/checkpoint-turns';
+import { postgresCheckpointStore } from '../support/postgres-checkpoint-store';
 import { TcpProxy } from '../support/tcp-proxy';
 
 /**
@@ -24,15 +25,25 @@ if (DATABASE_URL) {
     let proxied: { store: PostgresCheckpointStore; db: DatabaseService; dataSource: DataSource };
 
     beforeAll(async () => {
-      dataSource = await createDataSource({ url: DATABASE_URL, poolSize: 4, embedded: false });
-      await runMigrationsExclusively(dataSource, false);
+      dataSource = await createDataSource({
+        url: DATABASE_URL,
+        poolSize: 4,
+        embedded: false,
+        entities: CHECKPOINT_ENTITIES,
+      });
+      await runMigrationsExclusively(dataSource);
       direct = new DatabaseService(dataSource, null);
-      store = new PostgresCheckpointStore(direct);
+      store = postgresCheckpointStore(direct);
       const opened = await TcpProxy.forUrl(DATABASE_URL);
       proxy = opened.proxy;
-      const proxiedSource = await createDataSource({ url: opened.url, poolSize: 3, embedded: false });
+      const proxiedSource = await createDataSource({
+        url: opened.url,
+        poolSize: 3,
+        embedded: false,
+        entities: CHECKPOINT_ENTITIES,
+      });
       const db = new DatabaseService(proxiedSource, null);
-      proxied = { store: new PostgresCheckpointStore(db), db, dataSource: proxiedSource };
+      proxied = { store: postgresCheckpointStore(db), db, dataSource: proxiedSource };
     });
 
     afterAll(async () => {

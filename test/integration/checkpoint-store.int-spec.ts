@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DataSource } from 'typeorm';
-import { PostgresCheckpointStore } from '@agent/checkpoint';
+import { CHECKPOINT_ENTITIES } from '@agent/checkpoint';
 import {
   createDataSource,
   DatabaseService,
@@ -13,6 +13,7 @@ import {
   CheckpointStoreHarness,
   describeCheckpointStoreContract,
 } from '../support/checkpoint-store-contract';
+import { postgresCheckpointStore } from '../support/postgres-checkpoint-store';
 
 /**
  * The CheckpointStore contract on PostgresCheckpointStore: the embedded default (PGlite in its child process,
@@ -22,7 +23,7 @@ import {
 function harness(db: DatabaseService, close: () => Promise<void>): CheckpointStoreHarness {
   const dataSource = db.dataSource;
   return {
-    store: new PostgresCheckpointStore(db),
+    store: postgresCheckpointStore(db),
     turnLog: (conversationKey) =>
       dataSource.query(
         'SELECT version, turn, summary, nodes, events FROM turn_log WHERE conversation_key = $1 ORDER BY version',
@@ -43,7 +44,12 @@ function harness(db: DatabaseService, close: () => Promise<void>): CheckpointSto
 describeCheckpointStoreContract('embedded PGlite', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'checkpoint-contract-'));
   const embedded = await EmbeddedPostgres.start(dir, 170000);
-  const dataSource = await createDataSource({ url: embedded.url, poolSize: 1, embedded: true });
+  const dataSource = await createDataSource({
+    url: embedded.url,
+    poolSize: 1,
+    embedded: true,
+    entities: CHECKPOINT_ENTITIES,
+  });
   await dataSource.runMigrations({ transaction: 'each' });
   const db = new DatabaseService(dataSource, embedded);
   return harness(db, async () => {
@@ -55,9 +61,14 @@ describeCheckpointStoreContract('embedded PGlite', async () => {
 const url = process.env.DATABASE_URL;
 if (url) {
   describeCheckpointStoreContract('Postgres (DATABASE_URL)', async () => {
-    const dataSource: DataSource = await createDataSource({ url, poolSize: 4, embedded: false });
+    const dataSource: DataSource = await createDataSource({
+      url,
+      poolSize: 4,
+      embedded: false,
+      entities: CHECKPOINT_ENTITIES,
+    });
     // Other suites may migrate the same database at the same moment.
-    await runMigrationsExclusively(dataSource, false);
+    await runMigrationsExclusively(dataSource);
     const db = new DatabaseService(dataSource, null);
     return harness(db, () => db.onApplicationShutdown());
   });

@@ -9,6 +9,8 @@ import {
   MemoryExtractionError,
   MemoryService,
   MemorySubject,
+  LongTermMemoryEntity,
+  MEMORY_ENTITIES,
   PostgresLongTermMemoryStore,
 } from '@agent/memory';
 import { FakeLlmServer, FakeReply } from '../support/fake-llm';
@@ -30,7 +32,12 @@ const backends: Backend[] = [
     open: async () => {
       const dir = mkdtempSync(join(tmpdir(), 'memory-store-'));
       const embedded = await EmbeddedPostgres.start(dir, 170000);
-      const dataSource = await createDataSource({ url: embedded.url, poolSize: 1, embedded: true });
+      const dataSource = await createDataSource({
+        url: embedded.url,
+        poolSize: 1,
+        embedded: true,
+        entities: MEMORY_ENTITIES,
+      });
       await dataSource.runMigrations({ transaction: 'each' });
       const db = new DatabaseService(dataSource, embedded);
       return {
@@ -48,7 +55,12 @@ if (process.env.DATABASE_URL) {
   backends.push({
     name: 'Postgres (DATABASE_URL)',
     open: async () => {
-      const dataSource = await createDataSource({ url, poolSize: 4, embedded: false });
+      const dataSource = await createDataSource({
+        url,
+        poolSize: 4,
+        embedded: false,
+        entities: MEMORY_ENTITIES,
+      });
       await dataSource.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
       try {
         await dataSource.runMigrations({ transaction: 'each' });
@@ -110,7 +122,7 @@ describe.each(backends)('long-term memory on $name', (backend) => {
 
   beforeAll(async () => {
     ({ db, close } = await backend.open());
-    store = new PostgresLongTermMemoryStore(db);
+    store = new PostgresLongTermMemoryStore(db, db.dataSource.getRepository(LongTermMemoryEntity));
   }, 180000);
 
   afterAll(async () => {

@@ -8,7 +8,7 @@ import { AppConfigModule, parseEnvNamespace } from '@agent/config';
 import { createDataSource, EmbeddedPostgres } from '@agent/database';
 import { LlmModule, LlmService } from '@agent/llm';
 import { ObservabilityModule } from '@agent/observability';
-import { RagService, RagStore } from '@agent/rag';
+import { RAG_ENTITIES, RagService, RagStore } from '@agent/rag';
 import { FakeLlmServer } from '../support/fake-llm';
 
 /**
@@ -70,11 +70,21 @@ describe('RAG vector search (pgvector)', () => {
 
   beforeAll(async () => {
     if (process.env.DATABASE_URL) {
-      dataSource = await createDataSource({ url: process.env.DATABASE_URL, poolSize: 2, embedded: false });
+      dataSource = await createDataSource({
+        url: process.env.DATABASE_URL,
+        poolSize: 2,
+        embedded: false,
+        entities: RAG_ENTITIES,
+      });
     } else {
       dataDir = mkdtempSync(join(tmpdir(), 'rag-vec-int-'));
       embedded = await EmbeddedPostgres.start(dataDir, 170000);
-      dataSource = await createDataSource({ url: embedded.url, poolSize: 1, embedded: true });
+      dataSource = await createDataSource({
+        url: embedded.url,
+        poolSize: 1,
+        embedded: true,
+        entities: RAG_ENTITIES,
+      });
     }
     await dataSource.runMigrations({ transaction: 'each' });
     vectorAvailable = await new RagStore(dataSource).vectorAvailable();

@@ -5,7 +5,15 @@ import { join, resolve } from 'node:path';
 import { DataSource } from 'typeorm';
 import { parseEnvNamespace } from '@agent/config';
 import { createDataSource, EmbeddedPostgres } from '@agent/database';
-import { chunkText, RagError, RagIngestError, RagService, RagStore, validateChunking } from '@agent/rag';
+import {
+  chunkText,
+  RAG_ENTITIES,
+  RagError,
+  RagIngestError,
+  RagService,
+  RagStore,
+  validateChunking,
+} from '@agent/rag';
 import { TS_NODE_ENV, TS_NODE_EXEC_ARGV } from '../support/reference-mcp';
 
 /**
@@ -74,11 +82,21 @@ describe('RAG ingestion and retrieval', () => {
 
   beforeAll(async () => {
     if (process.env.DATABASE_URL) {
-      dataSource = await createDataSource({ url: process.env.DATABASE_URL, poolSize: 2, embedded: false });
+      dataSource = await createDataSource({
+        url: process.env.DATABASE_URL,
+        poolSize: 2,
+        embedded: false,
+        entities: RAG_ENTITIES,
+      });
     } else {
       dataDir = mkdtempSync(join(tmpdir(), 'rag-int-'));
       embedded = await EmbeddedPostgres.start(dataDir, 170000);
-      dataSource = await createDataSource({ url: embedded.url, poolSize: 1, embedded: true });
+      dataSource = await createDataSource({
+        url: embedded.url,
+        poolSize: 1,
+        embedded: true,
+        entities: RAG_ENTITIES,
+      });
     }
     await dataSource.runMigrations({ transaction: 'each' });
     rag = new RagService(new RagStore(dataSource), env, null);
@@ -300,7 +318,12 @@ describe('RAG ingestion and retrieval', () => {
         expect(run.code).toBe(0);
         expect(JSON.parse(run.stdout)).toMatchObject({ namespace, documents: 5 });
         const db = await EmbeddedPostgres.start(cliData, 170000);
-        const ds = await createDataSource({ url: db.url, poolSize: 1, embedded: true });
+        const ds = await createDataSource({
+          url: db.url,
+          poolSize: 1,
+          embedded: true,
+          entities: RAG_ENTITIES,
+        });
         try {
           const reader = new RagService(new RagStore(ds), env, null);
           expect((await reader.retrieve('cancelamento do pedido', namespace)).documents[0].source).toBe(

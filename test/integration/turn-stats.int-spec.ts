@@ -1,14 +1,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  CheckpointStore,
-  PostgresCheckpointStore,
-  serializeCheckpoint,
-  TurnStatsQuery,
-} from '@agent/checkpoint';
+import { CheckpointStore, CHECKPOINT_ENTITIES, serializeCheckpoint, TurnStatsQuery } from '@agent/checkpoint';
 import type { AgentState, StoredEvent } from '@agent/contracts';
 import { createDataSource, DatabaseService, EmbeddedPostgres } from '@agent/database';
+import { postgresCheckpointStore } from '../support/postgres-checkpoint-store';
 
 const MIGRATION_LOCK = 727073690;
 const TENANT = `tst${Date.now().toString(36)}`;
@@ -20,6 +16,7 @@ async function open(): Promise<{ db: DatabaseService; close: () => Promise<void>
       url: process.env.DATABASE_URL,
       poolSize: 2,
       embedded: false,
+      entities: CHECKPOINT_ENTITIES,
     });
     await dataSource.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
     try {
@@ -32,7 +29,12 @@ async function open(): Promise<{ db: DatabaseService; close: () => Promise<void>
   }
   const dir = mkdtempSync(join(tmpdir(), 'turn-stats-'));
   const embedded = await EmbeddedPostgres.start(dir, 170000);
-  const dataSource = await createDataSource({ url: embedded.url, poolSize: 1, embedded: true });
+  const dataSource = await createDataSource({
+    url: embedded.url,
+    poolSize: 1,
+    embedded: true,
+    entities: CHECKPOINT_ENTITIES,
+  });
   await dataSource.runMigrations({ transaction: 'each' });
   const db = new DatabaseService(dataSource, embedded);
   return {
@@ -108,7 +110,7 @@ describe('TurnStatsQuery', () => {
 
   beforeAll(async () => {
     ({ db, close } = await open());
-    store = new PostgresCheckpointStore(db);
+    store = postgresCheckpointStore(db);
     query = new TurnStatsQuery(db);
     started = new Date(Date.now() - 1000);
     await conversation(TENANT, [

@@ -1,4 +1,6 @@
 import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { CHECKPOINT_ENTITIES } from './checkpoint.entities';
 import { CheckpointService } from './checkpoint.service';
 import { CheckpointStore } from './checkpoint.store';
 import { PostgresCheckpointStore } from './postgres-checkpoint.store';
@@ -6,6 +8,7 @@ import { RetentionService } from './retention.service';
 import { TurnStatsQuery } from './turn-stats.query';
 
 @Module({
+  imports: [TypeOrmModule.forFeature(CHECKPOINT_ENTITIES)],
   providers: [
     { provide: CheckpointStore, useClass: PostgresCheckpointStore },
     CheckpointService,

@@ -1,5 +1,6 @@
 export * from './checkpoint.module';
 export * from './checkpoint.service';
+export * from './checkpoint.entities';
 export * from './checkpoint.errors';
 export * from './checkpoint.types';
 export * from './checkpoint.store';

@@ -1,6 +1,9 @@
 import { Injectable } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { Repository } from 'typeorm';
 import { DatabaseService } from '@agent/database';
 import { jsonbText } from './canonical-json';
+import { CheckpointEntity, SessionEntity, SessionEventView } from './checkpoint.entities';
 import { CheckpointFencingError } from './checkpoint.errors';
 import { CheckpointStore } from './checkpoint.store';
 import { decodeSessionCursor, encodeSessionCursor } from './session-cursor';
@@ -40,10 +43,18 @@ interface LeaseAttemptRow extends SessionRow {
   cp_created_at: Date | null;
 }
 
-/** Postgres adapter of the conversation store (the same SQL serves a real server and embedded PGlite). */
+/**
+ * Postgres adapter of the conversation store (the same SQL serves a real server and embedded PGlite). The admin
+ * reads go through repositories; the turn's statements are raw SQL, each saying why.
+ */
 @Injectable()
 export class PostgresCheckpointStore extends CheckpointStore {
-  constructor(private readonly db: DatabaseService) {
+  constructor(
+    private readonly db: DatabaseService,
+    @InjectRepository(SessionEntity) private readonly sessions: Repository<SessionEntity>,
+    @InjectRepository(CheckpointEntity) private readonly checkpoints: Repository<CheckpointEntity>,
+    @InjectRepository(SessionEventView) private readonly events: Repository<SessionEventView>,
+  ) {
     super();
   }
 
@@ -56,6 +67,7 @@ export class PostgresCheckpointStore extends CheckpointStore {
     limit: number,
     beforeVersion?: number,
   ): Promise<CheckpointRow[]> {
+    // Raw: the load path, and `state AS state_text` keeps the stored text unparsed for the integrity check.
     const rows: CheckpointRow[] = await this.ds.query(
       `SELECT ${CHECKPOINT_COLUMNS}
          FROM checkpoints WHERE conversation_key = $1 AND ($3::integer IS NULL OR version < $3)
@@ -66,6 +78,7 @@ export class PostgresCheckpointStore extends CheckpointStore {
   }
 
   async getVersion(conversationKey: string, version: number): Promise<CheckpointRow | null> {
+    // Raw: the same row shape as latestVersions (read on the turn path after a raced lease or commit).
     const rows: CheckpointRow[] = await this.ds.query(
       `SELECT ${CHECKPOINT_COLUMNS} FROM checkpoints WHERE conversation_key = $1 AND version = $2`,
       [conversationKey, version],
@@ -74,14 +87,34 @@ export class PostgresCheckpointStore extends CheckpointStore {
   }
 
   async listVersions(conversationKey: string): Promise<CheckpointSummary[]> {
-    return this.ds.query(
-      `SELECT conversation_key, version, parent_version, format, checksum, size_bytes, created_at
-         FROM checkpoints WHERE conversation_key = $1 ORDER BY version DESC`,
-      [conversationKey],
+    const rows = await this.checkpoints.find({
+      select: [
+        'conversation_key',
+        'version',
+        'parent_version',
+        'format',
+        'checksum',
+        'size_bytes',
+        'created_at',
+      ],
+      where: { conversation_key: conversationKey },
+      order: { version: 'DESC' },
+    });
+    return rows.map(
+      ({ conversation_key, version, parent_version, format, checksum, size_bytes, created_at }) => ({
+        conversation_key,
+        version,
+        parent_version,
+        format,
+        checksum,
+        size_bytes,
+        created_at,
+      }),
     );
   }
 
   async acquireLease(identity: ConversationIdentity, request: LeaseRequest): Promise<LeaseAttempt> {
+    // Raw: the hot path's first statement (replay lookup, lease upsert and head read in one round trip).
     // The lease upsert runs only when the message was not processed; the head is read by the version the upsert
     // returns (the statement's snapshot cannot see a checkpoint newer than that head).
     const rows: LeaseAttemptRow[] = await this.ds.query(
@@ -173,6 +206,7 @@ export class PostgresCheckpointStore extends CheckpointStore {
   }
 
   async renewLease(conversationKey: string, token: string, leaseMs: number): Promise<boolean> {
+    // Raw: the expiry is computed by the database clock, as the lease statement compares it.
     const result: [unknown[], number] = await this.ds.query(
       `UPDATE sessions SET lease_expires_at = now() + ($3::text || ' milliseconds')::interval
         WHERE conversation_key = $1 AND lease_owner = $2`,
@@ -182,6 +216,7 @@ export class PostgresCheckpointStore extends CheckpointStore {
   }
 
   async releaseLease(conversationKey: string, token: string): Promise<void> {
+    // Raw: conditional on the holder, on the turn path.
     await this.ds.query(
       `UPDATE sessions SET lease_owner = NULL, lease_expires_at = NULL WHERE conversation_key = $1 AND lease_owner = $2`,
       [conversationKey, token],
@@ -191,7 +226,7 @@ export class PostgresCheckpointStore extends CheckpointStore {
   async commitTurn(commit: TurnCommit, write: CheckpointWrite): Promise<number> {
     const key = commit.identity.conversation_key;
     const version = write.expectedHead + 1;
-    // One statement, so one round trip and one commit: the fenced session update (which also releases the lease)
+    // Raw, and one statement, so one round trip and one commit: the fenced session update (which also releases the lease)
     // feeds every insert, so a fenced commit writes nothing and a failing insert undoes the update.
     const rows: { committed: number }[] = await this.ds.query(
       `WITH fenced AS (
@@ -245,6 +280,7 @@ export class PostgresCheckpointStore extends CheckpointStore {
 
   async compact(conversationKeys: string[], keep: number): Promise<number> {
     if (conversationKeys.length === 0) return 0;
+    // Raw: one set-based DELETE joined to each conversation's head for a whole batch.
     const result: [unknown[], number] = await this.ds.query(
       `DELETE FROM checkpoints c USING sessions s
         WHERE s.conversation_key = ANY($1::text[]) AND c.conversation_key = s.conversation_key
@@ -255,6 +291,7 @@ export class PostgresCheckpointStore extends CheckpointStore {
   }
 
   async findProcessedMessage(conversationKey: string, messageId: string): Promise<StoredResponse | null> {
+    // Raw: read on the turn path when a commit raced the lease statement; two columns of one row.
     const rows: StoredResponse[] = await this.ds.query(
       `SELECT response, fingerprint FROM processed_messages WHERE conversation_key = $1 AND message_id = $2`,
       [conversationKey, messageId],
@@ -262,59 +299,61 @@ export class PostgresCheckpointStore extends CheckpointStore {
     return rows[0] ?? null;
   }
 
-  async getSession(conversationKey: string): Promise<SessionRow | null> {
-    const rows: SessionRow[] = await this.ds.query(
-      `SELECT ${SESSION_COLUMNS} FROM sessions WHERE conversation_key = $1`,
-      [conversationKey],
-    );
-    return rows[0] ?? null;
+  getSession(conversationKey: string): Promise<SessionRow | null> {
+    return this.sessions.findOneBy({ conversation_key: conversationKey });
   }
 
   async listSessions(
     filter: SessionListFilter,
   ): Promise<{ items: SessionRow[]; next_cursor: string | null }> {
-    const where: string[] = ['turn_count > 0'];
-    const params: unknown[] = [];
-    const add = (sql: string, value: unknown) => {
-      params.push(value);
-      where.push(sql.replace('?', `$${params.length}`));
-    };
-    if (filter.tenant_id) add('tenant_id = ?', filter.tenant_id);
-    if (filter.agent_id) add('agent_id = ?', filter.agent_id);
-    if (filter.status) add('status = ?', filter.status);
-    if (filter.updated_after) add('updated_at >= ?::timestamptz', filter.updated_after);
-    if (filter.updated_before) add('updated_at < ?::timestamptz', filter.updated_before);
-    if (filter.cursor) {
-      const decoded = decodeSessionCursor(filter.cursor);
-      params.push(decoded.updated_at, decoded.conversation_key);
-      where.push(`(updated_at, conversation_key) < ($${params.length - 1}::timestamptz, $${params.length})`);
+    const query = this.sessions.createQueryBuilder('s').where('s.turn_count > 0');
+    if (filter.tenant_id) query.andWhere('s.tenant_id = :tenant', { tenant: filter.tenant_id });
+    if (filter.agent_id) query.andWhere('s.agent_id = :agent', { agent: filter.agent_id });
+    if (filter.status) query.andWhere('s.status = :status', { status: filter.status });
+    if (filter.updated_after) {
+      query.andWhere('s.updated_at >= CAST(:after AS timestamptz)', { after: filter.updated_after });
     }
-    params.push(filter.limit + 1);
-    const rows: SessionRow[] = await this.ds.query(
-      `SELECT ${SESSION_COLUMNS} FROM sessions WHERE ${where.join(' AND ')}
-        ORDER BY updated_at DESC, conversation_key DESC LIMIT $${params.length}`,
-      params,
-    );
+    if (filter.updated_before) {
+      query.andWhere('s.updated_at < CAST(:before AS timestamptz)', { before: filter.updated_before });
+    }
+    if (filter.cursor) {
+      const cursor = decodeSessionCursor(filter.cursor);
+      query.andWhere('(s.updated_at, s.conversation_key) < (CAST(:cursorAt AS timestamptz), :cursorKey)', {
+        cursorAt: cursor.updated_at,
+        cursorKey: cursor.conversation_key,
+      });
+    }
+    const rows = await query
+      .orderBy('s.updated_at', 'DESC')
+      .addOrderBy('s.conversation_key', 'DESC')
+      .limit(filter.limit + 1)
+      .getMany();
     const items = rows.slice(0, filter.limit);
     const last = items[items.length - 1];
     const next_cursor =
-      rows.length > filter.limit && last
-        ? encodeSessionCursor(new Date(last.updated_at), last.conversation_key)
-        : null;
+      rows.length > filter.limit && last ? encodeSessionCursor(last.updated_at, last.conversation_key) : null;
     return { items, next_cursor };
   }
 
   async listEvents(conversationKey: string): Promise<StoredEventRow[]> {
     // The session_events view expands each turn log row into its events, in commit order.
-    return this.ds.query(
-      `SELECT id::text AS id, turn, seq, name, payload, created_at FROM session_events
-        WHERE conversation_key = $1 ORDER BY id ASC`,
-      [conversationKey],
-    );
+    const rows = await this.events.find({
+      where: { conversation_key: conversationKey },
+      order: { id: 'ASC' },
+    });
+    return rows.map(({ id, turn, seq, name, payload, created_at }) => ({
+      id,
+      turn,
+      seq,
+      name,
+      payload,
+      created_at,
+    }));
   }
 
   async deleteExpired(table: RetainedTable, before: Date, limit: number): Promise<number> {
     const key = table === 'turn_log' ? 'version' : 'message_id';
+    // Raw: a batch picked by the created_at index with SKIP LOCKED, so replicas sweep side by side.
     const result: [unknown[], number] = await this.ds.query(
       `DELETE FROM ${table} t USING (
          SELECT conversation_key, ${key} FROM ${table} WHERE created_at < $1
@@ -326,7 +365,7 @@ export class PostgresCheckpointStore extends CheckpointStore {
   }
 
   async deleteConversation(conversationKey: string): Promise<void> {
-    // One statement, so all or nothing without a transaction block.
+    // Raw, and one statement, so all or nothing without a transaction block.
     await this.ds.query(
       `WITH checkpoints_gone AS (DELETE FROM checkpoints WHERE conversation_key = $1),
             turn_log_gone AS (DELETE FROM turn_log WHERE conversation_key = $1),

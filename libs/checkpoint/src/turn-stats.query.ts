@@ -88,6 +88,7 @@ export class TurnStatsQuery {
     const routerCall = `name = 'llm.call' AND payload->>'profile' = $${params.push(filter.router_profile)}`;
     const bucket = `$${params.push(filter.bucket)}::text`;
     const latency = `(payload->>'latency_ms')::float8`;
+    // Raw: percentiles and FILTER aggregates over the JSON events of the turn log, in one scan.
     const [row]: StatsRow[] = await this.db.dataSource.query(
       `WITH events AS MATERIALIZED (
          SELECT t.conversation_key, t.turn, e.event->>'name' AS name, e.event->'payload' AS payload, t.created_at

@@ -1,13 +1,12 @@
 import { DataSource, DataSourceOptions } from 'typeorm';
 import { ALL_MIGRATIONS } from '@agent/migrations';
 import { EmbeddedPostgres } from './embedded-postgres';
-import { registeredEntities } from './entity-registry';
 
 export interface DataSourceSettings {
   url: string;
   poolSize: number;
   embedded: boolean;
-  /** Extra entities (the CLI passes them all explicitly). */
+  /** Given outside the app (tests, tools); the app's come from each module's TypeOrmModule.forFeature. */
   entities?: DataSourceOptions['entities'];
 }
 
@@ -15,7 +14,9 @@ export function buildDataSourceOptions(settings: DataSourceSettings): DataSource
   return {
     type: 'postgres',
     url: settings.url,
-    entities: settings.entities ?? registeredEntities(),
+    entities: settings.entities ?? [],
+    // Extensions (pgvector) are the migrations' to create, where the role may.
+    installExtensions: false,
     migrations: ALL_MIGRATIONS,
     migrationsTableName: 'typeorm_migrations',
     synchronize: false,
@@ -48,15 +49,21 @@ export interface OpenDatabase {
 /** DATABASE_URL's server, or the embedded Postgres in DATA_DIR when it is unset (the app must be stopped then). */
 export async function openDatabase(
   config: { DATABASE_URL?: string; DATA_DIR: string },
+  entities: DataSourceOptions['entities'] = [],
   poolSize = 2,
 ): Promise<OpenDatabase> {
   if (config.DATABASE_URL) {
-    const dataSource = await createDataSource({ url: config.DATABASE_URL, poolSize, embedded: false });
+    const dataSource = await createDataSource({
+      url: config.DATABASE_URL,
+      poolSize,
+      embedded: false,
+      entities,
+    });
     return { dataSource, embedded: false, close: () => dataSource.destroy() };
   }
   const embedded = await EmbeddedPostgres.start(config.DATA_DIR);
   try {
-    const dataSource = await createDataSource({ url: embedded.url, poolSize, embedded: true });
+    const dataSource = await createDataSource({ url: embedded.url, poolSize, embedded: true, entities });
     return {
       dataSource,
       embedded: true,

@@ -1,30 +1,33 @@
-import { DynamicModule, Global, Logger, Module } from '@nestjs/common';
+import { Global, Logger, Module } from '@nestjs/common';
 import { ConfigType } from '@nestjs/config';
-import { DataSource } from 'typeorm';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { DataSource, DataSourceOptions, Migration, MigrationExecutor } from 'typeorm';
 import { databaseConfig } from '@agent/config';
-import { createDataSource } from './data-source.factory';
+import { buildDataSourceOptions } from './data-source.factory';
 import { DatabaseService } from './database.service';
 import { EmbeddedPostgres } from './embedded-postgres';
-import { registerEntities } from './entity-registry';
 
 const EMBEDDED_POSTGRES = Symbol('EMBEDDED_POSTGRES');
+const MIGRATION_LOCK = 727073690;
 
-/** Replicas starting together must not race on migrations: a Postgres advisory lock serializes them. */
-export async function runMigrationsExclusively(dataSource: DataSource, embedded: boolean) {
-  // PGlite is single-process and has one pooled connection: holding a lock connection would deadlock.
-  if (embedded) return dataSource.runMigrations({ transaction: 'each' });
+/**
+ * Applies the pending migrations, each in its own transaction, under a Postgres advisory lock so replicas
+ * starting together do not race. The lock and the migrations share one connection: PGlite serves only one.
+ */
+export async function runMigrationsExclusively(dataSource: DataSource): Promise<Migration[]> {
   const runner = dataSource.createQueryRunner();
-  await runner.connect();
   try {
-    await runner.query('SELECT pg_advisory_lock(727073690)');
-    return await dataSource.runMigrations({ transaction: 'each' });
+    await runner.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+    const executor = new MigrationExecutor(dataSource, runner);
+    executor.transaction = 'each';
+    return await executor.executePendingMigrations();
   } finally {
-    await runner.query('SELECT pg_advisory_unlock(727073690)').catch(() => undefined);
+    await runner.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => undefined);
     await runner.release();
   }
 }
 
-@Global()
+/** The embedded Postgres (PGlite) when DATABASE_URL is unset, else null. */
 @Module({
   providers: [
     {
@@ -43,25 +46,45 @@ export async function runMigrationsExclusively(dataSource: DataSource, embedded:
         return embedded;
       },
     },
-    {
-      provide: DataSource,
+  ],
+  exports: [EMBEDDED_POSTGRES],
+})
+class EmbeddedPostgresModule {}
+
+/**
+ * The DataSource (migrated before anything uses it) through @nestjs/typeorm: feature modules declare the
+ * entities they own with `TypeOrmModule.forFeature` and inject their repositories; DatabaseService adds the
+ * embedded server's lifecycle and connection-error handling.
+ */
+@Global()
+@Module({
+  imports: [
+    EmbeddedPostgresModule,
+    TypeOrmModule.forRootAsync({
+      imports: [EmbeddedPostgresModule],
       inject: [databaseConfig.KEY, EMBEDDED_POSTGRES],
-      useFactory: async (
-        config: ConfigType<typeof databaseConfig>,
-        embedded: EmbeddedPostgres | null,
-      ): Promise<DataSource> => {
-        const dataSource = await createDataSource({
-          url: embedded?.url ?? (config.DATABASE_URL as string),
+      useFactory: (config: ConfigType<typeof databaseConfig>, embedded: EmbeddedPostgres | null) => ({
+        ...buildDataSourceOptions({
+          url: embedded?.url ?? config.DATABASE_URL ?? '',
           poolSize: config.DATABASE_POOL_SIZE,
           embedded: embedded !== null,
-        });
-        const applied = await runMigrationsExclusively(dataSource, embedded !== null);
+        }),
+        autoLoadEntities: true,
+        // An unreachable database fails the start at once, with its error; the orchestrator restarts the service.
+        toRetry: () => false,
+      }),
+      dataSourceFactory: async (options?: DataSourceOptions) => {
+        if (!options) throw new Error('no DataSource options');
+        const dataSource = await new DataSource(options).initialize();
+        const applied = await runMigrationsExclusively(dataSource);
         if (applied.length > 0) {
           new Logger('Database').log(`applied migrations: ${applied.map((m) => m.name).join(', ')}`);
         }
         return dataSource;
       },
-    },
+    }),
+  ],
+  providers: [
     {
       provide: DatabaseService,
       inject: [DataSource, EMBEDDED_POSTGRES],
@@ -69,15 +92,6 @@ export async function runMigrationsExclusively(dataSource: DataSource, embedded:
         new DatabaseService(dataSource, embedded),
     },
   ],
-  exports: [DataSource, DatabaseService],
+  exports: [DatabaseService],
 })
-export class DatabaseModule {
-  /** Declares the entities a feature module owns; call it in that module's `imports`. */
-  static forFeature(entities: readonly unknown[]): DynamicModule {
-    registerEntities(entities);
-    return { module: DatabaseFeatureModule };
-  }
-}
-
-@Module({})
-class DatabaseFeatureModule {}
+export class DatabaseModule {}

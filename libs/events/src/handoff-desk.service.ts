@@ -57,6 +57,7 @@ export class HandoffDeskService {
 
   /** Oldest request first; `tenantId` undefined covers every tenant. */
   async waiting(filter: { tenantId?: string; limit: number }, now = Date.now()): Promise<WaitingHandoff[]> {
+    // Raw: each session's latest request and claim, found by lateral reads of the session_events view.
     const rows: WaitingRow[] = await this.database.dataSource.query(
       `SELECT s.conversation_key, s.tenant_id, s.session_id, s.agent_id, s.channel, s.user_id, s.active_agent,
               s.last_intent, s.turn_count, r.payload AS request, COALESCE(r.created_at, s.updated_at) AS requested_at,
@@ -73,6 +74,7 @@ export class HandoffDeskService {
 
   /** The claim on the conversation's current handoff request, or null when nobody has taken it. */
   async currentClaim(conversationKey: string): Promise<HandoffClaim | null> {
+    // Raw: the same lateral read as `waiting`, for one conversation.
     const rows: Pick<WaitingRow, 'claim' | 'claimed_at'>[] = await this.database.dataSource.query(
       `SELECT c.payload AS claim, c.created_at AS claimed_at
          FROM sessions s

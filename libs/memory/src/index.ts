@@ -11,3 +11,4 @@ export {
   renderMemoryContext,
   validateExtraction,
 } from './memory-extraction';
+export * from './long-term-memory.entity';

@@ -1,5 +1,8 @@
 import { Injectable } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { MoreThanOrEqual, Repository } from 'typeorm';
 import { DatabaseService } from '@agent/database';
+import { LongTermMemoryEntity } from './long-term-memory.entity';
 import { LongTermMemoryStore } from './long-term-memory.store';
 import type {
   LongTermMemoryItem,
@@ -10,13 +13,13 @@ import type {
   SubjectPurge,
 } from './memory.types';
 
-const ITEM_COLUMNS = `id::text AS memory_id, tenant_id, agent_id, subject_key, category, key, value, confidence,
-  source_session_id, source_message_id, metadata, created_at, updated_at`;
-
-/** Postgres adapter of the long-term memory store (table `long_term_memories`). */
+/** Postgres adapter of the long-term memory store (table `long_term_memories`): a repository, one raw upsert. */
 @Injectable()
 export class PostgresLongTermMemoryStore extends LongTermMemoryStore {
-  constructor(private readonly db: DatabaseService) {
+  constructor(
+    private readonly db: DatabaseService,
+    @InjectRepository(LongTermMemoryEntity) private readonly memories: Repository<LongTermMemoryEntity>,
+  ) {
     super();
   }
 
@@ -24,12 +27,17 @@ export class PostgresLongTermMemoryStore extends LongTermMemoryStore {
     subject: MemorySubject,
     options: { limit: number; minConfidence: number },
   ): Promise<LongTermMemoryItem[]> {
-    return this.db.dataSource.query(
-      `SELECT ${ITEM_COLUMNS} FROM long_term_memories
-        WHERE tenant_id = $1 AND agent_id = $2 AND subject_key = $3 AND confidence >= $4
-        ORDER BY confidence DESC, updated_at DESC, id DESC LIMIT $5`,
-      [subject.tenant_id, subject.agent_id, subject.subject_key, options.minConfidence, options.limit],
-    );
+    const rows = await this.memories.find({
+      where: {
+        tenant_id: subject.tenant_id,
+        agent_id: subject.agent_id,
+        subject_key: subject.subject_key,
+        confidence: MoreThanOrEqual(options.minConfidence),
+      },
+      order: { confidence: 'DESC', updated_at: 'DESC', id: 'DESC' },
+      take: options.limit,
+    });
+    return rows.map(({ id, ...item }) => ({ memory_id: id, ...item }));
   }
 
   async upsert(subject: MemorySubject, facts: MemoryFact[], source: MemorySource): Promise<number> {
@@ -55,6 +63,7 @@ export class PostgresLongTermMemoryStore extends LongTermMemoryStore {
       slots[9] = `${slots[9]}::jsonb`;
       return `(${slots.join(', ')})`;
     });
+    // Raw: a multi-row upsert in one statement that stamps updated_at with the statement's clock.
     const written: { id: string }[] = await this.db.dataSource.query(
       `INSERT INTO long_term_memories
          (tenant_id, agent_id, subject_key, category, key, value, confidence, source_session_id, source_message_id, metadata)
@@ -70,19 +79,20 @@ export class PostgresLongTermMemoryStore extends LongTermMemoryStore {
   }
 
   async purgeSubject(subject: SubjectPurge): Promise<number> {
-    const result: [unknown[], number] = await this.db.dataSource.query(
-      `DELETE FROM long_term_memories
-        WHERE tenant_id = $1 AND subject_key = $2 AND ($3::text IS NULL OR agent_id = $3)`,
-      [subject.tenant_id, subject.subject_key, subject.agent_id],
-    );
-    return result[1];
+    const result = await this.memories.delete({
+      tenant_id: subject.tenant_id,
+      subject_key: subject.subject_key,
+      ...(subject.agent_id === null ? {} : { agent_id: subject.agent_id }),
+    });
+    return result.affected ?? 0;
   }
 
   async purgeSession(session: SessionPurge): Promise<number> {
-    const result: [unknown[], number] = await this.db.dataSource.query(
-      `DELETE FROM long_term_memories WHERE tenant_id = $1 AND agent_id = $2 AND source_session_id = $3`,
-      [session.tenant_id, session.agent_id, session.session_id],
-    );
-    return result[1];
+    const result = await this.memories.delete({
+      tenant_id: session.tenant_id,
+      agent_id: session.agent_id,
+      source_session_id: session.session_id,
+    });
+    return result.affected ?? 0;
   }
 }

@@ -4,3 +4,4 @@ export * from './chunking';
 export type { RetrievedChunk } from './rag.store';
 export { RagStore } from './rag.store';
 export { loadDirectory, SUPPORTED_EXTENSIONS } from './loader';
+export * from './rag.entities';

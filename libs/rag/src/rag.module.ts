@@ -1,8 +1,10 @@
 import { Inject, Injectable, Logger, Module, OnApplicationBootstrap } from '@nestjs/common';
 import { isAbsolute, resolve } from 'node:path';
+import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { ConfigFilesService, parseEnvNamespace, RagEnv } from '@agent/config';
 import { LlmService } from '@agent/llm';
+import { RAG_ENTITIES } from './rag.entities';
 import { RagService } from './rag.service';
 import { RagStore } from './rag.store';
 
@@ -44,6 +46,7 @@ export class RagKnowledgeLoader implements OnApplicationBootstrap {
 
 /** Ingestion and retrieval over rag_documents/rag_chunks (Postgres full-text search, pgvector when available). */
 @Module({
+  imports: [TypeOrmModule.forFeature(RAG_ENTITIES)],
   providers: [
     { provide: RAG_ENV, useFactory: () => parseEnvNamespace('rag') },
     {

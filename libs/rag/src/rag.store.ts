@@ -1,4 +1,5 @@
-import { DataSource, EntityManager } from 'typeorm';
+import { DataSource, EntityManager, In, Not } from 'typeorm';
+import { RagChunkEntity, RagDocumentEntity } from './rag.entities';
 
 export interface ChunkInput {
   index: number;
@@ -57,6 +58,7 @@ export class RagStore {
 
   /** Whether rag_chunk_embeddings exists (it does only where pgvector is installed); asked once. */
   async vectorAvailable(): Promise<boolean> {
+    // Raw: asks the catalog whether the table exists.
     this.vectorTable ??= this.dataSource
       .query(`SELECT to_regclass('rag_chunk_embeddings') IS NOT NULL AS present`)
       .then((rows: { present: boolean }[]) => rows[0]?.present === true);
@@ -71,6 +73,7 @@ export class RagStore {
 
   /** Chunks of a namespace without an embedding of `model` (new, re-chunked, or embedded with another model). */
   async chunksToEmbed(namespace: string, model: string, limit: number): Promise<ChunkToEmbed[]> {
+    // Raw: an anti-join over three tables, one page of chunks.
     return this.dataSource.query(
       `SELECT c.id AS chunk_id, d.title, c.content
          FROM rag_chunks c
@@ -90,6 +93,7 @@ export class RagStore {
       values.push(row.chunkId, toVectorLiteral(row.vector));
       return `($${i * 2 + 2}::bigint, $1, $${i * 2 + 3}::vector)`;
     });
+    // Raw: a multi-row upsert of pgvector values cast from their text form.
     // A chunk deleted by a concurrent re-ingestion is skipped (the join), not a foreign-key failure.
     await this.dataSource.query(
       `INSERT INTO rag_chunk_embeddings (chunk_id, model, embedding)
@@ -107,6 +111,7 @@ export class RagStore {
    * chunk without one (ingested without the profile, or whose embedding failed) would never be found.
    */
   async fullyEmbedded(namespace: string, model: string): Promise<boolean> {
+    // Raw: two counts in one aggregate.
     const rows: { chunks: number; embedded: number }[] = await this.dataSource.query(
       `SELECT count(*)::int AS chunks, count(e.chunk_id)::int AS embedded
          FROM rag_chunks c
@@ -124,6 +129,7 @@ export class RagStore {
     model: string,
     topK: number,
   ): Promise<RetrievedChunk[]> {
+    // Raw: pgvector's distance operator, on the turn path.
     const rows: ChunkRow[] = await this.dataSource.query(
       `SELECT c.id AS chunk_id, d.id AS document_id, d.source, d.title, c.chunk_index, c.content,
               (1 - (e.embedding <=> $2::vector))::float8 AS score
@@ -139,6 +145,7 @@ export class RagStore {
   }
 
   async languageExists(language: string): Promise<boolean> {
+    // Raw: a system catalog, not a table of ours.
     const rows: unknown[] = await this.dataSource.query('SELECT 1 FROM pg_ts_config WHERE cfgname = $1', [
       language,
     ]);
@@ -151,24 +158,27 @@ export class RagStore {
    */
   async upsertDocument(input: DocumentInput): Promise<boolean> {
     return this.dataSource.transaction(async (manager) => {
-      await manager.query(
-        `INSERT INTO rag_documents (namespace, source, title, content_hash, language, metadata)
-         VALUES ($1, $2, $3, '', $4, $5::jsonb) ON CONFLICT (namespace, source) DO NOTHING`,
-        [input.namespace, input.source, input.title, input.language, JSON.stringify(input.metadata)],
-      );
+      const documents = manager.getRepository(RagDocumentEntity);
+      const fields = {
+        title: input.title,
+        content_hash: input.contentHash,
+        language: input.language,
+        metadata: input.metadata,
+      };
+      await documents
+        .createQueryBuilder()
+        .insert()
+        .values({ namespace: input.namespace, source: input.source, ...fields, content_hash: '' })
+        .orIgnore()
+        .execute();
       // The row lock serializes replicas ingesting the same document at start-up.
-      const rows: { id: string; content_hash: string; language: string }[] = await manager.query(
-        'SELECT id, content_hash, language FROM rag_documents WHERE namespace = $1 AND source = $2 FOR UPDATE',
-        [input.namespace, input.source],
-      );
-      const current = rows[0];
+      const current = await documents.findOneOrFail({
+        where: { namespace: input.namespace, source: input.source },
+        lock: { mode: 'pessimistic_write' },
+      });
       if (current.content_hash === input.contentHash && current.language === input.language) return false;
-      await manager.query(
-        `UPDATE rag_documents SET title = $2, content_hash = $3, language = $4, metadata = $5::jsonb, created_at = now()
-          WHERE id = $1`,
-        [current.id, input.title, input.contentHash, input.language, JSON.stringify(input.metadata)],
-      );
-      await manager.query('DELETE FROM rag_chunks WHERE document_id = $1', [current.id]);
+      await documents.update(current.id, { ...fields, created_at: () => 'now()' });
+      await manager.getRepository(RagChunkEntity).delete({ document_id: current.id });
       await this.insertChunks(manager, current.id, input);
       return true;
     });
@@ -176,14 +186,10 @@ export class RagStore {
 
   /** Removes the documents of a namespace whose source is not in `keep` (files deleted from the directory). */
   async pruneNamespace(namespace: string, keep: string[]): Promise<number> {
-    const rows: { removed: number }[] = await this.dataSource.query(
-      `WITH removed AS (
-         DELETE FROM rag_documents WHERE namespace = $1 AND NOT (source = ANY($2::text[])) RETURNING id
-       )
-       SELECT count(*)::int AS removed FROM removed`,
-      [namespace, keep],
-    );
-    return rows[0]?.removed ?? 0;
+    const result = await this.dataSource
+      .getRepository(RagDocumentEntity)
+      .delete(keep.length > 0 ? { namespace, source: Not(In(keep)) } : { namespace });
+    return result.affected ?? 0;
   }
 
   /**
@@ -191,6 +197,7 @@ export class RagStore {
    * word of the passage that answers it) and ranked with ts_rank_cd, normalized by document length.
    */
   async search(namespace: string, query: string, topK: number): Promise<RetrievedChunk[]> {
+    // Raw: full-text parsing and ranking per language, on the turn path.
     const rows: ChunkRow[] = await this.dataSource.query(
       `WITH queries AS (
          SELECT language,
@@ -215,7 +222,8 @@ export class RagStore {
     documentId: string,
     input: DocumentInput,
   ): Promise<void> {
-    // Batches keep each statement well under the bind-parameter limit.
+    // Raw: search_vector is computed by to_tsvector in the INSERT. Batches keep each statement well under the
+    // bind-parameter limit.
     const batchSize = 200;
     for (let offset = 0; offset < input.chunks.length; offset += batchSize) {
       const batch = input.chunks.slice(offset, offset + batchSize);

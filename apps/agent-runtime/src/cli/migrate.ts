@@ -28,7 +28,7 @@ async function main(argv: string[]): Promise<number> {
   try {
     const { dataSource } = database;
     if (command === 'run') {
-      const applied = await runMigrationsExclusively(dataSource, database.embedded);
+      const applied = await runMigrationsExclusively(dataSource);
       console.log(
         applied.length === 0 ? 'no pending migration' : applied.map((m) => `applied ${m.name}`).join('\n'),
       );

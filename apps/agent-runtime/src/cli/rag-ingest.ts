@@ -7,7 +7,14 @@ import { AppConfigModule, EnvValidationError, parseEnvNamespace } from '@agent/c
 import { openDatabase } from '@agent/database';
 import { LlmModule, LlmService } from '@agent/llm';
 import { ObservabilityModule } from '@agent/observability';
-import { loadDirectory, RagIngestError, RagService, RagStore, validateChunking } from '@agent/rag';
+import {
+  loadDirectory,
+  RAG_ENTITIES,
+  RagIngestError,
+  RagService,
+  RagStore,
+  validateChunking,
+} from '@agent/rag';
 
 /** Just enough of the app to reach the LLM profiles, so ingested chunks get embeddings when an `embedding` profile exists. */
 @Module({ imports: [AppConfigModule, ObservabilityModule, LlmModule] })
@@ -57,7 +64,7 @@ async function main(argv: string[]): Promise<void> {
   loadDirectory(directory);
 
   const llmContext = await NestFactory.createApplicationContext(IngestLlmModule, { logger: ['error'] });
-  const database = await openDatabase(parseEnvNamespace('database'));
+  const database = await openDatabase(parseEnvNamespace('database'), RAG_ENTITIES);
   const { dataSource } = database;
   try {
     await dataSource.runMigrations({ transaction: 'each' });
