@@ -2,7 +2,13 @@ import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
-import { FakeChatRequest, FakeLlmServer, GUARDRAILS_ALLOW, lastUserMessage } from '../support/fake-llm';
+import {
+  FakeChatRequest,
+  FakeLlmServer,
+  GUARDRAILS_ALLOW,
+  lastUserMessage,
+  requestText,
+} from '../support/fake-llm';
 import { ReferenceMcpProcess } from '../support/reference-mcp';
 import { REPO_ROOT, startTestApp, TestApp, uniqueId } from '../support/test-app';
 
@@ -16,7 +22,10 @@ const RETAIL_BLOCKED = 'Não posso oferecer cupons por este canal.';
 const RETAIL_REFUSED = 'Vale-presente não é tratado por este canal.';
 const RETAIL_REPLACED = 'Resposta retida pela revisão de qualidade deste canal.';
 
-/** The shipped config plus `files`, with agents.yaml entries extended by `agents` (agent_id → keys). */
+/**
+ * The shipped config plus `files`, with agents.yaml entries extended by `agents` (agent_id → keys); an agent_id
+ * the shipped file lacks starts as a copy of the shipped retail_orders.
+ */
 function configDir(agents: Record<string, Record<string, string>>, files: Record<string, unknown>): string {
   const dir = mkdtempSync(join(tmpdir(), 'agent-policy-'));
   cpSync(join(REPO_ROOT, 'config'), dir, { recursive: true });
@@ -24,7 +33,10 @@ function configDir(agents: Record<string, Record<string, string>>, files: Record
   const file = parse(readFileSync(join(dir, 'agents.yaml'), 'utf8')) as {
     agents: Record<string, Record<string, unknown>>;
   };
-  for (const [id, extra] of Object.entries(agents)) Object.assign(file.agents[id], extra);
+  const shipped = structuredClone(file.agents);
+  for (const [id, extra] of Object.entries(agents)) {
+    file.agents[id] = { ...(shipped[id] ?? shipped.retail_orders), ...extra };
+  }
   writeFileSync(join(dir, 'agents.yaml'), stringify(file));
   for (const [name, content] of Object.entries(files)) writeFileSync(join(dir, name), stringify(content));
   return dir;
@@ -63,7 +75,21 @@ function retailGuardrails(): unknown {
   };
 }
 
+/** routing.yaml with the retail intents only, and orders_agent where nothing matches. */
+function retailRouting(): unknown {
+  const global = parse(readFileSync(join(REPO_ROOT, 'config', 'routing.yaml'), 'utf8')) as {
+    router: Record<string, unknown>;
+    intents: { domain: string }[];
+  };
+  return {
+    ...global,
+    router: { ...global.router, fallback_agent: 'orders_agent' },
+    intents: global.intents.filter((intent) => intent.domain === 'retail'),
+  };
+}
+
 const RETAIL_POLICY = {
+  'policies/retail_routing.yaml': retailRouting(),
   'policies/retail_guardrails.yaml': retailGuardrails(),
   'policies/retail_judges.yaml': {
     sample_rate: 1,
@@ -80,6 +106,9 @@ const RETAIL_POLICY = {
 
 type Row = { name: string; payload: Record<string, unknown> };
 
+/** The customer's message in a router call (its payload also carries the intent catalogue). */
+const routedMessage = (request: FakeChatRequest) =>
+  String((JSON.parse(lastUserMessage(request)) as { message?: unknown }).message);
 const hasToolMessage = (request: FakeChatRequest) => request.messages.some((m) => m.role === 'tool');
 const offeredTools = (request: FakeChatRequest): string[] =>
   ((request.body.tools as { function: { name: string } }[] | undefined) ?? []).map((t) => t.function.name);
@@ -95,6 +124,7 @@ describe('per-agent policy (e2e)', () => {
     dir = configDir(
       {
         retail_orders: {
+          routing: 'policies/retail_routing.yaml',
           guardrails: 'policies/retail_guardrails.yaml',
           judges: 'policies/retail_judges.yaml',
           tool_policy: 'policies/retail_tools.yaml',
@@ -122,7 +152,7 @@ describe('per-agent policy (e2e)', () => {
       model: 'router',
       reply: (request) => ({
         json: {
-          intent: /cancel/i.test(lastUserMessage(request)) ? 'retail_order_cancel' : 'retail_order_tracking',
+          intent: /cancel/i.test(routedMessage(request)) ? 'retail_order_cancel' : 'retail_order_tracking',
           confidence: 0.95,
           reason: 'scripted',
         },
@@ -147,6 +177,23 @@ describe('per-agent policy (e2e)', () => {
     );
     return { body: res.body, events, named: (name: string) => events.filter((e) => e.name === name) };
   };
+
+  it("one agent's routing file routes its turns: the other agents' intents are not in its catalogue", async () => {
+    fake.script({ model: 'agent', reply: { content: 'Certo.' } });
+    const telecom = await turn('telecom_contas', 'Minha fatura veio alta');
+    expect(telecom.body).toMatchObject({
+      route: 'billing_agent',
+      intent: 'billing_invoice_explanation',
+      route_decision: expect.objectContaining({ method: 'keyword' }),
+    });
+    expect(fake.requestsFor('router')).toHaveLength(0);
+
+    const retail = await turn('retail_orders', 'Minha fatura veio alta');
+    expect(retail.body).toMatchObject({ route: 'orders_agent', intent: 'retail_order_tracking' });
+    const [routerCall] = fake.requestsFor('router');
+    expect(requestText(routerCall)).toContain('retail_order_tracking');
+    expect(requestText(routerCall)).not.toContain('billing_invoice_explanation');
+  });
 
   it("an output rail of one agent's guardrails file blocks only that agent's answers", async () => {
     fake.script({

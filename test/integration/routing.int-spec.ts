@@ -500,7 +500,6 @@ describe('Enterprise Router with ENABLE_LLM_ROUTER=false and in supervisor mode'
     const moduleRef = await compileRouter(fake, { ROUTING_MODE: 'supervisor' });
     try {
       const router = moduleRef.get(RoutingService);
-      expect(router.mode).toBe('supervisor');
       const text = 'quero cancelar o pedido 55, ver minha fatura e trocar o fone';
       expect(await router.route({ user_text: text })).toMatchObject({
         route: 'supervisor_agent',

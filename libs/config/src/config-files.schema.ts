@@ -76,13 +76,14 @@ export const agentProfileSchema = z
     prompts_dir: z.string().optional(),
     metadata: z.record(z.unknown()).default({}),
     /** This agent_id's own policy files (paths under CONFIG_DIR); the global file where absent. */
+    routing: nonEmpty.optional(),
     guardrails: nonEmpty.optional(),
     judges: nonEmpty.optional(),
     tool_policy: nonEmpty.optional(),
   })
   .strict();
 /** The agents.yaml fields that name a per-agent policy file. */
-export const AGENT_POLICY_FILES = ['guardrails', 'judges', 'tool_policy'] as const;
+export const AGENT_POLICY_FILES = ['routing', 'guardrails', 'judges', 'tool_policy'] as const;
 export type AgentPolicyFile = (typeof AGENT_POLICY_FILES)[number];
 export const agentsFileSchema = z
   .object({

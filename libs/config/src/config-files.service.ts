@@ -31,7 +31,10 @@ export class ConfigFilesService {
   readonly configDir: string;
   readonly llmProfiles: LlmProfilesFile;
   readonly agents: AgentsFile;
+  /** routing.yaml: the router of every agent_id without its own routing file. */
   readonly routing: RoutingFile;
+  /** Each agent_id's routing file (agents.yaml `routing`), ROUTING_MODE applied to every one. */
+  readonly routings: PerAgent<RoutingFile>;
   readonly tools: ToolsFile;
   /** Each agent_id's tool policy (agents.yaml `tool_policy`). */
   readonly toolPolicies: PerAgent<ToolPolicy>;
@@ -51,11 +54,14 @@ export class ConfigFilesService {
     this.toolPolicies = this.perAgent('tool_policy', GLOBAL_TOOL_POLICY, (path) =>
       this.checkToolPolicy(path, loadYamlFile(path, toolPolicySchema)),
     );
-    const routing = loadYamlFile(this.path('routing.yaml'), routingFileSchema);
-    this.routing = routingEnv.ROUTING_MODE
-      ? { ...routing, router: { ...routing.router, mode: routingEnv.ROUTING_MODE } }
-      : routing;
-    this.crossValidate();
+    const routing = (path: string): RoutingFile => {
+      const file = this.checkRouting(path, loadYamlFile(path, routingFileSchema));
+      return routingEnv.ROUTING_MODE
+        ? { ...file, router: { ...file.router, mode: routingEnv.ROUTING_MODE } }
+        : file;
+    };
+    this.routing = routing(this.path('routing.yaml'));
+    this.routings = this.perAgent('routing', this.routing, routing);
   }
 
   /** Absolute path of a file under CONFIG_DIR. */
@@ -118,15 +124,16 @@ export class ConfigFilesService {
     return policy;
   }
 
-  private crossValidate(): void {
+  private checkRouting(path: string, routing: RoutingFile): RoutingFile {
     const problems: string[] = [];
-    this.routing.intents.forEach((intent, index) => {
+    routing.intents.forEach((intent, index) => {
       intent.mcp_tools.forEach((tool, toolIndex) => {
         if (!(tool in this.tools.tools)) {
           problems.push(`intents[${index}].mcp_tools[${toolIndex}]: "${tool}" is not declared in tools.yaml`);
         }
       });
     });
-    if (problems.length > 0) throw new ConfigFileError(this.path('routing.yaml'), problems);
+    if (problems.length > 0) throw new ConfigFileError(path, problems);
+    return routing;
   }
 }

@@ -35,8 +35,8 @@ function configDir(
   return dir;
 }
 
-function load(dir: string): ConfigFilesService {
-  const raw = { CONFIG_DIR: dir };
+function load(dir: string, env: Record<string, string> = {}): ConfigFilesService {
+  const raw = { CONFIG_DIR: dir, ...env };
   return new ConfigFilesService(
     parseEnvNamespace('app', raw),
     parseEnvNamespace('llm', raw),
@@ -55,6 +55,25 @@ describe('PerAgent', () => {
     expect(perAgent.for(undefined)).toBe(global);
     expect(perAgent.agentIds()).toEqual(['retail_orders']);
     expect(perAgent.distinct()).toEqual([global, own]);
+  });
+
+  it('maps each distinct value once, keeping which agents share it', () => {
+    const shared = { name: 'shared' };
+    const perAgent = new PerAgent(
+      { name: 'global' },
+      new Map([
+        ['a', shared],
+        ['b', shared],
+      ]),
+    );
+    const made: string[] = [];
+    const mapped = perAgent.map((value) => {
+      made.push(value.name);
+      return { built: value.name };
+    });
+    expect(made).toEqual(['global', 'shared']);
+    expect(mapped.for('a')).toBe(mapped.for('b'));
+    expect(mapped.for('c')).toEqual({ built: 'global' });
   });
 });
 
@@ -119,6 +138,46 @@ describe('per-agent policy files in agents.yaml', () => {
       'require_confirmation.consultar_pedido: not a transactional tool',
       'require_confirmation.launch: not declared in tools.yaml',
     ]);
+  });
+
+  it('gives an agent its own routing file, with ROUTING_MODE applied to it as to routing.yaml', () => {
+    const routing = parse(readFileSync(join(repoConfig, 'routing.yaml'), 'utf8')) as {
+      intents: { domain: string }[];
+    };
+    const dir = configDir(
+      { retail_orders: { routing: 'policies/routing.yaml' } },
+      {
+        'policies/routing.yaml': {
+          ...routing,
+          intents: routing.intents.filter((intent) => intent.domain === 'retail'),
+        },
+      },
+    );
+    const files = load(dir, { ROUTING_MODE: 'supervisor' });
+    expect(files.routings.for('retail_orders').intents.map((intent) => intent.domain)).toEqual([
+      'retail',
+      'retail',
+      'retail',
+    ]);
+    expect(files.routings.for('telecom_contas')).toBe(files.routing);
+    expect(files.routings.distinct().map((file) => file.router.mode)).toEqual(['supervisor', 'supervisor']);
+  });
+
+  it("fails naming an agent's routing file and the intent whose tool is not declared", () => {
+    const dir = configDir(
+      { retail_orders: { routing: 'policies/routing.yaml' } },
+      {
+        'policies/routing.yaml': {
+          router: { fallback_agent: 'orders_agent' },
+          intents: [
+            { name: 'x', description: 'd', agent: 'orders_agent', domain: 'retail', mcp_tools: ['teleport'] },
+          ],
+        },
+      },
+    );
+    const error = configErrorOf(() => load(dir));
+    expect(error.filePath).toBe(join(dir, 'policies/routing.yaml'));
+    expect(error.problems).toEqual(['intents[0].mcp_tools[0]: "teleport" is not declared in tools.yaml']);
   });
 
   it('validates the tool policy shape (unknown keys, step bounds)', () => {

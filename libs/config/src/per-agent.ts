@@ -17,6 +17,19 @@ export class PerAgent<T> {
     return [...this.own.keys()];
   }
 
+  /** The same agents sharing the same values, each distinct value mapped once. */
+  map<U>(fn: (value: T) => U): PerAgent<U> {
+    const mapped = new Map<T, U>();
+    const once = (value: T): U => {
+      const known = mapped.get(value);
+      if (known !== undefined) return known;
+      const made = fn(value);
+      mapped.set(value, made);
+      return made;
+    };
+    return new PerAgent(once(this.global), new Map([...this.own].map(([id, value]) => [id, once(value)])));
+  }
+
   /** Every distinct value, the global one first: what start-up checks and logs go over. */
   distinct(): T[] {
     return [...new Set([this.global, ...this.own.values()])];

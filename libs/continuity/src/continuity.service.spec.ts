@@ -715,7 +715,7 @@ describe('ContinuityService', () => {
     it('a failing shadow router run resolves to null and records nothing', async () => {
       const { service, metrics } = harness({ ROUTE_STICKINESS_SHADOW_RATE: '1' });
       await expect(
-        service.runShadow('product_agent', () => Promise.reject(new Error('down'))),
+        service.runShadow({}, 'product_agent', () => Promise.reject(new Error('down'))),
       ).resolves.toBeNull();
       expect((await metrics.continuityShadow.get()).values).toEqual([]);
     });
@@ -723,7 +723,7 @@ describe('ContinuityService', () => {
     it.each(['human_handoff', 'end_session'])('never shadows a %s decision', async (node) => {
       const { service, metrics } = harness({ ROUTE_STICKINESS_SHADOW_RATE: '1' });
       const route = jest.fn(() => Promise.reject(new Error('must not run')));
-      await expect(service.runShadow(node, route)).resolves.toBeNull();
+      await expect(service.runShadow({}, node, route)).resolves.toBeNull();
       expect(route).not.toHaveBeenCalled();
       expect((await metrics.continuityShadow.get()).values).toEqual([]);
     });

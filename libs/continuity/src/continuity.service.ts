@@ -103,7 +103,7 @@ export class ContinuityService implements OnModuleInit {
 
     const { activeAgent, payload } = classifierInput(
       state,
-      this.files.routing.intents.filter((intent) => intent.enabled),
+      this.files.routings.for(state.agent_id).intents.filter((intent) => intent.enabled),
       text,
       this.config.ROUTE_STICKINESS_HISTORY_TURNS,
     );
@@ -174,10 +174,14 @@ export class ContinuityService implements OnModuleInit {
    * Resolves to whether they agreed, or null when nothing was compared (the router failed, or the kept route is
    * not a domain agent); it never rejects, so a shadow run can never affect the turn.
    */
-  async runShadow(continuityAgent: string, route: () => Promise<RouteDecision>): Promise<boolean | null> {
+  async runShadow(
+    state: AgentState,
+    continuityAgent: string,
+    route: () => Promise<RouteDecision>,
+  ): Promise<boolean | null> {
     // Only a kept domain agent is comparable with the router; a session node (human_handoff, end_session)
     // would always read as a disagreement and waste a router call.
-    if (this.intentsOf(continuityAgent).length === 0) return null;
+    if (this.intentsOf(state, continuityAgent).length === 0) return null;
     try {
       return this.recordShadow(continuityAgent, await route());
     } catch (error) {
@@ -264,7 +268,7 @@ export class ContinuityService implements OnModuleInit {
     // Another decision (a blocked input, an agent handoff) may have replaced route_decision since the agent
     // became active; its intent and tools are not the agent's, so the state's own facts are used instead.
     const own = previous?.agent === activeAgent ? previous : undefined;
-    const intent = nonEmptyString(own?.intent) ?? this.ownIntent(state.intent, activeAgent);
+    const intent = nonEmptyString(own?.intent) ?? this.ownIntent(state, activeAgent);
     const domain = nonEmptyString(own?.domain) ?? nonEmptyString(state.domain);
     const tools = own?.mcp_tools ?? this.ownTools(state, activeAgent);
     const nextState = nonEmptyString(state.next_state);
@@ -288,20 +292,20 @@ export class ContinuityService implements OnModuleInit {
   }
 
   /** The state's intent when it is one of the active agent's enabled intents. */
-  private ownIntent(intent: string | undefined, agent: string): string | null {
-    const name = nonEmptyString(intent);
-    return name !== null && this.intentsOf(agent).some((i) => i.name === name) ? name : null;
+  private ownIntent(state: AgentState, agent: string): string | null {
+    const name = nonEmptyString(state.intent);
+    return name !== null && this.intentsOf(state, agent).some((i) => i.name === name) ? name : null;
   }
 
   /** The state's tools when they came with the agent's own intent, else every tool of the agent's intents. */
   private ownTools(state: AgentState, agent: string): string[] {
-    const own = this.ownIntent(state.intent, agent);
+    const own = this.ownIntent(state, agent);
     if (own !== null && state.mcp_tools) return state.mcp_tools;
-    return [...new Set(this.intentsOf(agent).flatMap((i) => i.mcp_tools))];
+    return [...new Set(this.intentsOf(state, agent).flatMap((i) => i.mcp_tools))];
   }
 
-  private intentsOf(agent: string) {
-    return this.files.routing.intents.filter((i) => i.enabled && i.agent === agent);
+  private intentsOf(state: AgentState, agent: string) {
+    return this.files.routings.for(state.agent_id).intents.filter((i) => i.enabled && i.agent === agent);
   }
 }
 

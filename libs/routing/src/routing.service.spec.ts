@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import {
   ConfigFilesService,
   loadYamlFile,
+  PerAgent,
   RoutingEnv,
   RoutingFile,
   routingFileSchema,
@@ -39,7 +40,7 @@ const sentPayload = () => JSON.parse(fake.requests[0].messages[1].content ?? '')
 
 function setup(options: Setup = {}) {
   const routing = options.routing ? options.routing(structuredClone(shipped)) : shipped;
-  const files = { routing, tools } as unknown as ConfigFilesService;
+  const files = { routings: new PerAgent(routing, new Map()), tools } as unknown as ConfigFilesService;
   const events = new EventBusService(new EventEmitter2());
   const emit = jest.spyOn(events, 'emit');
   const env: RoutingEnv = { ROUTING_MODE: undefined, ENABLE_LLM_ROUTER: true, ...options.env };
@@ -513,7 +514,6 @@ describe('RoutingService (supervisor mode)', () => {
     const { service, emit } = setup({
       routing: (file) => ({ ...file, router: { ...file.router, mode: 'supervisor' } }),
     });
-    expect(service.mode).toBe('supervisor');
     const decision = await service.route(
       turn('sim', {
         next_state: 'WAITING_ORDER_CONFIRMATION',

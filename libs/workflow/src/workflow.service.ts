@@ -106,7 +106,7 @@ export class WorkflowService {
     const started = performance.now();
     try {
       let node: WorkflowNode | typeof END = 'input_guardrails';
-      const fallback = this.fallbackAgent;
+      const fallback = this.fallbackAgent(state);
       while (node !== END) {
         const current: WorkflowNode = node;
         const patch = await this.telemetry.run(current, () => this.nodes[current](state, scope));
@@ -132,9 +132,9 @@ export class WorkflowService {
     }
   }
 
-  /** Where a route that names no node goes; routing.yaml validation makes it a graph agent. */
-  private get fallbackAgent(): DomainAgentNode {
-    return this.files.routing.router.fallback_agent as DomainAgentNode;
+  /** Where a route that names no node goes: the agent_id's routing file's fallback agent, a graph agent by validation. */
+  private fallbackAgent(state: AgentState): DomainAgentNode {
+    return this.files.routings.for(state.agent_id).router.fallback_agent as DomainAgentNode;
   }
 
   /** The agents.yaml identity of the conversation's agent_id (validated at the edge), as the checkpoint keeps it. */
@@ -209,7 +209,11 @@ export class WorkflowService {
     if (outcome?.decision && outcome.signal.decision === 'CONTINUE' && this.continuity.shouldShadow()) {
       const kept = outcome.decision.agent ?? '';
       // Off the critical path: the shadow router never delays or changes the turn; it records agreement.
-      void this.continuity.runShadow(kept, async () => (await this.isolatedRoute(state, 'shadow')).result);
+      void this.continuity.runShadow(
+        state,
+        kept,
+        async () => (await this.isolatedRoute(state, 'shadow')).result,
+      );
     }
     const sessionControl = decision.metadata.session_control ?? '';
     const interruption = decision.metadata.transaction_interruption;
@@ -301,7 +305,7 @@ export class WorkflowService {
   /** Agent-to-agent transfer: records it and hands the turn to the target agent. */
   private async agentHandoff(state: AgentState): Promise<NodePatch> {
     const decision = state.route_decision;
-    const to = decision?.metadata.handoff_target ?? this.fallbackAgent;
+    const to = decision?.metadata.handoff_target ?? this.fallbackAgent(state);
     const transfer: HandoffTransfer = {
       // routing_decision already made the target the active agent; the router records where the turn came from.
       from: decision?.metadata.handoff_from ?? state.active_agent ?? null,
