@@ -2,6 +2,7 @@ import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
+import { MCP_UNAVAILABLE_ERROR } from '@agent/mcp';
 import {
   FakeChatRequest,
   FakeLlmServer,
@@ -9,7 +10,7 @@ import {
   lastUserMessage,
   requestText,
 } from '../support/fake-llm';
-import { ReferenceMcpProcess } from '../support/reference-mcp';
+import { freePort, ReferenceMcpProcess } from '../support/reference-mcp';
 import { REPO_ROOT, startTestApp, TestApp, uniqueId } from '../support/test-app';
 
 /**
@@ -121,6 +122,8 @@ describe('per-agent policy (e2e)', () => {
 
   beforeAll(async () => {
     [fake, mcp] = await Promise.all([FakeLlmServer.start(), ReferenceMcpProcess.start()]);
+    // Nothing listens there: the outlet's retail server is down while the deployment's is up.
+    const downPort = await freePort();
     dir = configDir(
       {
         retail_orders: {
@@ -129,8 +132,14 @@ describe('per-agent policy (e2e)', () => {
           judges: 'policies/retail_judges.yaml',
           tool_policy: 'policies/retail_tools.yaml',
         },
+        retail_outlet: { mcp_servers: 'policies/outlet_mcp.yaml' },
       },
-      RETAIL_POLICY,
+      {
+        ...RETAIL_POLICY,
+        'policies/outlet_mcp.yaml': {
+          servers: { retail: { transport: 'streamable_http', url: `http://127.0.0.1:${downPort}/mcp` } },
+        },
+      },
     );
     app = await startTestApp({
       fakeLlm: fake,
@@ -278,6 +287,55 @@ describe('per-agent policy (e2e)', () => {
           tool_name: 'consultar_entrega',
           stage: 'preparation',
           code: 'tool_not_allowed',
+        }),
+      }),
+    ]);
+  });
+
+  it("one agent's MCP servers file sends its tool calls to its own servers", async () => {
+    fake.script({
+      model: 'agent',
+      when: (r) => !hasToolMessage(r) && /pedido/.test(lastUserMessage(r)),
+      reply: {
+        content: null,
+        tool_calls: [{ name: 'consultar_pedido', arguments: { order_id: '100232' } }],
+      },
+    });
+    fake.script({ model: 'agent', when: hasToolMessage, reply: { content: 'Consultei o pedido.' } });
+    const retail = await turn('retail_orders', 'Onde está meu pedido 100232?');
+    expect(retail.named('mcp.tool_call.completed')).toEqual([
+      expect.objectContaining({
+        payload: expect.objectContaining({ tool_name: 'consultar_pedido', server: 'retail', ok: true }),
+      }),
+    ]);
+    const outlet = await turn('retail_outlet', 'Onde está meu pedido 100232?');
+    expect(outlet.named('NOC.MCP_TOOL_FAILED')).toEqual([
+      expect.objectContaining({
+        payload: expect.objectContaining({
+          tool_name: 'consultar_pedido',
+          server: 'retail',
+          stage: 'execution',
+          error: MCP_UNAVAILABLE_ERROR,
+        }),
+      }),
+    ]);
+    // Its file declares no telecom server: a telecom tool is refused before any call.
+    fake.script({
+      model: 'agent',
+      when: (r) => !hasToolMessage(r) && /fatura/.test(lastUserMessage(r)),
+      reply: {
+        content: null,
+        tool_calls: [{ name: 'consultar_fatura', arguments: { msisdn: '11999990001' } }],
+      },
+    });
+    const telecomTool = await turn('retail_outlet', 'Minha fatura veio alta, número 11 99999-0001');
+    expect(telecomTool.body.route).toBe('billing_agent');
+    expect(telecomTool.named('NOC.MCP_TOOL_FAILED')).toEqual([
+      expect.objectContaining({
+        payload: expect.objectContaining({
+          tool_name: 'consultar_fatura',
+          stage: 'preparation',
+          code: 'not_configured',
         }),
       }),
     ]);

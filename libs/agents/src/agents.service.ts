@@ -116,7 +116,10 @@ export class AgentsService {
     const maxToolSteps =
       this.files.toolPolicies.for(state.agent_id).max_tool_steps ?? graphAgent.max_tool_steps;
     const allowed = this.allowedTools(state);
-    const tools = allowed.length > 0 && maxToolSteps > 0 ? await this.mcp.describeTools(allowed) : [];
+    const tools =
+      allowed.length > 0 && maxToolSteps > 0
+        ? await this.mcp.describeTools(allowed, { agentId: state.agent_id })
+        : [];
     const rag = graphAgent.rag_namespace
       ? await this.retrieve(graphAgent.state_domain, graphAgent.rag_namespace, state, guarded.screen)
       : null;

@@ -22,11 +22,11 @@ export class ScreenedTools {
     args: JsonRecord,
     options: CallOptions & PrepareOptions,
   ): Promise<McpToolResult> {
-    return this.screened(await this.mcp.callTool(name, args, options));
+    return this.screened(await this.mcp.callTool(name, args, { ...options, agentId: this.state.agent_id }));
   }
 
   async call(prepared: PreparedCall, options: CallOptions): Promise<McpToolResult> {
-    return this.screened(await this.mcp.call(prepared, options));
+    return this.screened(await this.mcp.call(prepared, { ...options, agentId: this.state.agent_id }));
   }
 
   private async screened(result: McpToolResult): Promise<McpToolResult> {

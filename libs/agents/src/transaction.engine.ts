@@ -125,7 +125,7 @@ export class TransactionEngine {
     const prepared = this.mcp.prepareCall(
       toolName,
       { ...carried, ...fromText, ...modelArguments },
-      { context: requestContext(state), requireComplete: false },
+      { context: requestContext(state), requireComplete: false, agentId: state.agent_id },
     );
     if (!prepared.ok && prepared.error.code !== 'invalid_arguments') {
       // Tools disabled or not configured: nothing to collect, the operation cannot run.
@@ -196,7 +196,7 @@ export class TransactionEngine {
       const prepared = this.mcp.prepareCall(
         transaction.tool_name,
         { ...transaction.arguments, ...found },
-        { context: requestContext(state), requireComplete: false },
+        { context: requestContext(state), requireComplete: false, agentId: state.agent_id },
       );
       const merged = prepared.ok ? prepared.call.arguments : prepared.arguments;
       const progressed = transaction.missing_parameters.some((field) => !isMissing(merged[field]));
@@ -331,7 +331,7 @@ export class TransactionEngine {
     const prepared = this.mcp.prepareCall(
       transaction.tool_name,
       { ...transaction.arguments, ...values },
-      { context: requestContext(state), requireComplete: false },
+      { context: requestContext(state), requireComplete: false, agentId: state.agent_id },
     );
     const corrected: ActiveTransaction = {
       ...transaction,

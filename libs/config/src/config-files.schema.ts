@@ -79,11 +79,12 @@ export const agentProfileSchema = z
     routing: nonEmpty.optional(),
     guardrails: nonEmpty.optional(),
     judges: nonEmpty.optional(),
+    mcp_servers: nonEmpty.optional(),
     tool_policy: nonEmpty.optional(),
   })
   .strict();
 /** The agents.yaml fields that name a per-agent policy file. */
-export const AGENT_POLICY_FILES = ['routing', 'guardrails', 'judges', 'tool_policy'] as const;
+export const AGENT_POLICY_FILES = ['routing', 'guardrails', 'judges', 'mcp_servers', 'tool_policy'] as const;
 export type AgentPolicyFile = (typeof AGENT_POLICY_FILES)[number];
 export const agentsFileSchema = z
   .object({

@@ -2,12 +2,20 @@ import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/commo
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { dirname, resolve } from 'node:path';
 import { Counter, Histogram } from 'prom-client';
-import { ConfigFileError, ConfigFilesService, loadYamlFile, McpEnv, ToolConfig } from '@agent/config';
+import {
+  ConfigFileError,
+  ConfigFilesService,
+  loadYamlFile,
+  McpEnv,
+  PerAgent,
+  ToolConfig,
+} from '@agent/config';
 import type { JsonRecord } from '@agent/contracts';
 import { EventBusService, MetricsService, TracingService } from '@agent/observability';
 import { describeError, McpConnection, McpTimeoutError, McpUnavailableError } from './mcp-connection';
 import { envKeyOf, McpServerConfig, McpServersFile, mcpServersFileSchema } from './mcp-servers.schema';
 import {
+  AgentScope,
   CallOptions,
   MCP_UNAVAILABLE_ERROR,
   McpToolResult,
@@ -21,6 +29,13 @@ import {
 
 export const MCP_ENV = Symbol('MCP_ENV');
 
+/** One MCP servers file as the service runs it, with its connections: mcp_servers.yaml or an agent_id's own. */
+interface ServerSet {
+  path: string;
+  servers: Record<string, McpServerConfig>;
+  connections: Map<string, McpConnection>;
+}
+
 /**
  * Facade of McpModule: the tool router. `prepareCall` maps and validates arguments without calling;
  * `call` sends a prepared call through a reusable MCP session and always returns a McpToolResult.
@@ -28,9 +43,8 @@ export const MCP_ENV = Symbol('MCP_ENV');
 @Injectable()
 export class McpService implements OnApplicationShutdown {
   private readonly logger = new Logger(McpService.name);
-  readonly servers: Record<string, McpServerConfig>;
-  readonly serversPath: string;
-  private readonly connections = new Map<string, McpConnection>();
+  /** Each agent_id's servers: its agents.yaml `mcp_servers` file, else mcp_servers.yaml. */
+  private readonly serverSets: PerAgent<ServerSet>;
   private readonly callCounter: Counter<'tool' | 'server' | 'outcome'>;
   private readonly callLatency: Histogram<'tool' | 'server'>;
   /**
@@ -50,18 +64,19 @@ export class McpService implements OnApplicationShutdown {
     private readonly tracing: TracingService,
     metrics: MetricsService,
   ) {
-    this.serversPath = resolve(env.MCP_SERVERS_PATH ?? files.path('mcp_servers.yaml'));
-    const file: McpServersFile = loadYamlFile(this.serversPath, mcpServersFileSchema);
-    this.servers = Object.fromEntries(
-      Object.entries(file.servers).map(([name, server]) => {
-        const override = env.MCP_SERVER_URLS[envKeyOf(name)];
-        return [
-          name,
-          override && server.transport === 'streamable_http' ? { ...server, url: override } : server,
-        ];
-      }),
+    const globalPath = resolve(env.MCP_SERVERS_PATH ?? files.path('mcp_servers.yaml'));
+    const global = serverSet(globalPath, loadYamlFile(globalPath, mcpServersFileSchema));
+    // MCP_SERVER_<NAME>_URL is the deployment's address of the global file's servers; an agent's file says its own.
+    for (const [name, server] of Object.entries(global.servers)) {
+      const override = env.MCP_SERVER_URLS[envKeyOf(name)];
+      if (override && server.transport === 'streamable_http') {
+        global.servers[name] = { ...server, url: override };
+      }
+    }
+    this.serverSets = files.perAgent('mcp_servers', global, (path) =>
+      serverSet(path, loadYamlFile(path, mcpServersFileSchema)),
     );
-    this.crossValidate();
+    this.crossValidate(global);
     this.callCounter = new Counter({
       name: 'agent_mcp_tool_calls_total',
       help: 'MCP tool calls by tool, server and outcome (ok|error|unavailable|timeout)',
@@ -92,14 +107,15 @@ export class McpService implements OnApplicationShutdown {
    * offered without `required`, so the model calls it even before the customer gave every argument and
    * the runtime collects the rest.
    */
-  async describeTools(toolNames: readonly string[]): Promise<ToolDescriptor[]> {
+  async describeTools(toolNames: readonly string[], scope: AgentScope = {}): Promise<ToolDescriptor[]> {
+    const set = this.serverSets.for(scope.agentId);
     const wanted = [...new Set(toolNames)].filter((name) => {
       const config = this.toolConfig(name);
       return config !== null && !config.internal;
     });
     const byServer = new Map<string, Tool[] | null>();
     for (const server of new Set(wanted.map((name) => this.files.tools.tools[name].server))) {
-      byServer.set(server, await this.remoteTools(server));
+      byServer.set(server, await this.remoteTools(set, server));
     }
     return wanted.map((name) => {
       const remote = byServer.get(this.files.tools.tools[name].server) ?? null;
@@ -130,10 +146,11 @@ export class McpService implements OnApplicationShutdown {
     if (!this.enabled) {
       return fail({ code: 'mcp_disabled', message: 'MCP tools disabled' }, config?.server ?? null);
     }
-    if (!config || !(config.server in this.servers)) {
+    const { servers } = this.serverSets.for(options.agentId);
+    if (!config || !(config.server in servers)) {
       return fail({ code: 'not_configured', message: 'Tool/server not configured' }, config?.server ?? null);
     }
-    if (!this.servers[config.server].enabled) {
+    if (!servers[config.server].enabled) {
       return fail(
         { code: 'server_disabled', message: `MCP server ${config.server} is disabled` },
         config.server,
@@ -196,7 +213,7 @@ export class McpService implements OnApplicationShutdown {
     const result = await this.tracing.span(
       'mcp.tool_call',
       { 'mcp.tool': prepared.tool_name, 'mcp.server': prepared.server },
-      () => this.send(prepared, args, started),
+      () => this.send(this.serverSets.for(options.agentId), prepared, args, started),
     );
     const outcome = result.ok
       ? 'ok'
@@ -263,7 +280,7 @@ export class McpService implements OnApplicationShutdown {
   describe(): { enabled: boolean; servers: { name: string; transport: string; target: string }[] } {
     return {
       enabled: this.enabled,
-      servers: Object.entries(this.servers).map(([name, server]) => ({
+      servers: Object.entries(this.serverSets.global.servers).map(([name, server]) => ({
         name,
         transport: server.transport,
         target: server.transport === 'streamable_http' ? server.url : server.command,
@@ -272,15 +289,21 @@ export class McpService implements OnApplicationShutdown {
   }
 
   async onApplicationShutdown(): Promise<void> {
-    await Promise.all([...this.connections.values()].map((connection) => connection.close()));
-    this.connections.clear();
+    const connections = this.serverSets.distinct().flatMap((set) => [...set.connections.values()]);
+    await Promise.all(connections.map((connection) => connection.close()));
+    for (const set of this.serverSets.distinct()) set.connections.clear();
   }
 
-  private async send(prepared: PreparedCall, args: JsonRecord, started: number): Promise<McpToolResult> {
+  private async send(
+    set: ServerSet,
+    prepared: PreparedCall,
+    args: JsonRecord,
+    started: number,
+  ): Promise<McpToolResult> {
     const base = { tool_name: prepared.tool_name, server: prepared.server };
     const elapsed = () => Math.round((performance.now() - started) * 100) / 100;
     try {
-      const raw = await this.connection(prepared.server).callTool(prepared.tool_name, args);
+      const raw = await this.connection(set, prepared.server).callTool(prepared.tool_name, args);
       const body = resultBody(raw);
       if (raw.isError) {
         return { ...base, ok: false, result: body, error: errorText(body), latency_ms: elapsed() };
@@ -317,9 +340,9 @@ export class McpService implements OnApplicationShutdown {
     return descriptors;
   }
 
-  private async remoteTools(server: string): Promise<Tool[] | null> {
-    if (!this.enabled || !this.servers[server]?.enabled) return null;
-    const connection = this.connection(server);
+  private async remoteTools(set: ServerSet, server: string): Promise<Tool[] | null> {
+    if (!this.enabled || !set.servers[server]?.enabled) return null;
+    const connection = this.connection(set, server);
     try {
       return await connection.listTools();
     } catch (error) {
@@ -328,10 +351,10 @@ export class McpService implements OnApplicationShutdown {
     }
   }
 
-  private connection(server: string): McpConnection {
-    let connection = this.connections.get(server);
+  private connection(set: ServerSet, server: string): McpConnection {
+    let connection = set.connections.get(server);
     if (!connection) {
-      connection = new McpConnection(server, this.servers[server], {
+      connection = new McpConnection(server, set.servers[server], {
         connectTimeoutMs: this.env.MCP_CONNECT_TIMEOUT_MS,
         callTimeoutMs: this.env.MCP_CALL_TIMEOUT_MS,
         toolsCacheTtlMs: this.env.MCP_TOOLS_CACHE_TTL_MS,
@@ -339,17 +362,22 @@ export class McpService implements OnApplicationShutdown {
         clientVersion: '0.1.0',
         log: (message) => this.logger.warn(message),
       });
-      this.connections.set(server, connection);
+      set.connections.set(server, connection);
     }
     return connection;
   }
 
-  private crossValidate(): void {
+  /** Every tool's server is in the global file; an agent's own file may leave some out (those tools are refused). */
+  private crossValidate(global: ServerSet): void {
     const problems = Object.entries(this.files.tools.tools)
-      .filter(([, tool]) => !(tool.server in this.servers))
-      .map(([name, tool]) => `tools.${name}.server: "${tool.server}" is not declared in ${this.serversPath}`);
+      .filter(([, tool]) => !(tool.server in global.servers))
+      .map(([name, tool]) => `tools.${name}.server: "${tool.server}" is not declared in ${global.path}`);
     if (problems.length > 0) throw new ConfigFileError(this.files.path('tools.yaml'), problems);
   }
+}
+
+function serverSet(path: string, file: McpServersFile): ServerSet {
+  return { path, servers: { ...file.servers }, connections: new Map() };
 }
 
 /** The arguments a call cannot go without: args_schema.required plus the policy's `requires`. */

@@ -43,14 +43,19 @@ export type PrepareResult =
   | { ok: true; call: PreparedCall }
   | { ok: false; tool_name: string; server: string | null; error: PreparationError; arguments: JsonRecord };
 
-export interface PrepareOptions {
+/** Whose MCP servers serve a call: the agent_id's own mcp_servers file, else the global one. */
+export interface AgentScope {
+  agentId?: string;
+}
+
+export interface PrepareOptions extends AgentScope {
   /** Values the tool's `map` may read (message metadata, user_id, ...). */
   context?: JsonRecord;
   /** Report missing required arguments as an error (default true). */
   requireComplete?: boolean;
 }
 
-export interface CallOptions {
+export interface CallOptions extends AgentScope {
   /** Sent as `confirmed: true`: the customer explicitly confirmed a transactional operation. */
   confirmed?: boolean;
   /** Sent as `idempotency_key`: the server acts at most once per key. */
