@@ -101,7 +101,13 @@ describe.each(backends)('schema drift on $name', (backend) => {
   });
 
   it('finds nothing to generate: the entities describe exactly what the migrations create', async () => {
-    expect(await pendingSql(entities)).toEqual([]);
+    // TypeORM has no xid8 type, so the event relay's turn_log.commit_xid (and its index) cannot be an entity
+    // column; what TypeORM would drop for lack of it is the one expected difference.
+    const unexpressible = [
+      'DROP INDEX "public"."turn_log_commit_xid_idx"',
+      'ALTER TABLE "turn_log" DROP COLUMN "commit_xid"',
+    ];
+    expect((await pendingSql(entities)).filter((sql) => !unexpressible.includes(sql))).toEqual([]);
   });
 
   it('fails when an entity and the migrations disagree', async () => {
