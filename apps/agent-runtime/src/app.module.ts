@@ -7,6 +7,7 @@ import { LlmModule } from '@agent/llm';
 import { ObservabilityModule } from '@agent/observability';
 import { WorkflowModule } from '@agent/workflow';
 import { ConfigType } from '@nestjs/config';
+import { AdminEventsController } from './admin/admin-events.controller';
 import { AdminHandoffsController } from './admin/admin-handoffs.controller';
 import { AdminKeyController } from './admin/admin-key.controller';
 import { AdminMemoryController } from './admin/admin-memory.controller';
@@ -37,6 +38,7 @@ import { loggerParams } from './logging';
     ChannelMessagesController,
     AdminKeyController,
     AdminHandoffsController,
+    AdminEventsController,
     AdminSessionsController,
     AdminMemoryController,
     AdminStatsController,

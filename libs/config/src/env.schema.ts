@@ -428,6 +428,12 @@ export const eventsEnvSchema = z.object({
   EVENTS_NATS_MAX_AGE_HOURS: envNumber(168, { min: 0 }),
   /** The window in which the stream drops a second message with the same event id. */
   EVENTS_NATS_DUPLICATE_WINDOW_SECONDS: envNumber(120, { min: 1, int: true }),
+  /** The webhook endpoints per tenant; CONFIG_DIR/webhooks.yaml when unset. */
+  EVENTS_WEBHOOKS_PATH: optionalString,
+  EVENTS_WEBHOOK_TIMEOUT_MS: envNumber(5000, { min: 100, int: true }),
+  EVENTS_WEBHOOK_MAX_ATTEMPTS: envNumber(6, { min: 1, max: 50, int: true }),
+  EVENTS_WEBHOOK_BACKOFF_BASE_MS: envNumber(1000, { min: 1, int: true }),
+  EVENTS_WEBHOOK_BACKOFF_MAX_MS: envNumber(60000, { min: 1, int: true }),
   /** How often each destination looks for committed events it has not delivered yet. */
   EVENTS_RELAY_POLL_MS: envNumber(250, { min: 10, int: true }),
   EVENTS_RELAY_BATCH_SIZE: envNumber(200, { min: 1, max: 10000, int: true }),

@@ -130,11 +130,11 @@ export class EventRelayStore {
       await this.database.dataSource.query(
         `WITH pending AS (
            SELECT t.commit_xid, t.created_at, jsonb_array_length(t.events) AS events ${PENDING}
+         ), target AS (
+           SELECT least(pg_snapshot_xmin(pg_current_snapshot()), (SELECT min(commit_xid) FROM pending)) AS watermark
          ), advanced AS (
-           UPDATE event_relay_destinations d
-              SET watermark = greatest(d.watermark,
-                    least(pg_snapshot_xmin(pg_current_snapshot()), (SELECT min(commit_xid) FROM pending)))
-            WHERE d.destination = $1
+           UPDATE event_relay_destinations d SET watermark = target.watermark FROM target
+            WHERE d.destination = $1 AND target.watermark > d.watermark
            RETURNING d.watermark
          ), forgotten AS (
            DELETE FROM event_relay_positions p USING advanced a

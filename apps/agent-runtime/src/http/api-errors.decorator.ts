@@ -11,6 +11,7 @@ const DESCRIPTIONS: Record<number, string> = {
   413: 'Body larger than BODY_LIMIT_BYTES',
   415: 'Body not application/json in UTF-8',
   429: 'Rate limit of the key exceeded (Retry-After)',
+  502: 'The webhook endpoint refused the redelivery (details: attempts, last_error)',
   503: 'Database unavailable (Retry-After)',
 };
 

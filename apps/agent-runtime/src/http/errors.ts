@@ -15,6 +15,11 @@ import {
   TurnLockTimeoutError,
 } from '@agent/checkpoint';
 import { DatabaseUnavailableError, isConnectionError } from '@agent/database';
+import {
+  DeadLetterNotFoundError,
+  WebhookDeliveryFailedError,
+  WebhookEndpointUnknownError,
+} from '@agent/events';
 import { EventBusService } from '@agent/observability';
 import {
   HandoffClaimedError,
@@ -126,6 +131,20 @@ export class HttpErrorFilter implements ExceptionFilter {
     }
     if (exception instanceof HandoffClaimedError) {
       return { status: 409, code: 'HANDOFF_CLAIMED', message: exception.message, details: exception.claim };
+    }
+    if (exception instanceof DeadLetterNotFoundError) {
+      return { status: 404, code: 'DEAD_LETTER_NOT_FOUND', message: exception.message };
+    }
+    if (exception instanceof WebhookEndpointUnknownError) {
+      return { status: 409, code: 'WEBHOOK_ENDPOINT_UNKNOWN', message: exception.message };
+    }
+    if (exception instanceof WebhookDeliveryFailedError) {
+      return {
+        status: 502,
+        code: 'WEBHOOK_DELIVERY_FAILED',
+        message: exception.message,
+        details: { attempts: exception.letter.attempts, last_error: exception.letter.last_error },
+      };
     }
     if (exception instanceof InvalidCursorError) {
       return { status: 400, code: 'INVALID_CURSOR', message: exception.message };

@@ -55,6 +55,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/events/dead-letters": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Webhook deliveries that failed every attempt, newest first */
+        get: operations["AdminEventsController_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/events/dead-letters/{id}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a dead letter again now, signed, with its original webhook-id; 502 WEBHOOK_DELIVERY_FAILED when the endpoint refuses it */
+        post: operations["AdminEventsController_redeliver"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/admin/sessions": {
         parameters: {
             query?: never;
@@ -441,6 +475,59 @@ export interface components {
         HandoffListDto: {
             /** @description Oldest request first */
             items: components["schemas"]["WaitingHandoffDto"][];
+        };
+        EventDocumentDto: {
+            /**
+             * @description <conversation_key>:<version>:<position>
+             * @example acme:s-1:7:3
+             */
+            id: string;
+            /**
+             * @description The event name
+             * @example session.human_handoff.requested
+             */
+            type: string;
+            /** Format: date-time */
+            timestamp: string;
+            /** @description The payload as stored */
+            data: {
+                [key: string]: unknown;
+            };
+        };
+        DeadLetterDto: {
+            /** @example 42 */
+            id: string;
+            /**
+             * @description `webhook:<endpoint id>` of webhooks.yaml
+             * @example webhook:acme-crm
+             */
+            destination: string;
+            /** @example acme */
+            tenant_id: string;
+            /** @example acme:s-1:7:3 */
+            event_id: string;
+            /** @example session.human_handoff.requested */
+            event_name: string;
+            /** @description The body that was sent */
+            body: components["schemas"]["EventDocumentDto"];
+            /** @description Attempts made, redeliveries included */
+            attempts: number;
+            /**
+             * @description What the last failed attempt got
+             * @example HTTP 500
+             */
+            last_error: string;
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description Null until a redelivery succeeds
+             */
+            redelivered_at: string | null;
+        };
+        DeadLetterListDto: {
+            /** @description Newest first */
+            items: components["schemas"]["DeadLetterDto"][];
         };
         SessionSummaryDto: {
             /** @example acme:web-7f3a */
@@ -1006,6 +1093,169 @@ export interface operations {
             };
             /** @description Rate limit of the key exceeded (Retry-After) */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Database unavailable (Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    AdminEventsController_list: {
+        parameters: {
+            query?: {
+                /** @description Required with a global admin key; a tenant-scoped key defaults to its tenant */
+                tenant_id?: string;
+                limit?: number;
+                /** @description true: only the ones redelivered since; false: only the ones still undelivered */
+                redelivered?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeadLetterListDto"];
+                };
+            };
+            /** @description Validation failed (field errors in error.details) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Missing or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description The key may not act for this tenant or call this kind of endpoint */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Rate limit of the key exceeded (Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Database unavailable (Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    AdminEventsController_redeliver: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeadLetterDto"];
+                };
+            };
+            /** @description Validation failed (field errors in error.details) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Missing or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description The key may not act for this tenant or call this kind of endpoint */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description No such session (for this key: another tenant is indistinguishable from none) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Conflict: agent mismatch, conversation busy (Retry-After) or session state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description Rate limit of the key exceeded (Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description The webhook endpoint refused the redelivery (details: attempts, last_error) */
+            502: {
                 headers: {
                     [name: string]: unknown;
                 };

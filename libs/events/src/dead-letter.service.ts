@@ -1,0 +1,63 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { DeadLetter, DeadLetterStore } from './dead-letter.store';
+import { EVENT_DESTINATIONS, EventDestination } from './outbound-event';
+import { WebhookDestination } from './webhook.destination';
+
+export class DeadLetterNotFoundError extends Error {
+  constructor() {
+    super('dead letter not found');
+    this.name = 'DeadLetterNotFoundError';
+  }
+}
+
+/** The endpoint of a dead letter is no longer in webhooks.yaml (or is disabled): nowhere to send it. */
+export class WebhookEndpointUnknownError extends Error {
+  constructor(readonly destination: string) {
+    super(`${destination} is not a configured webhook endpoint`);
+    this.name = 'WebhookEndpointUnknownError';
+  }
+}
+
+/** A redelivery the endpoint did not accept; the letter stays dead with one more attempt counted. */
+export class WebhookDeliveryFailedError extends Error {
+  constructor(readonly letter: DeadLetter) {
+    super(`the endpoint did not accept the event: ${letter.last_error}`);
+    this.name = 'WebhookDeliveryFailedError';
+  }
+}
+
+/** The admin side of dead letters: list them, send one again. */
+@Injectable()
+export class DeadLetterService {
+  constructor(
+    private readonly store: DeadLetterStore,
+    @Inject(EVENT_DESTINATIONS) private readonly destinations: EventDestination[],
+  ) {}
+
+  list(filter: { tenantId?: string; redelivered?: boolean; limit: number }): Promise<DeadLetter[]> {
+    return this.store.list(filter);
+  }
+
+  /**
+   * One signed attempt now, with the stored body and the original `webhook-id` (so a receiver that got it after
+   * all drops it). `tenants` null allows any tenant; another tenant's letter is not found, like a missing one.
+   */
+  async redeliver(id: string, tenants: readonly string[] | null): Promise<DeadLetter> {
+    const letter = await this.store.get(id);
+    if (!letter || (tenants !== null && !tenants.includes(letter.tenant_id))) {
+      throw new DeadLetterNotFoundError();
+    }
+    const destination = this.destinations.find(
+      (candidate): candidate is WebhookDestination =>
+        candidate instanceof WebhookDestination && candidate.name === letter.destination,
+    );
+    if (!destination) throw new WebhookEndpointUnknownError(letter.destination);
+    const result = await destination.send(letter.body);
+    const updated = await this.store.attempted(id, {
+      delivered: result.ok,
+      error: result.ok ? null : result.error,
+    });
+    if (!result.ok) throw new WebhookDeliveryFailedError(updated);
+    return updated;
+  }
+}

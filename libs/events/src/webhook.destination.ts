@@ -1,0 +1,106 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Webhook } from 'standardwebhooks';
+import type { MetricsService } from '@agent/observability';
+import type { DeadLetterStore } from './dead-letter.store';
+import { EventDestination, EventDocument, eventDocument, OutboundEvent } from './outbound-event';
+import { acceptsEvent, WebhookEndpointConfig } from './webhooks.config';
+
+/** Retry settings of one endpoint (its own, else the EVENTS_WEBHOOK_* defaults). */
+export interface WebhookRetry {
+  timeoutMs: number;
+  maxAttempts: number;
+  backoffBaseMs: number;
+  backoffMaxMs: number;
+}
+
+/** The wait before attempt `attempt + 1`: exponential, capped, with half of it random so retries spread out. */
+export function backoffDelay(attempt: number, baseMs: number, maxMs: number, random = Math.random): number {
+  const ceiling = Math.min(maxMs, baseMs * 2 ** (attempt - 1));
+  return Math.round(ceiling / 2 + random() * (ceiling / 2));
+}
+
+/** The outcome of one HTTP attempt. */
+export type AttemptResult = { ok: true } | { ok: false; error: string };
+
+/**
+ * One tenant's webhook endpoint: its events (through its filter) as Standard Webhooks requests (`webhook-id` is
+ * the event id, `webhook-timestamp`, `webhook-signature` an HMAC-SHA256 of id, timestamp and body). A 2xx answer
+ * delivers; anything else, a timeout or a network error is retried with backoff, and after the last attempt the
+ * event becomes a dead letter (visible and redeliverable through the admin API) so the conversation's later
+ * events are not held up for ever.
+ */
+export class WebhookDestination implements EventDestination {
+  readonly name: string;
+  readonly tenant: string;
+  private readonly signer: Webhook;
+
+  constructor(
+    private readonly endpoint: WebhookEndpointConfig,
+    secret: string,
+    private readonly retry: WebhookRetry,
+    private readonly deadLetters: DeadLetterStore,
+    private readonly metrics: MetricsService,
+  ) {
+    this.name = `webhook:${endpoint.id}`;
+    this.tenant = endpoint.tenant_id;
+    this.signer = new Webhook(secret);
+  }
+
+  async deliver(event: OutboundEvent, signal: AbortSignal): Promise<void> {
+    if (!acceptsEvent(this.endpoint.events, event.name)) return;
+    const document = eventDocument(event);
+    let error = '';
+    for (let attempt = 1; attempt <= this.retry.maxAttempts; attempt++) {
+      const result = await this.send(document, signal);
+      if (result.ok) return;
+      error = result.error;
+      // Stopping the service rejects here: the conversation is left for the next replica, nothing is lost.
+      if (attempt < this.retry.maxAttempts) {
+        await sleep(backoffDelay(attempt, this.retry.backoffBaseMs, this.retry.backoffMaxMs), undefined, {
+          signal,
+        });
+      }
+    }
+    await this.deadLetters.record({
+      destination: this.name,
+      tenant_id: event.tenant_id,
+      event_id: event.id,
+      event_name: event.name,
+      body: document,
+      attempts: this.retry.maxAttempts,
+      last_error: error,
+    });
+    this.metrics.eventsDeadLettered.inc({ destination: this.name });
+  }
+
+  /** One signed request; never throws. */
+  async send(document: EventDocument, signal?: AbortSignal): Promise<AttemptResult> {
+    const body = JSON.stringify(document);
+    const now = new Date();
+    const timeout = AbortSignal.timeout(this.retry.timeoutMs);
+    try {
+      const response = await fetch(this.endpoint.url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'webhook-id': document.id,
+          'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+          'webhook-signature': this.signer.sign(document.id, now, body),
+        },
+        body,
+        signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+      });
+      await response.body?.cancel();
+      return response.ok ? { ok: true } : { ok: false, error: `HTTP ${response.status}` };
+    } catch (error) {
+      if (signal?.aborted) throw error;
+      if (timeout.aborted) return { ok: false, error: `no answer within ${this.retry.timeoutMs} ms` };
+      // fetch reports a refused connection as `fetch failed` with the reason as its cause.
+      return { ok: false, error: String(error instanceof Error ? (error.cause ?? error.message) : error) };
+    }
+  }
+
+  async close(): Promise<void> {
+    // Nothing held open: each request is its own.
+  }
+}

@@ -1,0 +1,192 @@
+import { randomBytes } from 'node:crypto';
+import { Webhook } from 'standardwebhooks';
+import { startTestApp, TestApp, uniqueId } from '../support/test-app';
+import { eventually, WebhookReceiver } from '../support/webhook-receiver';
+
+/**
+ * Signed webhooks per tenant against a real local HTTP receiver: the signature verifies with the Standard
+ * Webhooks library, a 500 and a timeout are retried, an event that fails every attempt becomes a dead letter the
+ * admin API lists and redelivers, and an endpoint never receives another tenant's events.
+ */
+const SECRET = `whsec_${randomBytes(32).toString('base64')}`;
+const MAX_ATTEMPTS = 3;
+
+interface DeadLetter {
+  id: string;
+  destination: string;
+  tenant_id: string;
+  event_id: string;
+  event_name: string;
+  attempts: number;
+  last_error: string;
+  redelivered_at: string | null;
+  body: { id: string; type: string };
+}
+
+describe('signed webhooks', () => {
+  const tenant = uniqueId('w');
+  const other = uniqueId('o');
+  const admin = { authorization: 'Bearer wh-admin-global' };
+  const tenantAdmin = { authorization: 'Bearer wh-admin-tenant' };
+  const otherAdmin = { authorization: 'Bearer wh-admin-other' };
+  let receiver: WebhookReceiver;
+  let app: TestApp;
+
+  beforeAll(async () => {
+    receiver = await WebhookReceiver.start();
+    const file = receiver.webhooksFile('/crm', {
+      id: `${tenant}-crm`,
+      tenant_id: tenant,
+      secret_env: 'TEST_WEBHOOK_SECRET',
+      events: ['AGENT_COMPLETED', 'session.*'],
+      max_attempts: MAX_ATTEMPTS,
+      timeout_ms: 400,
+    });
+    app = await startTestApp({
+      env: {
+        EVENTS_WEBHOOKS_PATH: file,
+        TEST_WEBHOOK_SECRET: SECRET,
+        EVENTS_WEBHOOK_BACKOFF_BASE_MS: '20',
+        EVENTS_WEBHOOK_BACKOFF_MAX_MS: '100',
+        EVENTS_RELAY_POLL_MS: '50',
+        CHANNEL_API_KEYS: `${tenant}:wh-channel-tenant,${other}:wh-channel-other`,
+        ADMIN_API_KEYS: `wh-admin-global,${tenant}:wh-admin-tenant,${other}:wh-admin-other`,
+      },
+    });
+  }, 240000);
+
+  afterAll(async () => {
+    await app?.close();
+    await receiver?.stop();
+  });
+
+  beforeEach(() => {
+    receiver.answer = () => 'ok';
+  });
+
+  async function say(tenantId: string, sessionId: string, text: string): Promise<void> {
+    const key = tenantId === tenant ? 'wh-channel-tenant' : 'wh-channel-other';
+    const response = await app.post(
+      '/v1/channels/web/messages',
+      { tenant_id: tenantId, agent_id: 'telecom_contas', session_id: sessionId, text },
+      { authorization: `Bearer ${key}` },
+    );
+    expect(response.status).toBe(200);
+  }
+
+  async function deadLetters(headers: Record<string, string>, query = ''): Promise<DeadLetter[]> {
+    const response = await app.get<{ items: DeadLetter[] }>(`/v1/admin/events/dead-letters${query}`, headers);
+    expect(response.status).toBe(200);
+    return response.body.items;
+  }
+
+  it("signs every delivery, filters by event name, and never sends another tenant's events", async () => {
+    const session = uniqueId('s');
+    // The other tenant's turn commits first: an endpoint that relayed it would receive it before ours.
+    await say(other, uniqueId('s'), 'Qual é o meu plano?');
+    await say(tenant, session, 'Qual é o meu plano?');
+    await say(tenant, session, 'E a minha fatura?');
+    const delivered = await eventually('two AGENT_COMPLETED of the session', () => {
+      const found = receiver.delivered((r) => r.document.data.session_id === session);
+      return found.length >= 2 ? found : undefined;
+    });
+    const verifier = new Webhook(SECRET);
+    for (const request of delivered) {
+      expect(request.path).toBe('/crm');
+      expect(request.headers['webhook-id']).toBe(request.document.id);
+      expect(request.headers['content-type']).toBe('application/json');
+      expect(verifier.verify(request.body, request.headers)).toEqual(request.document);
+      expect(() => verifier.verify(request.body.replace('}', ' }'), request.headers)).toThrow();
+    }
+    expect(delivered.map((r) => r.document.type)).toEqual(['AGENT_COMPLETED', 'AGENT_COMPLETED']);
+    expect(delivered.map((r) => r.document.id)).toEqual([
+      expect.stringMatching(new RegExp(`^${tenant}:${session}:1:\\d+$`)),
+      expect.stringMatching(new RegExp(`^${tenant}:${session}:2:\\d+$`)),
+    ]);
+    expect(receiver.received.filter((r) => r.document.data.tenant_id !== tenant)).toEqual([]);
+  });
+
+  it('retries a 500 and a timeout with the same webhook-id, then keeps the order', async () => {
+    const session = uniqueId('s');
+    // The session's first event: a 500 to its first attempt, no answer to its second, a 200 to its third.
+    const firstCommit = `${tenant}:${session}:1:`;
+    receiver.answer = (request, earlier) =>
+      !request.document.id.startsWith(firstCommit) || earlier >= 2 ? 'ok' : earlier === 0 ? 'fail' : 'hang';
+    await say(tenant, session, 'Qual é o meu plano?');
+    await say(tenant, session, 'E a minha fatura?');
+    const [first, second] = await eventually('both events of the session', () => {
+      const found = receiver.delivered((r) => r.document.data.session_id === session);
+      return found.length >= 2 ? found : undefined;
+    });
+    const attempts = receiver.attempts(first.document.id);
+    expect(attempts.map((a) => a.answer)).toEqual(['fail', 'hang', 'ok']);
+    expect(new Set(attempts.map((a) => a.headers['webhook-id']))).toEqual(new Set([first.document.id]));
+    // The second event left only after the first was delivered.
+    expect(receiver.received.indexOf(receiver.attempts(second.document.id)[0])).toBeGreaterThan(
+      receiver.received.indexOf(attempts[2]),
+    );
+    expect((await deadLetters(admin, `?tenant_id=${tenant}`)).map((d) => d.event_id)).not.toContain(
+      first.document.id,
+    );
+  });
+
+  it('dead-letters an event after the last attempt, lists it per tenant and redelivers it', async () => {
+    const session = uniqueId('s');
+    receiver.answer = (request) => (request.document.data.session_id === session ? 'fail' : 'ok');
+    await say(tenant, session, 'Qual é o meu plano?');
+    const letter = await eventually('the dead letter', async () =>
+      (await deadLetters(tenantAdmin)).find((d) => d.event_id.startsWith(`${tenant}:${session}:`)),
+    );
+    expect(letter).toMatchObject({
+      destination: `webhook:${tenant}-crm`,
+      tenant_id: tenant,
+      event_name: 'AGENT_COMPLETED',
+      attempts: MAX_ATTEMPTS,
+      last_error: 'HTTP 500',
+      redelivered_at: null,
+      body: { id: letter.event_id, type: 'AGENT_COMPLETED' },
+    });
+    expect(receiver.attempts(letter.event_id)).toHaveLength(MAX_ATTEMPTS);
+    // The conversation is not held up by it: its next event goes out.
+    receiver.answer = () => 'ok';
+    await say(tenant, session, 'E a minha fatura?');
+    await eventually('the next event of the session', () =>
+      receiver.delivered((r) => r.document.data.session_id === session).length > 0 ? true : undefined,
+    );
+
+    // Another tenant's key neither sees nor redelivers it.
+    expect((await deadLetters(otherAdmin)).map((d) => d.id)).not.toContain(letter.id);
+    const foreign = await app.post(`/v1/admin/events/dead-letters/${letter.id}/redeliver`, {}, otherAdmin);
+    expect(foreign.status).toBe(404);
+    expect(foreign.body).toMatchObject({ error: { code: 'DEAD_LETTER_NOT_FOUND' } });
+
+    receiver.answer = () => 'fail';
+    const refused = await app.post(`/v1/admin/events/dead-letters/${letter.id}/redeliver`, {}, tenantAdmin);
+    expect(refused.status).toBe(502);
+    expect(refused.body).toMatchObject({
+      error: {
+        code: 'WEBHOOK_DELIVERY_FAILED',
+        details: { attempts: MAX_ATTEMPTS + 1, last_error: 'HTTP 500' },
+      },
+    });
+
+    receiver.answer = () => 'ok';
+    const redelivered = await app.post<DeadLetter>(
+      `/v1/admin/events/dead-letters/${letter.id}/redeliver`,
+      {},
+      tenantAdmin,
+    );
+    expect(redelivered.status).toBe(200);
+    expect(redelivered.body).toMatchObject({ id: letter.id, attempts: MAX_ATTEMPTS + 2 });
+    expect(redelivered.body.redelivered_at).toEqual(expect.any(String));
+    const [request] = receiver.delivered((r) => r.document.id === letter.event_id);
+    expect(new Webhook(SECRET).verify(request.body, request.headers)).toMatchObject({ id: letter.event_id });
+    expect((await deadLetters(tenantAdmin, '?redelivered=false')).map((d) => d.id)).not.toContain(letter.id);
+    expect((await deadLetters(tenantAdmin, '?redelivered=true')).map((d) => d.id)).toContain(letter.id);
+
+    const missing = await app.post('/v1/admin/events/dead-letters/999999999999/redeliver', {}, admin);
+    expect(missing.status).toBe(404);
+    const invalid = await app.post('/v1/admin/events/dead-letters/abc/redeliver', {}, admin);
+    expect(invalid.status).toBe(400);
+  });
+});
