@@ -106,7 +106,11 @@ export class CheckpointEntity {
   created_at!: Date;
 }
 
-@Entity({ name: 'turn_log' })
+/**
+ * Not synchronized: the event relay's `commit_xid xid8` column (and its index) is of a type TypeORM cannot
+ * describe, so a schema comparison would always want to drop it; the migrations are the schema of this table.
+ */
+@Entity({ name: 'turn_log', synchronize: false })
 @Index('turn_log_created_idx', ['created_at'])
 export class TurnLogEntity {
   @PrimaryColumn({ type: 'text', primaryKeyConstraintName: 'turn_log_pkey' })
