@@ -106,11 +106,7 @@ export class CheckpointEntity {
   created_at!: Date;
 }
 
-/**
- * Not synchronized: the event relay's `commit_xid xid8` column (and its index) is of a type TypeORM cannot
- * describe, so a schema comparison would always want to drop it; the migrations are the schema of this table.
- */
-@Entity({ name: 'turn_log', synchronize: false })
+@Entity({ name: 'turn_log' })
 @Index('turn_log_created_idx', ['created_at'])
 export class TurnLogEntity {
   @PrimaryColumn({ type: 'text', primaryKeyConstraintName: 'turn_log_pkey' })
