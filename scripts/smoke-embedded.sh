@@ -2,7 +2,9 @@
 # Starts the service on the embedded default, sends one message, checks readiness, stops it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-port="${SMOKE_PORT:-38080}"
+# A port the OS hands out now, unless one is given: a fixed port can be held by anything on a shared runner,
+# including an outgoing connection that happened to get it as its local port.
+port="${SMOKE_PORT:-$(node -e "const s=require('net').createServer().listen(0,'127.0.0.1',()=>{process.stdout.write(String(s.address().port));s.close()})")}"
 data_dir="$(mktemp -d)"
 log="$(mktemp)"
 # Build first, then run node itself (not through npm) so the cleanup signal reaches the server.
