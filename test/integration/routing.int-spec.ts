@@ -392,7 +392,7 @@ describe('Enterprise Router over the shipped catalogue (fake LLM)', () => {
     });
   });
 
-  describe('state policy (reference §3.4)', () => {
+  describe('state policy', () => {
     const collecting = (missing: string[]): AgentState => ({
       next_state: 'COLLECTING_BILLING_PARAMETERS',
       active_agent: 'billing_agent',

@@ -6,7 +6,7 @@ import { DOMAIN_AGENT_NODES } from './route-decision';
  * routing, session control and the agents share to read and clear it.
  */
 
-/** Canonical statuses (reference §10.3): two active, the rest terminal. */
+/** Canonical transaction statuses: two active, the rest terminal. */
 export const ACTIVE_TRANSACTION_STATUSES = ['COLLECTING_PARAMETERS', 'AWAITING_CONFIRMATION'] as const;
 export const TERMINAL_TRANSACTION_STATUSES = ['COMPLETED', 'FAILED', 'CANCELLED', 'OUT_OF_SCOPE'] as const;
 export const TRANSACTION_STATUSES = [

@@ -59,7 +59,7 @@ export interface OutputGuardrailsResult {
   answer: string;
 }
 
-/** GRL catalogue codes of the reference (python-implementation §12). */
+/** GRL event codes of the guardrail catalogue (listed in docs/api.md, events). */
 type GrlEvent = `GRL.${string}`;
 const GRL_BY_ACTION: Record<RailAction, GrlEvent> = {
   allow: 'GRL.002',

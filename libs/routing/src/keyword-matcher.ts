@@ -1,7 +1,7 @@
 import type { IntentConfig } from '@agent/config';
 import { foldText } from '@agent/contracts';
 
-/** How a keyword matched the message, from the strictest to the loosest (reference §5.4). */
+/** How a keyword matched the message, from the strictest to the loosest (docs/architecture.md, keyword stage). */
 export type KeywordStrategy = 'exact' | 'ordered_tokens' | 'ordered_content_tokens';
 
 const STRATEGY_RANK: Record<KeywordStrategy, number> = {
