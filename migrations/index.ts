@@ -5,6 +5,7 @@ import { TurnLog1764806400000 } from './1764806400000-turn-log';
 import { SingleCommitTurn1764892800000 } from './1764892800000-single-commit-turn';
 import { Retention1764979200000 } from './1764979200000-retention';
 import { EventRelay1765065600000 } from './1765065600000-event-relay';
+import { DeadLetterPrivacy1765152000000 } from './1765152000000-dead-letter-privacy';
 
 /** Every migration, in order. Listed explicitly so compiled and test builds load the same set. */
 export const ALL_MIGRATIONS = [
@@ -15,4 +16,5 @@ export const ALL_MIGRATIONS = [
   SingleCommitTurn1764892800000,
   Retention1764979200000,
   EventRelay1765065600000,
+  DeadLetterPrivacy1765152000000,
 ];

@@ -44,7 +44,7 @@ describe('a handoff reaches a person outside the process', () => {
         EVENTS_NATS_URL: NATS_URL,
         EVENTS_NATS_STREAM: stream,
         EVENTS_NATS_SUBJECT_PREFIX: prefix,
-        EVENTS_RELAY_POLL_MS: '100',
+        EVENTS_RELAY_POLL_MS: '250',
       },
     });
     reader = await DurableReader.open(
@@ -79,13 +79,17 @@ describe('a handoff reaches a person outside the process', () => {
     const session = uniqueId('s');
     await say(session, 'What is my plan?');
     const handoff = await say(session, 'I want to talk to a person');
+    const answeredAt = Date.now();
     expect(handoff.human_handoff_requested).toBe(true);
 
-    // The relay polls every 100 ms here, so both arrive well within a second; the wait is generous for busy machines.
     const hook = await eventually('the webhook of the request', () =>
       received(session, 'session.human_handoff.requested'),
     );
     const [message] = await reader.readUntil((all) => all.length > 0, 30000);
+    const latency = { webhook_ms: hook.at - answeredAt, nats_ms: message.storedAt - answeredAt };
+    process.stdout.write(`handoff delivery after the answer: ${JSON.stringify(latency)}\n`);
+    expect(latency.webhook_ms).toBeLessThan(1000);
+    expect(latency.nats_ms).toBeLessThan(1000);
     expect(new Webhook(SECRET).verify(hook.body, hook.headers)).toMatchObject({ id: hook.document.id });
     for (const data of [hook.document.data, message.data]) {
       expect(data).toMatchObject({

@@ -1,12 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
+import { DeadLetterRetentionService } from '@agent/events';
 import { startTestApp, TestApp, uniqueId } from '../support/test-app';
 import { eventually, WebhookReceiver } from '../support/webhook-receiver';
 
 /**
  * Signed webhooks per tenant against a real local HTTP receiver: the signature verifies with the Standard
  * Webhooks library, a 500 and a timeout are retried, an event that fails every attempt becomes a dead letter the
- * admin API lists and redelivers, and an endpoint never receives another tenant's events.
+ * admin API lists and redelivers, and an endpoint never receives another tenant's events. Dead letters hold
+ * payloads: they go with their session, their subject, and with age.
  */
 const SECRET = `whsec_${randomBytes(32).toString('base64')}`;
 const MAX_ATTEMPTS = 3;
@@ -64,11 +66,11 @@ describe('signed webhooks', () => {
     receiver.answer = () => 'ok';
   });
 
-  async function say(tenantId: string, sessionId: string, text: string): Promise<void> {
+  async function say(tenantId: string, sessionId: string, text: string, userId?: string): Promise<void> {
     const key = tenantId === tenant ? 'wh-channel-tenant' : 'wh-channel-other';
     const response = await app.post(
       '/v1/channels/web/messages',
-      { tenant_id: tenantId, agent_id: 'telecom_contas', session_id: sessionId, text },
+      { tenant_id: tenantId, agent_id: 'telecom_contas', session_id: sessionId, user_id: userId, text },
       { authorization: `Bearer ${key}` },
     );
     expect(response.status).toBe(200);
@@ -188,5 +190,48 @@ describe('signed webhooks', () => {
     expect(missing.status).toBe(404);
     const invalid = await app.post('/v1/admin/events/dead-letters/abc/redeliver', {}, admin);
     expect(invalid.status).toBe(400);
+  });
+
+  it("deletes a session's dead letters with it, a subject's with the subject, and old ones by age", async () => {
+    const [purged, personal, aged, recent] = ['p', 'u', 'a', 'r'].map((prefix) => uniqueId(prefix));
+    const person = uniqueId('person');
+    const failing = new Set([purged, personal, aged, recent]);
+    receiver.answer = (request) => (failing.has(String(request.document.data.session_id)) ? 'fail' : 'ok');
+    await say(tenant, purged, 'Qual é o meu plano?');
+    await say(tenant, personal, 'Qual é o meu plano?', person);
+    await say(tenant, aged, 'Qual é o meu plano?');
+    await say(tenant, recent, 'Qual é o meu plano?');
+    const sessionsWithLetters = async () => {
+      const letters = await deadLetters(admin, `?tenant_id=${tenant}&limit=200`);
+      return [...failing].filter((session) =>
+        letters.some((d) => d.event_id.startsWith(`${tenant}:${session}:`)),
+      );
+    };
+    await eventually('a dead letter of each session', async () =>
+      (await sessionsWithLetters()).length === failing.size ? true : undefined,
+    );
+
+    const removed = await app.request(
+      'DELETE',
+      `/v1/admin/sessions/${purged}?tenant_id=${tenant}`,
+      undefined,
+      admin,
+    );
+    expect(removed.status).toBe(200);
+    const forgotten = await app.request(
+      'DELETE',
+      `/v1/admin/memory/subjects/${person}?tenant_id=${tenant}`,
+      undefined,
+      admin,
+    );
+    expect(forgotten.status).toBe(200);
+    expect(await sessionsWithLetters()).toEqual([aged, recent]);
+
+    await app.dataSource.query(
+      `UPDATE event_dead_letters SET created_at = now() - interval '31 days' WHERE event_id LIKE $1`,
+      [`${tenant}:${aged}:%`],
+    );
+    expect(await app.app.get(DeadLetterRetentionService).sweep()).toBeGreaterThan(0);
+    expect(await sessionsWithLetters()).toEqual([recent]);
   });
 });

@@ -23,6 +23,8 @@ export interface ReceivedEvent {
   id: string;
   type: string;
   data: Record<string, unknown>;
+  /** When the stream stored it (server clock, ms since the epoch). */
+  storedAt: number;
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -76,6 +78,7 @@ export class DurableReader {
         id: document.id,
         type: document.type,
         data: document.data,
+        storedAt: Number(message.timestampNanos / 1_000_000n),
       });
       message.ack();
     }

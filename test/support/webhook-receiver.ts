@@ -12,6 +12,8 @@ export interface ReceivedWebhook {
   document: { id: string; type: string; timestamp: string; data: Record<string, unknown> };
   /** How the receiver answered it. */
   answer: Answer;
+  /** When it arrived (ms since the epoch). */
+  at: number;
 }
 
 /** `ok` 200, `fail` 500, `hang` never answers (the sender's timeout ends it). */
@@ -21,7 +23,7 @@ export type Answer = 'ok' | 'fail' | 'hang';
 export class WebhookReceiver {
   readonly received: ReceivedWebhook[] = [];
   /** Decides each answer from the request and how many earlier requests carried its webhook-id. */
-  answer: (request: Omit<ReceivedWebhook, 'answer'>, earlier: number) => Answer = () => 'ok';
+  answer: (request: Omit<ReceivedWebhook, 'answer' | 'at'>, earlier: number) => Answer = () => 'ok';
 
   private readonly dir = mkdtempSync(join(tmpdir(), 'webhooks-'));
 
@@ -69,6 +71,7 @@ export class WebhookReceiver {
     const headers = Object.fromEntries(
       Object.entries(request.headers).map(([name, value]) => [name, String(value)]),
     );
+    const at = Date.now();
     const seen = {
       path: request.url ?? '',
       headers,
@@ -76,7 +79,7 @@ export class WebhookReceiver {
       document: JSON.parse(body) as ReceivedWebhook['document'],
     };
     const answer = this.answer(seen, this.attempts(seen.document.id).length);
-    this.received.push({ ...seen, answer });
+    this.received.push({ ...seen, answer, at });
     if (answer === 'hang') return;
     response.writeHead(answer === 'ok' ? 200 : 500).end(answer);
   }

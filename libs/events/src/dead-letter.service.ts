@@ -26,7 +26,7 @@ export class WebhookDeliveryFailedError extends Error {
   }
 }
 
-/** The admin side of dead letters: list them, send one again. */
+/** The admin side of dead letters: list them, send one again, purge them with their conversation. */
 @Injectable()
 export class DeadLetterService {
   constructor(
@@ -36,6 +36,16 @@ export class DeadLetterService {
 
   list(filter: { tenantId?: string; redelivered?: boolean; limit: number }): Promise<DeadLetter[]> {
     return this.store.list(filter);
+  }
+
+  /** Privacy: a purged conversation's letters go with it; returns how many went. */
+  purgeConversation(conversationKey: string): Promise<number> {
+    return this.store.deleteConversation(conversationKey);
+  }
+
+  /** Privacy: the letters of a subject's conversations (see DeadLetterStore.deleteSubject). */
+  purgeSubject(subject: Parameters<DeadLetterStore['deleteSubject']>[0]): Promise<number> {
+    return this.store.deleteSubject(subject);
   }
 
   /**

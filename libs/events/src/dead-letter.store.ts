@@ -36,13 +36,17 @@ function view(row: DeadLetterRow): DeadLetter {
 export class DeadLetterStore {
   constructor(private readonly database: DatabaseService) {}
 
-  async record(letter: Omit<DeadLetter, 'id' | 'created_at' | 'redelivered_at'>): Promise<void> {
+  async record(
+    letter: Omit<DeadLetter, 'id' | 'created_at' | 'redelivered_at'> & { conversation_key: string },
+  ): Promise<void> {
     await this.database.dataSource.query(
-      `INSERT INTO event_dead_letters (destination, tenant_id, event_id, event_name, body, attempts, last_error)
-       VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7)`,
+      `INSERT INTO event_dead_letters
+         (destination, tenant_id, conversation_key, event_id, event_name, body, attempts, last_error)
+       VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8)`,
       [
         letter.destination,
         letter.tenant_id,
+        letter.conversation_key,
         letter.event_id,
         letter.event_name,
         JSON.stringify(letter.body),
@@ -50,6 +54,42 @@ export class DeadLetterStore {
         letter.last_error,
       ],
     );
+  }
+
+  /** A purged conversation's letters; returns how many went. */
+  async deleteConversation(conversationKey: string): Promise<number> {
+    const [, deleted]: [unknown[], number] = await this.database.dataSource.query(
+      `DELETE FROM event_dead_letters WHERE conversation_key = $1`,
+      [conversationKey],
+    );
+    return deleted;
+  }
+
+  /**
+   * The letters of a subject's conversations in a tenant (of one agent when given): those whose session's
+   * user_id is the subject key. Returns how many went.
+   */
+  async deleteSubject(subject: {
+    tenant_id: string;
+    agent_id: string | null;
+    subject_key: string;
+  }): Promise<number> {
+    const [, deleted]: [unknown[], number] = await this.database.dataSource.query(
+      `DELETE FROM event_dead_letters l USING sessions s
+        WHERE s.conversation_key = l.conversation_key AND s.tenant_id = $1 AND s.user_id = $3
+          AND ($2::text IS NULL OR s.agent_id = $2)`,
+      [subject.tenant_id, subject.agent_id, subject.subject_key],
+    );
+    return deleted;
+  }
+
+  /** Letters created before `before`: they age out with the turn log they were copied from. */
+  async deleteExpired(before: Date): Promise<number> {
+    const [, deleted]: [unknown[], number] = await this.database.dataSource.query(
+      `DELETE FROM event_dead_letters WHERE created_at < $1`,
+      [before.toISOString()],
+    );
+    return deleted;
   }
 
   /** Newest first; `tenantId` undefined covers every tenant, `redelivered` undefined both states. */

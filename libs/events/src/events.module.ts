@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { ConfigType } from '@nestjs/config';
 import { ConfigFileError, ConfigFilesService, eventsConfig, loadYamlFile } from '@agent/config';
 import { MetricsService } from '@agent/observability';
+import { DeadLetterRetentionService } from './dead-letter-retention.service';
 import { DeadLetterService } from './dead-letter.service';
 import { DeadLetterStore } from './dead-letter.store';
 import { EventRelayService } from './event-relay.service';
@@ -59,12 +60,13 @@ function destinations(
     EventRelayService,
     DeadLetterStore,
     DeadLetterService,
+    DeadLetterRetentionService,
     {
       provide: EVENT_DESTINATIONS,
       inject: [eventsConfig.KEY, ConfigFilesService, DeadLetterStore, MetricsService],
       useFactory: destinations,
     },
   ],
-  exports: [HandoffDeskService, EventRelayService, DeadLetterService],
+  exports: [HandoffDeskService, EventRelayService, DeadLetterService, DeadLetterRetentionService],
 })
 export class EventsModule {}

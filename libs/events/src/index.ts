@@ -1,4 +1,5 @@
 export * from './events.module';
+export * from './dead-letter-retention.service';
 export * from './dead-letter.service';
 export * from './dead-letter.store';
 export * from './event-relay.service';

@@ -64,6 +64,7 @@ export class WebhookDestination implements EventDestination {
     await this.deadLetters.record({
       destination: this.name,
       tenant_id: event.tenant_id,
+      conversation_key: event.conversation_key,
       event_id: event.id,
       event_name: event.name,
       body: document,

@@ -8,7 +8,7 @@ import {
   turnSummary,
 } from '@agent/checkpoint';
 import type { AgentState, StoredEvent } from '@agent/contracts';
-import { HandoffClaim, HandoffDeskService } from '@agent/events';
+import { DeadLetterService, HandoffClaim, HandoffDeskService } from '@agent/events';
 import { MemoryService } from '@agent/memory';
 import { EventBusService, TurnContext, TurnContextStore } from '@agent/observability';
 import { SessionControlService } from '@agent/session-control';
@@ -88,6 +88,7 @@ export class SessionAdminService {
     private readonly sessionControl: SessionControlService,
     private readonly memory: MemoryService,
     private readonly handoffs: HandoffDeskService,
+    private readonly deadLetters: DeadLetterService,
     private readonly events: EventBusService,
   ) {}
 
@@ -158,9 +159,10 @@ export class SessionAdminService {
   }
 
   /**
-   * Purges the conversation: checkpoints, events, idempotency records and the session row; unless `keepMemory`,
-   * first the long-term memory facts this session produced (so a failed purge can simply be retried). Facts
-   * the subject's other sessions produced stay: a subject-wide purge is `purgeSubject`.
+   * Purges the conversation: its webhook dead letters, checkpoints, events, idempotency records and the session
+   * row; unless `keepMemory`, first the long-term memory facts this session produced (the session row goes last,
+   * so a failed purge can simply be retried). Facts the subject's other sessions produced stay: a subject-wide
+   * purge is `purgeSubject`.
    */
   async delete(conversationKey: string, options: { keepMemory: boolean }): Promise<SessionDeleteResult> {
     const lease = await this.lease(conversationKey);
@@ -171,6 +173,7 @@ export class SessionAdminService {
       const deleted = options.keepMemory
         ? null
         : await this.memory.purgeSession({ tenant_id, agent_id, session_id });
+      await this.deadLetters.purgeConversation(conversationKey);
       await this.checkpoints.deleteConversation(conversationKey);
       return {
         conversation_key: conversationKey,
@@ -182,17 +185,18 @@ export class SessionAdminService {
     }
   }
 
-  /** A privacy request: every long-term memory fact of a subject in a tenant (of one agent, when given). */
+  /**
+   * A privacy request: every long-term memory fact of a subject in a tenant (of one agent, when given), and the
+   * webhook dead letters of the sessions whose user is the subject.
+   */
   async purgeSubject(
     tenantId: string,
     subjectKey: string,
     agentId: string | null,
   ): Promise<SubjectPurgeResult> {
-    const deleted = await this.memory.purgeSubject({
-      tenant_id: tenantId,
-      agent_id: agentId,
-      subject_key: subjectKey,
-    });
+    const subject = { tenant_id: tenantId, agent_id: agentId, subject_key: subjectKey };
+    await this.deadLetters.purgeSubject(subject);
+    const deleted = await this.memory.purgeSubject(subject);
     return { tenant_id: tenantId, agent_id: agentId, subject_key: subjectKey, memory_items_deleted: deleted };
   }
 
