@@ -52,6 +52,8 @@ function retailGuardrails(): unknown {
   };
   return {
     ...global,
+    // One failed guardrail-model call in a row reports this file's model degraded (guardrails.yaml: 3).
+    degraded_after_failures: 1,
     messages: {
       ...global.messages,
       input_blocked: { CMP: RETAIL_REFUSED },
@@ -107,6 +109,16 @@ const RETAIL_POLICY = {
 
 type Row = { name: string; payload: Record<string, unknown> };
 
+/** The admin view of /health/ready (authentication is off in these tests). */
+interface Readiness {
+  status: string;
+  details: {
+    config: { routing: Record<string, unknown>[] };
+    guardrail_model: Record<string, unknown> & { files: Record<string, unknown>[] };
+    mcp: { enabled: boolean; servers: Record<string, unknown>[] };
+  };
+}
+
 /** The customer's message in a router call (its payload also carries the intent catalogue). */
 const routedMessage = (request: FakeChatRequest) =>
   String((JSON.parse(lastUserMessage(request)) as { message?: unknown }).message);
@@ -119,11 +131,12 @@ describe('per-agent policy (e2e)', () => {
   let mcp: ReferenceMcpProcess;
   let app: TestApp;
   let dir: string;
+  let downPort: number;
 
   beforeAll(async () => {
     [fake, mcp] = await Promise.all([FakeLlmServer.start(), ReferenceMcpProcess.start()]);
     // Nothing listens there: the outlet's retail server is down while the deployment's is up.
-    const downPort = await freePort();
+    downPort = await freePort();
     dir = configDir(
       {
         retail_orders: {
@@ -363,6 +376,106 @@ describe('per-agent policy (e2e)', () => {
     expect(retail.named('IC.TRANSACTION_CONFIRMATION_REQUIRED')).toEqual([]);
     expect(retail.named('IC.TRANSACTION_EXECUTED')).toHaveLength(1);
     expect(retail.body.next_state).not.toBe('WAITING_ORDER_CONFIRMATION');
+  });
+
+  const readiness = async () => {
+    const res = await app.get<Readiness>('/health/ready');
+    // Neither a down MCP server nor a degraded guardrail model takes the replica out of service.
+    expect(res.status).toBe(200);
+    return res.body.details;
+  };
+
+  it("readiness lists each routing file's agents and model, and every agent's MCP servers once", async () => {
+    const { config, mcp: servers } = await readiness();
+    const routing = {
+      mode: 'router',
+      llm_profile: 'router',
+      resolved_profile: 'router',
+      model: 'router',
+    };
+    expect(config.routing).toEqual([
+      { ...routing, agents: ['telecom_contas', 'retail_outlet'], intents: 5 },
+      { ...routing, agents: ['retail_orders'], intents: 3 },
+    ]);
+
+    // A turn of each: the deployment's retail server answers, the outlet's own does not.
+    fake.script({
+      model: 'agent',
+      when: (r) => !hasToolMessage(r),
+      reply: { content: null, tool_calls: [{ name: 'consultar_pedido', arguments: { order_id: '100232' } }] },
+    });
+    fake.script({ model: 'agent', when: hasToolMessage, reply: { content: 'Consultei o pedido.' } });
+    await turn('retail_orders', 'Onde está meu pedido 100232?');
+    await turn('retail_outlet', 'Onde está meu pedido 100232?');
+
+    const after = (await readiness()).mcp;
+    expect(after.enabled).toBe(true);
+    const shared = { transport: 'streamable_http', target: mcp.url, enabled: true };
+    const global = [join(dir, 'mcp_servers.yaml')];
+    expect(after.servers).toEqual([
+      expect.objectContaining({
+        ...shared,
+        name: 'telecom',
+        agents: ['telecom_contas', 'retail_orders'],
+        files: global,
+      }),
+      expect.objectContaining({
+        ...shared,
+        name: 'retail',
+        agents: ['telecom_contas', 'retail_orders'],
+        files: global,
+        state: 'up',
+        last_success_at: expect.any(String),
+      }),
+      expect.objectContaining({
+        name: 'retail',
+        target: `http://127.0.0.1:${downPort}/mcp`,
+        agents: ['retail_outlet'],
+        files: [join(dir, 'policies/outlet_mcp.yaml')],
+        state: 'down',
+        last_failure: {
+          at: expect.any(String),
+          error: expect.stringContaining('MCP server retail unreachable'),
+        },
+      }),
+    ]);
+    expect(servers.servers).toHaveLength(3);
+  });
+
+  it("an agent's guardrails file has its own guardrail-model health, after its own degraded_after_failures", async () => {
+    fake.reset();
+    fake.script({ model: 'guardrail', reply: { status: 500, rawBody: 'overloaded' } });
+    fake.script({ model: 'agent', reply: { content: 'Seu pedido está a caminho.' } });
+    const retail = await turn('retail_orders', 'Onde está meu pedido 100232?');
+    expect(retail.body).toMatchObject({ blocked: true });
+
+    const degraded = (await readiness()).guardrail_model;
+    // Readiness says degraded when any file's model is; beside it, guardrails.yaml's own counters.
+    expect(degraded).toMatchObject({ degraded: true, consecutive_failures: 0, degraded_after_failures: 3 });
+    expect(degraded.files).toEqual([
+      expect.objectContaining({
+        path: join(dir, 'guardrails.yaml'),
+        agents: ['telecom_contas', 'retail_outlet'],
+        llm_profile: 'guardrail',
+        degraded: false,
+        consecutive_failures: 0,
+      }),
+      expect.objectContaining({
+        path: join(dir, 'policies/retail_guardrails.yaml'),
+        agents: ['retail_orders'],
+        llm_profile: 'guardrail',
+        degraded: true,
+        consecutive_failures: 1,
+        degraded_after_failures: 1,
+        last_failure: expect.objectContaining({ cause: 'http_error' }),
+      }),
+    ]);
+
+    fake.reset();
+    fake.script(GUARDRAILS_ALLOW);
+    fake.script({ model: 'agent', reply: { content: 'Seu pedido está a caminho.' } });
+    expect((await turn('retail_orders', 'Onde está meu pedido 100232?')).body.blocked).toBe(false);
+    expect((await readiness()).guardrail_model).toMatchObject({ degraded: false });
   });
 });
 

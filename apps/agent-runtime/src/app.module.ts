@@ -4,6 +4,7 @@ import { LoggerModule } from 'nestjs-pino';
 import { AppConfigModule, appConfig } from '@agent/config';
 import { DatabaseModule } from '@agent/database';
 import { LlmModule } from '@agent/llm';
+import { McpModule } from '@agent/mcp';
 import { ObservabilityModule } from '@agent/observability';
 import { WorkflowModule } from '@agent/workflow';
 import { ConfigType } from '@nestjs/config';
@@ -31,6 +32,8 @@ import { loggerParams } from './logging';
     DatabaseModule,
     LlmModule,
     WorkflowModule,
+    // Readiness reports the MCP servers; the same module instance the agents use.
+    McpModule,
     AuthModule,
     TerminusModule.forRoot({ logger: false }),
   ],

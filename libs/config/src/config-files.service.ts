@@ -89,7 +89,7 @@ export class ConfigFilesService {
       byPath.set(path, value);
       own.set(agentId, value);
     }
-    return new PerAgent(global, own);
+    return new PerAgent(global, own, Object.keys(this.agents.agents));
   }
 
   /** A per-agent file that does not exist is named with the agents.yaml field that points to it. */

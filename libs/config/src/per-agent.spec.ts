@@ -75,6 +75,27 @@ describe('PerAgent', () => {
     expect(mapped.for('a')).toBe(mapped.for('b'));
     expect(mapped.for('c')).toEqual({ built: 'global' });
   });
+
+  it('names the agents of each distinct value, those without a file of their own under the global one', () => {
+    const shared = { name: 'shared' };
+    const global = { name: 'global' };
+    const perAgent = new PerAgent(
+      global,
+      new Map([
+        ['a', shared],
+        ['c', shared],
+      ]),
+      ['a', 'b', 'c', 'd'],
+    );
+    expect(perAgent.users()).toEqual([
+      { value: global, agents: ['b', 'd'] },
+      { value: shared, agents: ['a', 'c'] },
+    ]);
+    expect(perAgent.map((value) => value.name).users()).toEqual([
+      { value: 'global', agents: ['b', 'd'] },
+      { value: 'shared', agents: ['a', 'c'] },
+    ]);
+  });
 });
 
 describe('per-agent policy files in agents.yaml', () => {

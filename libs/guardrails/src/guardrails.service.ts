@@ -28,7 +28,7 @@ import {
   ResolvedGuardrailsConfig,
 } from './guardrails.config';
 import { GuardrailMessages, messageFor } from './messages';
-import { GuardrailModelHealth, GuardrailModelStatus } from './model-health';
+import { GuardrailModelHealth, GuardrailModelReport } from './model-health';
 import { ModelStage } from './model-stage';
 import { aggregateAction, decisionsOf, firstWith, guidanceOf } from './output-supervisor';
 import { isApproving, isTerminal, RAIL_STAGES, RailAction, RailResult, RailStage } from './rail.types';
@@ -84,6 +84,8 @@ interface RailPolicy {
   rails: Record<RailStage, ConfiguredRail[]>;
   executor: ParallelRailExecutor;
   modelStage: ModelStage;
+  /** Its guardrail-model calls in a row, judged by its own `degraded_after_failures`. */
+  modelHealth: GuardrailModelHealth;
 }
 
 /** Facade of GuardrailsModule: input rails, output supervisor and output rails. */
@@ -94,7 +96,6 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
   private readonly policies: PerAgent<RailPolicy>;
   /** No LLM profile of the runtime has an endpoint: there is no model for a verdict, nor one to protect. */
   private readonly noModels: boolean;
-  private readonly modelHealth: GuardrailModelHealth;
   private readonly failClosedBlocks: Counter<'stage' | 'code' | 'cause'>;
   /** Rails already reported as unusable for lack of an LLM endpoint: logged once, not every turn. */
   private readonly notConfiguredReported = new Set<string>();
@@ -116,8 +117,6 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
       labelNames: ['stage', 'code', 'cause'] as const,
       registers: [metrics.registry],
     });
-    // Readiness judges the guardrail model as one: the global file says after how many failures.
-    this.modelHealth = new GuardrailModelHealth(global.degraded_after_failures);
     this.noModels = !llm.describe().configured;
     const observer = this.observer();
     const policy = (file: GuardrailsFile, path: string) =>
@@ -143,14 +142,16 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
         })),
       ]),
     ) as Record<RailStage, ConfiguredRail[]>;
+    // Per file: an agent's file may name another model, and its own tolerance for that model failing.
+    const modelHealth = new GuardrailModelHealth(file.degraded_after_failures);
     const modelStage = new ModelStage(new LlmVerdictClient(this.llm, file.llm_profile), observer, {
       succeeded: () => {
-        if (this.modelHealth.succeeded()) this.logger.log('The guardrail model answers again.');
+        if (modelHealth.succeeded()) this.logger.log(`The guardrail model of ${path} answers again.`);
       },
       failed: (cause, error) => {
-        if (this.modelHealth.failed(cause, error.message)) {
+        if (modelHealth.failed(cause, error.message)) {
           this.logger.error(
-            `The guardrail model failed ${this.modelHealth.status().degraded_after_failures} times in a row (last: ${cause}): readiness reports it degraded.`,
+            `The guardrail model of ${path} (profile ${file.llm_profile}) failed ${file.degraded_after_failures} times in a row (last: ${cause}): readiness reports it degraded.`,
           );
         }
       },
@@ -161,6 +162,7 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
       rails,
       executor: new ParallelRailExecutor({ parallel: file.parallel, failFast: file.fail_fast }, observer),
       modelStage,
+      modelHealth,
     };
   }
 
@@ -305,9 +307,22 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
     return bounded;
   }
 
-  /** Readiness: whether the guardrail model has been failing. */
-  modelStatus(): GuardrailModelStatus {
-    return this.modelHealth.status();
+  /**
+   * Readiness: whether the guardrail model has been failing, per guardrails file with the agents whose turns
+   * use it; `degraded` when any file's is, the other top-level fields those of guardrails.yaml.
+   */
+  modelStatus(): GuardrailModelReport {
+    const files = this.policies.users().map(({ value: { path, config, modelHealth }, agents }) => ({
+      path,
+      agents,
+      llm_profile: config.file.llm_profile,
+      ...modelHealth.status(),
+    }));
+    return {
+      ...this.policies.global.modelHealth.status(),
+      degraded: files.some((file) => file.degraded),
+      files,
+    };
   }
 
   /**

@@ -5,5 +5,5 @@ export type { Rail, RailContext, RailEvaluation, RailResult, RailStage } from '.
 export { GUARDRAILS_FILE, guardrailsFileSchema } from './guardrails.config';
 export type { GuardrailsFile } from './guardrails.config';
 export type { GuardrailMessages } from './messages';
-export type { GuardrailModelStatus } from './model-health';
+export type { GuardrailModelReport, GuardrailModelStatus } from './model-health';
 export { railVerdictSchema } from './rails/model-verdict';

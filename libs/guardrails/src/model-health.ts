@@ -8,6 +8,11 @@ export interface GuardrailModelStatus {
   last_success_at: string | null;
 }
 
+/** Readiness over every guardrails file: guardrails.yaml's counters, `degraded` when any file's model is. */
+export interface GuardrailModelReport extends GuardrailModelStatus {
+  files: (GuardrailModelStatus & { path: string; agents: string[]; llm_profile: string })[];
+}
+
 /** Counts failed guardrail-model calls in a row; one usable answer clears it. */
 export class GuardrailModelHealth {
   private failures = 0;

@@ -3,3 +3,4 @@ export * from './mcp.service';
 export * from './mcp.types';
 export { envKeyOf, mcpServersFileSchema } from './mcp-servers.schema';
 export type { McpServerConfig, McpServersFile } from './mcp-servers.schema';
+export type { McpServerHealth } from './mcp-connection';

@@ -34,6 +34,14 @@ export interface ConnectionSettings {
   log: (message: string) => void;
 }
 
+/** What readiness says of a server: from its last contact, never from a call of its own. */
+export interface McpServerHealth {
+  /** `unknown` until a turn needed the server; then whether its last contact succeeded. */
+  state: 'unknown' | 'up' | 'down';
+  last_success_at: string | null;
+  last_failure: { at: string; error: string } | null;
+}
+
 const BACKOFF_BASE_MS = 200;
 const BACKOFF_MAX_MS = 2000;
 
@@ -57,6 +65,10 @@ export class McpConnection {
   private failures = 0;
   private retryAt = 0;
   private closed = false;
+  /** Whether the last contact succeeded; null before the first. */
+  private lastContactOk: boolean | null = null;
+  private lastSuccessAt: string | null = null;
+  private lastFailure: McpServerHealth['last_failure'] = null;
 
   constructor(
     readonly name: string,
@@ -99,6 +111,14 @@ export class McpConnection {
     return this.tools?.list ?? null;
   }
 
+  health(): McpServerHealth {
+    return {
+      state: this.lastContactOk === null ? 'unknown' : this.lastContactOk ? 'up' : 'down',
+      last_success_at: this.lastSuccessAt,
+      last_failure: this.lastFailure,
+    };
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     await this.drop();
@@ -136,13 +156,16 @@ export class McpConnection {
       const reused = this.client !== null;
       const client = await this.connect();
       try {
-        return await work(client);
+        const result = await work(client);
+        this.lastContactOk = true;
+        this.lastSuccessAt = new Date().toISOString();
+        return result;
       } catch (error) {
-        if (isTimeout(error)) throw new McpTimeoutError(this.name, this.timeoutMs, error);
+        if (isTimeout(error)) throw this.failed(new McpTimeoutError(this.name, this.timeoutMs, error));
         if (!isConnectionLost(error)) throw error;
         await this.drop();
         // A reused session may have gone stale (server restarted): one fresh connection gets one more try.
-        if (!reused || attempt > 0) throw new McpUnavailableError(this.name, error);
+        if (!reused || attempt > 0) throw this.failed(new McpUnavailableError(this.name, error));
         this.settings.log(`MCP server ${this.name}: connection lost (${describeError(error)}), reconnecting`);
       }
     }
@@ -165,7 +188,7 @@ export class McpConnection {
       .catch((error: unknown) => {
         this.failures++;
         this.retryAt = Date.now() + Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** (this.failures - 1));
-        throw new McpUnavailableError(this.name, error);
+        throw this.failed(new McpUnavailableError(this.name, error));
       })
       .finally(() => {
         this.connecting = null;
@@ -225,6 +248,13 @@ export class McpConnection {
     // A new session may serve another version of the server: list again, keeping the old list as fallback.
     if (this.tools) this.tools.stale = true;
     return client;
+  }
+
+  /** A contact that shows the server down or silent (not one it answered with an error). */
+  private failed(error: McpUnavailableError | McpTimeoutError): Error {
+    this.lastContactOk = false;
+    this.lastFailure = { at: new Date().toISOString(), error: error.message };
+    return error;
   }
 
   private async drop(): Promise<void> {

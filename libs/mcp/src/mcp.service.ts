@@ -12,7 +12,13 @@ import {
 } from '@agent/config';
 import type { JsonRecord } from '@agent/contracts';
 import { EventBusService, MetricsService, TracingService } from '@agent/observability';
-import { describeError, McpConnection, McpTimeoutError, McpUnavailableError } from './mcp-connection';
+import {
+  describeError,
+  McpConnection,
+  McpServerHealth,
+  McpTimeoutError,
+  McpUnavailableError,
+} from './mcp-connection';
 import { envKeyOf, McpServerConfig, McpServersFile, mcpServersFileSchema } from './mcp-servers.schema';
 import {
   AgentScope,
@@ -28,6 +34,18 @@ import {
 } from './mcp.types';
 
 export const MCP_ENV = Symbol('MCP_ENV');
+
+/** A server as readiness reports it: its configuration, which agents' tool calls go to it, its last contact. */
+export interface McpServerStatus extends McpServerHealth {
+  name: string;
+  transport: McpServerConfig['transport'];
+  target: string;
+  enabled: boolean;
+  /** The agent_ids whose tool calls of this server's tools go here. */
+  agents: string[];
+  /** The MCP servers files that declare it (mcp_servers.yaml, agents' own files). */
+  files: string[];
+}
 
 /** One MCP servers file as the service runs it, with its connections: mcp_servers.yaml or an agent_id's own. */
 interface ServerSet {
@@ -276,14 +294,43 @@ export class McpService implements OnApplicationShutdown {
     };
   }
 
-  /** Readiness detail: configuration only (no call). */
-  describe(): { enabled: boolean; servers: { name: string; transport: string; target: string }[] } {
+  /**
+   * Readiness detail: every server of every agent's MCP servers file, once however many files declare it
+   * (same name, transport and target), with the agents using it and its last contact. Calls nothing.
+   */
+  describe(): { enabled: boolean; servers: McpServerStatus[] } {
+    const servers = new Map<string, { status: McpServerStatus; contacts: McpServerHealth[] }>();
+    for (const { value: set, agents } of this.serverSets.users()) {
+      for (const [name, server] of Object.entries(set.servers)) {
+        const target =
+          server.transport === 'streamable_http' ? server.url : [server.command, ...server.args].join(' ');
+        const key = JSON.stringify([name, server.transport, target]);
+        const entry = servers.get(key) ?? {
+          status: {
+            name,
+            transport: server.transport,
+            target,
+            enabled: server.enabled,
+            agents: [],
+            files: [],
+            state: 'unknown',
+            last_success_at: null,
+            last_failure: null,
+          },
+          contacts: [],
+        };
+        entry.status.agents.push(...agents.filter((agent) => !entry.status.agents.includes(agent)));
+        entry.status.files.push(set.path);
+        const connection = set.connections.get(name);
+        if (connection) entry.contacts.push(connection.health());
+        servers.set(key, entry);
+      }
+    }
     return {
       enabled: this.enabled,
-      servers: Object.entries(this.serverSets.global.servers).map(([name, server]) => ({
-        name,
-        transport: server.transport,
-        target: server.transport === 'streamable_http' ? server.url : server.command,
+      servers: [...servers.values()].map(({ status, contacts }) => ({
+        ...status,
+        ...latestContact(contacts),
       })),
     };
   }
@@ -374,6 +421,17 @@ export class McpService implements OnApplicationShutdown {
       .map(([name, tool]) => `tools.${name}.server: "${tool.server}" is not declared in ${global.path}`);
     if (problems.length > 0) throw new ConfigFileError(this.files.path('tools.yaml'), problems);
   }
+}
+
+/** Of the connections of one server (one per file declaring it), the one contacted last says its state. */
+function latestContact(contacts: readonly McpServerHealth[]): McpServerHealth {
+  const at = (health: McpServerHealth) =>
+    Math.max(Date.parse(health.last_success_at ?? '') || 0, Date.parse(health.last_failure?.at ?? '') || 0);
+  return contacts.reduce<McpServerHealth>((latest, health) => (at(health) > at(latest) ? health : latest), {
+    state: 'unknown',
+    last_success_at: null,
+    last_failure: null,
+  });
 }
 
 function serverSet(path: string, file: McpServersFile): ServerSet {

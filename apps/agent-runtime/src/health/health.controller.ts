@@ -11,6 +11,7 @@ import { DatabaseService } from '@agent/database';
 import { EventRelayService } from '@agent/events';
 import { GuardrailsService } from '@agent/guardrails';
 import { LlmService } from '@agent/llm';
+import { McpService } from '@agent/mcp';
 import type { FastifyRequest } from 'fastify';
 import { Access } from '../auth/access.decorator';
 import { ApiKeyRegistry } from '../auth/api-keys';
@@ -31,6 +32,7 @@ export class HealthController {
     private readonly shutdown: ShutdownState,
     private readonly keys: ApiKeyRegistry,
     private readonly relay: EventRelayService,
+    private readonly mcp: McpService,
   ) {}
 
   private readonly logger = new Logger('Health');
@@ -43,9 +45,10 @@ export class HealthController {
   }
 
   /**
-   * Postgres reachable, migrations applied, config loaded; LLM configuration reported, never called. The probe is
-   * public, so it says up or down and nothing else; with an admin key (or authentication off) it also shows the
-   * configuration: directory, agents, routing mode, LLM profiles and models.
+   * Postgres reachable, migrations applied, config loaded; LLM and MCP configuration reported, never called. The
+   * probe is public, so it says up or down and nothing else; with an admin key (or authentication off) it also
+   * shows the configuration: directory, agents, each routing file with its agents and model, LLM profiles and
+   * models, the MCP servers of every agent.
    */
   @Get('ready')
   @HealthCheck()
@@ -57,6 +60,7 @@ export class HealthController {
       () => this.configLoaded(detailed),
       () => this.llmConfiguration(detailed),
       () => this.guardrailModel(detailed),
+      () => this.mcpServers(detailed),
       () => this.eventDelivery(detailed),
     ]);
   }
@@ -91,18 +95,42 @@ export class HealthController {
       intents: this.files.routing.intents.length,
       agents: Object.keys(this.files.agents.agents),
       routing_mode: this.files.routing.router.mode,
+      routing: this.files.routings.users().map(({ value: { router, intents }, agents }) => {
+        const profile = this.llm.resolveProfile(router.llm_profile);
+        return {
+          agents,
+          mode: router.mode,
+          intents: intents.length,
+          llm_profile: router.llm_profile,
+          // The profile it really calls: a name missing from llm_profiles.yaml falls back to `default`.
+          resolved_profile: profile?.name ?? null,
+          model: profile?.model ?? null,
+        };
+      }),
     });
   }
 
   /**
-   * `degraded: true` after repeated guardrail-model failures (fail-closed rails are blocking messages). It
-   * does not fail readiness: every replica shares the model, and taking them all out of service would turn a
-   * degraded guardrail into an outage. The failure details (which may name the endpoint) need the admin view.
+   * `degraded: true` after repeated guardrail-model failures of any guardrails file (fail-closed rails are
+   * blocking messages). It does not fail readiness: every replica shares the model, and taking them all out of
+   * service would turn a degraded guardrail into an outage. The failure details (which may name the endpoint)
+   * need the admin view.
    */
   private guardrailModel(detailed: boolean): HealthIndicatorResult {
     const status = this.guardrails.modelStatus();
     const indicator = this.indicators.check('guardrail_model');
     return indicator.up(detailed ? { ...status } : { degraded: status.degraded });
+  }
+
+  /**
+   * Informational, like the model: a server that is down fails only the tool calls that need it (the agent gets
+   * `{ok: false}` and answers), so it does not fail readiness. Its state is that of its last contact: the probe
+   * never calls a server, which would multiply every probe by every server (and start stdio ones).
+   */
+  private mcpServers(detailed: boolean): HealthIndicatorResult {
+    const indicator = this.indicators.check('mcp');
+    if (!detailed) return indicator.up();
+    return indicator.up({ ...this.mcp.describe() });
   }
 
   /**
