@@ -44,7 +44,8 @@ describe('a handoff reaches a person outside the process', () => {
         EVENTS_NATS_URL: NATS_URL,
         EVENTS_NATS_STREAM: stream,
         EVENTS_NATS_SUBJECT_PREFIX: prefix,
-        EVENTS_RELAY_POLL_MS: '250',
+        // Far slower than the bound below: only the wake-up on this process's commit meets it.
+        EVENTS_RELAY_POLL_MS: '5000',
       },
     });
     reader = await DurableReader.open(

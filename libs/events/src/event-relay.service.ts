@@ -8,9 +8,8 @@ import {
 import { ConfigType } from '@nestjs/config';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { eventsConfig } from '@agent/config';
-import { MetricsService } from '@agent/observability';
+import { EventBusService, MetricsService } from '@agent/observability';
 import { EventRelayStore, PendingCommit } from './event-relay.store';
 import { EVENT_DESTINATIONS, EventDestination, OutboundEvent } from './outbound-event';
 
@@ -31,7 +30,8 @@ export interface DestinationStatus {
  * order. Every replica relays: each claims the conversations it delivers (an expiring claim per destination and
  * conversation), acknowledges each commit once all its events are delivered, and releases the claims; a replica
  * that dies leaves claims that lapse after EVENTS_RELAY_LEASE_MS, and the next one resumes at the last
- * acknowledged commit. Turns never wait for this: a destination that is down only lags.
+ * acknowledged commit. Turns never wait for this: a destination that is down only lags. A commit of this process
+ * wakes every healthy destination at once; EVENTS_RELAY_POLL_MS is the pace for other replicas' commits.
  */
 @Injectable()
 export class EventRelayService implements OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -40,10 +40,15 @@ export class EventRelayService implements OnApplicationBootstrap, BeforeApplicat
   private readonly stopping = new AbortController();
   private readonly loops: Promise<void>[] = [];
   private readonly status = new Map<string, DestinationStatus>();
+  /** Per destination: ends its current pause, or marks a commit that arrived while it was delivering. */
+  private readonly wakers = new Map<string, () => void>();
+  private readonly woken = new Set<string>();
+  private unsubscribe: (() => void) | null = null;
 
   constructor(
     private readonly store: EventRelayStore,
     private readonly metrics: MetricsService,
+    private readonly bus: EventBusService,
     @Inject(eventsConfig.KEY) private readonly config: ConfigType<typeof eventsConfig>,
     @Inject(EVENT_DESTINATIONS) private readonly destinations: EventDestination[],
   ) {}
@@ -60,11 +65,13 @@ export class EventRelayService implements OnApplicationBootstrap, BeforeApplicat
       this.loops.push(this.run(destination));
     }
     if (this.destinations.length > 0) {
+      this.unsubscribe = this.bus.onCommitted(() => this.wake());
       this.logger.log(`relaying events to ${this.destinations.map((d) => d.name).join(', ')}`);
     }
   }
 
   async beforeApplicationShutdown(): Promise<void> {
+    this.unsubscribe?.();
     this.stopping.abort();
     await Promise.all(this.loops);
     await Promise.all(this.destinations.map((destination) => destination.close()));
@@ -97,8 +104,34 @@ export class EventRelayService implements OnApplicationBootstrap, BeforeApplicat
         delay = Math.min(MAX_RETRY_DELAY_MS, this.config.EVENTS_RELAY_POLL_MS * 2 ** Math.min(failures, 10));
       }
       await this.measure(destination).catch(() => undefined);
-      await sleep(delay, undefined, { signal }).catch(() => undefined);
+      // A failing destination keeps its backoff: commits do not hurry retries against it.
+      await this.pause(destination.name, delay, failures === 0, signal);
     }
+  }
+
+  private wake(): void {
+    for (const destination of this.destinations) {
+      const waker = this.wakers.get(destination.name);
+      if (waker) waker();
+      else this.woken.add(destination.name);
+    }
+  }
+
+  /** Waits `ms`, less when `wakeable` and a commit comes (or came during the last delivery), or the service stops. */
+  private pause(name: string, ms: number, wakeable: boolean, signal: AbortSignal): Promise<void> {
+    const woken = this.woken.delete(name);
+    if ((wakeable && woken) || signal.aborted) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        this.wakers.delete(name);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      signal.addEventListener('abort', done, { once: true });
+      if (wakeable) this.wakers.set(name, done);
+    });
   }
 
   /** One batch: claim, deliver conversation by conversation, acknowledge, release. Returns the rows fetched. */

@@ -94,4 +94,26 @@ describe('EventBusService', () => {
     const events = new EventBusService(emitter);
     expect(() => events.emit('NOC.001', {})).not.toThrow();
   });
+
+  it('tells commit listeners after the commit published its events, until they unsubscribe', async () => {
+    const { events, heard } = bus();
+    const commits: { conversation: string; published: number }[] = [];
+    const unsubscribe = events.onCommitted((turn) =>
+      commits.push({ conversation: turn.conversation_key, published: heard.length }),
+    );
+    events.onCommitted(() => {
+      throw new Error('listener bug');
+    });
+    const turn = context();
+    await TurnContextStore.run(turn, () => {
+      events.emit('NOC.001', { channel: 'web' });
+      return Promise.resolve();
+    });
+    expect(commits).toEqual([]);
+    expect(() => events.publishCommitted(turn)).not.toThrow();
+    expect(commits).toEqual([{ conversation: 'acme:s1', published: 1 }]);
+    unsubscribe();
+    events.publishCommitted(context());
+    expect(commits).toHaveLength(1);
+  });
 });

@@ -12,8 +12,18 @@ import { TurnContext, TurnContextStore } from './turn-context';
 @Injectable()
 export class EventBusService {
   private readonly logger = new Logger(EventBusService.name);
+  private readonly commitListeners = new Set<(context: TurnContext) => void>();
 
   constructor(private readonly emitter: EventEmitter2) {}
+
+  /**
+   * Calls `listener` after every commit this process makes (once its events are published), whatever the
+   * events: the event relay starts delivering at once instead of at its next poll. Returns the unsubscribe.
+   */
+  onCommitted(listener: (context: TurnContext) => void): () => void {
+    this.commitListeners.add(listener);
+    return () => this.commitListeners.delete(listener);
+  }
 
   emit<N extends EventName>(name: N, payload: EventPayload<N>): StoredEvent {
     const context = TurnContextStore.current();
@@ -38,6 +48,13 @@ export class EventBusService {
   publishCommitted(context: TurnContext): void {
     context.committed = true;
     for (const event of context.events) this.publish(event);
+    for (const listener of this.commitListeners) {
+      try {
+        listener(context);
+      } catch (error) {
+        this.logger.error(`commit listener failed: ${String(error)}`);
+      }
+    }
   }
 
   private publish(event: StoredEvent): void {
