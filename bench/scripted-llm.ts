@@ -1,3 +1,5 @@
+import { join } from 'node:path';
+import { loadYamlFile, routingFileSchema } from '@agent/config';
 import {
   FakeChatRequest,
   FakeLlmServer,
@@ -6,6 +8,7 @@ import {
   lastUserMessage,
   requestText,
 } from '../test/support/fake-llm';
+import { REPO_ROOT } from '../test/support/repo-root';
 import { ScriptedTurn } from './conversations';
 
 /** Latency assumption of one LLM profile: a log-normal distribution given by its median and p95 (ms). */
@@ -84,9 +87,20 @@ function continuityMessage(request: FakeChatRequest): string {
   }
 }
 
+/** Each enabled intent's capability as the classifier's payload shows it (its label, else its description). */
+function shippedCapabilities(): Map<string, string> {
+  const routing = loadYamlFile(join(REPO_ROOT, 'config', 'routing.yaml'), routingFileSchema);
+  return new Map(
+    routing.intents
+      .filter((intent) => intent.enabled)
+      .map((intent) => [intent.name, intent.label ?? intent.description]),
+  );
+}
+
 /**
  * Scripts a fake LLM that answers every stage from the conversation labels, with per-profile latency.
  * It is a stand-in for a model: it says what the labels say, so the benchmark measures the runtime, not accuracy.
+ * The classifier names a ROUTE turn's capability as its target, as the router names its intent.
  */
 export function scriptFakeLlm(
   fake: FakeLlmServer,
@@ -97,13 +111,20 @@ export function scriptFakeLlm(
     Object.entries(latencies).map(([profile, l], i) => [profile, sampler(l, 1000 + i)]),
   );
   const wait = (profile: string) => (delay[profile] ?? delay.default)();
+  const capabilities = shippedCapabilities();
   fake.script({
     model: 'route_continuity',
     reply: (request): FakeReply => {
       const turn = index.get(continuityMessage(request));
       const decision = turn?.label ?? 'ROUTE';
+      const target = decision === 'ROUTE' && turn?.intent ? capabilities.get(turn.intent) : undefined;
       return {
-        json: { decision, confidence: 0.97, reason: `scripted label ${decision}` },
+        json: {
+          decision,
+          confidence: 0.97,
+          reason: `scripted label ${decision}`,
+          ...(target ? { target } : {}),
+        },
         delayMs: wait('route_continuity'),
       };
     },

@@ -28,6 +28,15 @@ describe('speculative stickiness strategy', () => {
     await fake.stop();
   });
 
+  /** Sends one turn of the conversation `sessionId`. */
+  const sender = (sessionId: string) => (text: string) =>
+    app.post<Record<string, unknown>>('/v1/channels/web/messages', {
+      tenant_id: 'acme',
+      agent_id: 'telecom_contas',
+      session_id: sessionId,
+      text,
+    });
+
   const currentMessage = (body: string) => {
     try {
       const message = (JSON.parse(body) as { current_message?: unknown }).current_message;
@@ -57,13 +66,7 @@ describe('speculative stickiness strategy', () => {
     fake.setFallback({ json: { verdict: 'allow', confidence: 0.99, reason: 'ok', score: 1, passed: true } });
 
     const sessionId = uniqueId('spec');
-    const send = (text: string) =>
-      app.post<Record<string, unknown>>('/v1/channels/web/messages', {
-        tenant_id: 'acme',
-        agent_id: 'telecom_contas',
-        session_id: sessionId,
-        text,
-      });
+    const send = sender(sessionId);
 
     const first = await send('preciso de ajuda com uma coisa do meu celular');
     expect(first.status).toBe(200);
@@ -93,6 +96,39 @@ describe('speculative stickiness strategy', () => {
     expect(routerCalls[0].payload.speculative).toBe('discarded');
   });
 
+  it("discards the speculation when a ROUTE names its intent, and takes the classifier's route", async () => {
+    fake.reset();
+    fake.script({
+      model: 'route_continuity',
+      reply: {
+        json: { decision: 'ROUTE', confidence: 0.95, reason: 'plan question', target: 'planos e serviços' },
+        delayMs: 50,
+      },
+    });
+    fake.script({
+      model: 'router',
+      reply: { json: { intent: 'billing_invoice_explanation', confidence: 0.9 }, delayMs: 300 },
+    });
+    fake.script({ model: 'agent', reply: { content: 'Seu pacote inclui 50GB.', delayMs: 600 } });
+    fake.script(GUARDRAILS_ALLOW);
+    const sessionId = uniqueId('spec-named');
+    const res = await sender(sessionId)('preciso de ajuda com uma coisa do meu celular');
+    expect(res.body).toMatchObject({
+      route: 'product_agent',
+      route_bypassed: true,
+      route_decision: { method: 'continuity', intent: 'product_services_information' },
+    });
+    const events: { name: string; payload: Record<string, unknown> }[] = await app.dataSource.query(
+      'SELECT name, payload FROM session_events WHERE conversation_key = $1 AND turn = 1 ORDER BY id',
+      [`acme:${sessionId}`],
+    );
+    expect(events.filter((e) => e.name === 'router.decision').map((e) => e.payload.method)).toEqual([
+      'continuity',
+    ]);
+    const routerCalls = events.filter((e) => e.name === 'llm.call' && e.payload.profile === 'router');
+    expect(routerCalls.map((e) => e.payload.speculative)).toEqual(['discarded']);
+  });
+
   it('keeps the cost of a discarded router that answers after the classifier decided', async () => {
     fake.reset();
     fake.script({
@@ -110,13 +146,7 @@ describe('speculative stickiness strategy', () => {
     fake.script({ model: 'agent', reply: { content: 'Seu pacote inclui 50GB.', delayMs: 900 } });
     fake.script(GUARDRAILS_ALLOW);
     const sessionId = uniqueId('spec-late');
-    const send = (text: string) =>
-      app.post<Record<string, unknown>>('/v1/channels/web/messages', {
-        tenant_id: 'acme',
-        agent_id: 'telecom_contas',
-        session_id: sessionId,
-        text,
-      });
+    const send = sender(sessionId);
     await send('preciso de ajuda com uma coisa do meu celular');
     expect((await send('e mais detalhes sobre isso?')).body).toMatchObject({ route_bypassed: true });
     const calls: { payload: Record<string, unknown> }[] = await app.dataSource.query(

@@ -388,6 +388,36 @@ describe('semantic route stickiness and session control over HTTP (ENABLE_ROUTE_
     expect(first.names).toContain('router.decision');
   });
 
+  it("a ROUTE naming a capability routes there without the router's model; an unknown one leaves it to it", async () => {
+    const route = (target: string): FakeReply => ({
+      json: { decision: 'ROUTE', confidence: 0.96, reason: 'new subject', target },
+    });
+    scriptStages(fake, {
+      'me explica aquilo que apareceu pra pagar': route('fatura e pagamentos'),
+      'e o que vem incluso nele?': route('something no agent offers'),
+    });
+    const talk = conversation(app, fake);
+    const carried = await talk.send('me explica aquilo que apareceu pra pagar');
+    expect(carried.body).toMatchObject({
+      route: 'billing_agent',
+      intent: 'billing_invoice_explanation',
+      active_agent: 'billing_agent',
+      route_bypassed: true,
+      route_decision: {
+        method: 'continuity',
+        mcp_tools: ['consultar_fatura', 'consultar_pagamentos'],
+        metadata: { continuity_decision: 'ROUTE' },
+      },
+      continuity_signal: { decision: 'ROUTE', accepted: true },
+    });
+    expect(carried.models).not.toContain('router');
+    expect(eventOf(carried, 'router.decision')).toMatchObject({ method: 'continuity' });
+    const asked = await talk.send('e o que vem incluso nele?');
+    expect(asked.body).toMatchObject({ route: 'product_agent', route_bypassed: false });
+    expect(asked.body.route_decision?.method).toBe('llm');
+    expect(asked.models).toContain('router');
+  });
+
   it.each([
     ['HUMAN_HANDOFF', 'quero uma pessoa', 'human_handoff'],
     ['END_SESSION', 'pode encerrar', 'end_session'],

@@ -216,6 +216,101 @@ describe('ContinuityService', () => {
       expect(continuityEvents(events)[0]).toMatchObject({ decision: 'ROUTE', route_bypassed: false });
     });
 
+    it('ROUTE without a target leaves the intent to the router', async () => {
+      const { service } = harness();
+      classifierReplies({ json: { decision: 'ROUTE', confidence: 0.98, reason: 'new subject' } });
+      const { outcome } = await evaluate(service, baseState('agora quero contestar uma cobrança'));
+      expect(outcome?.route).toBeNull();
+    });
+  });
+
+  describe('a ROUTE that names its target', () => {
+    function routeTo(target: string, confidence = 0.96): void {
+      classifierReplies({ json: { decision: 'ROUTE', confidence, reason: 'a charge', target } }, 1);
+    }
+
+    it('names the one enabled intent whose capability it copies, label or description, case aside', async () => {
+      const { service } = harness();
+      routeTo(' Invoices And Charges ');
+      const byLabel = await evaluate(service, baseState('agora quero contestar uma cobrança'));
+      expect(byLabel.outcome?.decision).toBeNull();
+      expect(byLabel.outcome?.route).toEqual({
+        intent: 'billing_invoice_explanation',
+        confidence: 0.96,
+        reason: 'a charge',
+      });
+      routeTo('plans, services, benefits and plan change');
+      const byDescription = await evaluate(service, withoutActiveAgent('quero mudar de plano'));
+      expect(byDescription.outcome?.route?.intent).toBe('product_services_information');
+    });
+
+    it('names a pending topic the user accepts by its label', async () => {
+      const { service } = harness();
+      routeTo('segunda via da fatura');
+      const pending = {
+        operation_id: 'op-2',
+        plan_id: 'rt-1',
+        intent: 'billing_invoice_explanation',
+        agent: 'billing_agent',
+        domain: 'telecom',
+        tools: ['consultar_fatura'],
+        label: 'segunda via da fatura',
+        source_text: 'meu plano e a segunda via',
+        disposition: 'defer' as const,
+        status: 'offered' as const,
+        reason: 'multi_intent',
+        created_turn: 1,
+      };
+      const { outcome } = await evaluate(
+        service,
+        baseState('sim, pode seguir', { pending_topics: [pending] }),
+      );
+      expect(outcome?.route?.intent).toBe('billing_invoice_explanation');
+    });
+
+    it('names nothing for an unknown or disabled capability, below the threshold or on another label', async () => {
+      const { service } = harness();
+      routeTo('order status and delivery');
+      expect((await evaluate(service, baseState('onde está meu pedido?'))).outcome?.route).toBeNull();
+      routeTo('something the catalogue does not offer');
+      expect((await evaluate(service, baseState('quero um seguro'))).outcome?.route).toBeNull();
+      routeTo('invoices and charges', 0.5);
+      const unsure = await evaluate(service, baseState('e a cobrança?'));
+      expect(unsure.outcome?.signal.fallback_reason).toBe('below_threshold');
+      expect(unsure.outcome?.route).toBeNull();
+      classifierReplies(
+        {
+          json: { decision: 'CONTINUE', confidence: 0.97, reason: 'same', target: 'invoices and charges' },
+        },
+        1,
+      );
+      const kept = await evaluate(service, baseState());
+      expect(kept.outcome?.decision?.route).toBe('product_agent');
+      expect(kept.outcome?.route).toBeNull();
+    });
+
+    it('names nothing when two enabled intents share the capability it copies', async () => {
+      writeFileSync(
+        join(configDir, 'routing.yaml'),
+        `${ROUTING_YAML}  - name: billing_second_copy
+    description: second copy of a bill
+    label: invoices and charges
+    agent: billing_agent
+    domain: telecom
+    mcp_tools: [consultar_fatura]
+`,
+      );
+      try {
+        const { service } = harness();
+        routeTo('invoices and charges');
+        expect((await evaluate(service, baseState('e a cobrança?'))).outcome?.route).toBeNull();
+      } finally {
+        writeFileSync(join(configDir, 'routing.yaml'), ROUTING_YAML);
+      }
+    });
+  });
+
+  describe('fallbacks of the reference suite', () => {
     it('a low-confidence CONTINUE falls back safely', async () => {
       const { service } = harness();
       classifierReplies({ json: { decision: 'CONTINUE', confidence: 0.7, reason: 'maybe' } });

@@ -3,6 +3,7 @@ import { ConfigType } from '@nestjs/config';
 import { ConfigFilesService, continuityConfig } from '@agent/config';
 import {
   AgentState,
+  ClassifiedRoute,
   ContinuityDecision,
   ContinuityFallbackReason,
   ContinuitySignal,
@@ -15,12 +16,20 @@ import {
 import { LlmService, StructuredFailureReason } from '@agent/llm';
 import { EventBusService } from '@agent/observability';
 import { continuityOutput } from './continuity.output';
-import { classifierInput, CONTINUITY_SYSTEM_PROMPT, nonEmptyString, truncate } from './continuity.prompt';
+import {
+  classifierInput,
+  CONTINUITY_SYSTEM_PROMPT,
+  nonEmptyString,
+  targetIntent,
+  truncate,
+} from './continuity.prompt';
 
 export interface ContinuityOutcome {
   signal: ContinuitySignal;
   /** The accepted decision (CONTINUE with an active agent, HUMAN_HANDOFF, END_SESSION), or null → Enterprise Router. */
   decision: RouteDecision | null;
+  /** An accepted ROUTE that names one enabled intent: the router takes it instead of asking its own model. */
+  route: ClassifiedRoute | null;
 }
 
 /** Longest model reason kept in events, signals and decisions. */
@@ -39,6 +48,8 @@ interface Classification {
   decision: ContinuityDecision;
   confidence: number;
   reason: string;
+  /** The capability or pending topic a ROUTE names, as the model wrote it. */
+  target: string | null;
   /** Set when the classifier gave no usable answer: the label is then ROUTE with confidence 0. */
   failure: ContinuityFallbackReason | null;
 }
@@ -101,9 +112,10 @@ export class ContinuityService implements OnModuleInit {
     const text = (state.sanitized_input ?? state.user_text ?? '').trim();
     if (text === '') return null;
 
+    const intents = this.files.routings.for(state.agent_id).intents.filter((intent) => intent.enabled);
     const { activeAgent, payload } = classifierInput(
       state,
-      this.files.routings.for(state.agent_id).intents.filter((intent) => intent.enabled),
+      intents,
       text,
       this.config.ROUTE_STICKINESS_HISTORY_TURNS,
     );
@@ -122,6 +134,7 @@ export class ContinuityService implements OnModuleInit {
     }
     const accepted = fallbackReason === null;
     const decision = accepted ? this.decisionFor(label, classification, state, activeAgent) : null;
+    const routed = accepted && label === 'ROUTE' ? targetIntent(classification.target, state, intents) : null;
 
     const signal: ContinuitySignal = {
       decision: label,
@@ -143,7 +156,11 @@ export class ContinuityService implements OnModuleInit {
       latency_ms: latencyMs,
       reason: classification.reason,
     });
-    return { signal, decision };
+    return {
+      signal,
+      decision,
+      route: routed === null ? null : { intent: routed, confidence, reason: classification.reason },
+    };
   }
 
   /**
@@ -211,6 +228,7 @@ export class ContinuityService implements OnModuleInit {
       decision: result.value.decision,
       confidence: result.value.confidence,
       reason: truncate((result.value.reason ?? '').trim(), REASON_MAX_CHARS),
+      target: nonEmptyString(result.value.target),
       failure: null,
     };
   }
@@ -310,7 +328,13 @@ export class ContinuityService implements OnModuleInit {
 }
 
 function failure(reason: ContinuityFallbackReason, kind: string): Classification {
-  return { decision: 'ROUTE', confidence: 0, reason: `continuity_error:${kind}`, failure: reason };
+  return {
+    decision: 'ROUTE',
+    confidence: 0,
+    reason: `continuity_error:${kind}`,
+    target: null,
+    failure: reason,
+  };
 }
 
 function fallbackOf(reason: StructuredFailureReason): ContinuityFallbackReason {

@@ -112,5 +112,15 @@ export const continuitySignalSchema = z.object({
 });
 export type ContinuitySignal = z.output<typeof continuitySignalSchema>;
 
+/**
+ * The intent an accepted ROUTE verdict of the continuity classifier names: where the router would ask its own
+ * model, it takes this instead (docs/architecture.md#semantic-route-stickiness-and-global-session-control).
+ */
+export interface ClassifiedRoute {
+  intent: string;
+  confidence: number;
+  reason: string;
+}
+
 export const HUMAN_HANDOFF_REQUESTED_STATE = 'HUMAN_HANDOFF_REQUESTED';
 export const SESSION_ENDED_STATE = 'SESSION_ENDED';

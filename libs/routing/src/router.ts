@@ -3,6 +3,7 @@ import { ConfigType } from '@nestjs/config';
 import { IntentConfig, routingConfig, RoutingFile, StatePolicyConfig, ToolsFile } from '@agent/config';
 import {
   AgentState,
+  ClassifiedRoute,
   DomainAgentNode,
   HandledTopic,
   isDomainAgentNode,
@@ -91,9 +92,14 @@ export class Router {
     return isDomainAgentNode(name) ? name : this.fallbackAgent;
   }
 
-  /** Decides the route of a turn that continuity did not keep. */
-  async route(state: AgentState): Promise<RouteDecision> {
-    const decision = this.mode === 'supervisor' ? this.supervisorDecision(state) : await this.decide(state);
+  /**
+   * Decides the route of a turn that continuity did not keep. `classified`, the intent an accepted ROUTE verdict
+   * of the continuity classifier names, stands in for the router's model where `settlement` says `model`: the
+   * classifier already judged the message against the same catalogue, so a second model call would repeat it.
+   */
+  async route(state: AgentState, classified: ClassifiedRoute | null = null): Promise<RouteDecision> {
+    const decision =
+      this.mode === 'supervisor' ? this.supervisorDecision(state) : await this.decide(state, classified);
     this.events.emit('router.decision', {
       route: decision.route,
       intent: decision.intent,
@@ -126,10 +132,11 @@ export class Router {
     return this.supervisor.run(state, runAgent);
   }
 
-  private async decide(state: AgentState): Promise<RouteDecision> {
+  private async decide(state: AgentState, classified: ClassifiedRoute | null): Promise<RouteDecision> {
     const message = messageOf(state);
     const policy = this.catalogue.policy(state.next_state);
     if (policy) return this.statePolicy(state, message, policy);
+    const carried = this.env.ENABLE_LLM_ROUTER ? this.catalogue.intent(classified?.intent) : undefined;
     const pending = readPendingTopics(state, this.catalogue);
     const context: ClassifyContext = {
       active_agent: state.active_agent ?? null,
@@ -137,6 +144,7 @@ export class Router {
       pending_topics: pending.map((topic) => ({ intent: topic.intent, label: topic.label })),
     };
     if (this.file.router.strategy === 'llm_first') {
+      if (carried && classified) return this.classifiedDecision(state, carried, classified);
       const llm = await this.llmStage(message, context);
       if (llm.accepted) return this.llmDecision(state, llm, {});
       const rejected = rejectionMetadata(llm);
@@ -145,6 +153,7 @@ export class Router {
     }
     const keyword = this.catalogue.keywords.match(message);
     if (keyword && this.keywordSettles(message)) return this.keywordDecision(state, keyword, {});
+    if (carried && classified) return this.classifiedDecision(state, carried, classified);
     const llm = await this.llmStage(message, context);
     if (llm.accepted) return this.llmDecision(state, llm, keyword ? { keyword_agents: 'several' } : {});
     const rejected = rejectionMetadata(llm);
@@ -323,6 +332,21 @@ export class Router {
         llm_latency_ms: llm.latency_ms,
       },
     });
+  }
+
+  /** The continuity classifier's ROUTE target, taken as the model stage's answer: the router made no call. */
+  private classifiedDecision(
+    state: AgentState,
+    intent: IntentConfig,
+    classified: ClassifiedRoute,
+  ): RouteDecision {
+    const decision = this.intentDecision(state, intent, {
+      method: 'continuity',
+      confidence: classified.confidence,
+      reason: classified.reason || `continuity classifier chose ${intent.name}`,
+      metadata: { route_bypassed: true, continuity_decision: 'ROUTE' },
+    });
+    return { ...decision, route_bypassed: true };
   }
 
   /**

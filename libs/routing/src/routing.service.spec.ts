@@ -63,6 +63,14 @@ function expectComplete(decision: RouteDecision): void {
   expect(decision.metadata).toEqual(expect.any(Object));
 }
 
+/** The shipped catalogue with exchanges and returns configured as a transfer (`handoff: true`). */
+const withHandoff = (file: RoutingFile): RoutingFile => ({
+  ...file,
+  intents: file.intents.map((intent) =>
+    intent.name === 'retail_support_exchange_return' ? { ...intent, handoff: true } : intent,
+  ),
+});
+
 describe('RoutingService (router mode)', () => {
   it('routes by keyword first, without calling the LLM, and publishes the whole decision', async () => {
     const { service, emit } = setup();
@@ -337,13 +345,6 @@ describe('RoutingService (router mode)', () => {
   });
 
   describe('handoff', () => {
-    const withHandoff = (file: RoutingFile): RoutingFile => ({
-      ...file,
-      intents: file.intents.map((intent) =>
-        intent.name === 'retail_support_exchange_return' ? { ...intent, handoff: true } : intent,
-      ),
-    });
-
     it('sends a handoff intent through the handoff node when another agent is active', async () => {
       const { service } = setup({ routing: withHandoff });
       const decision = await service.route(
@@ -369,6 +370,97 @@ describe('RoutingService (router mode)', () => {
       expect(ordinary).toMatchObject({ route: 'billing_agent' });
       expect(ordinary.metadata).not.toHaveProperty('handoff_target');
     });
+  });
+});
+
+describe("RoutingService (router mode, a continuity classifier's ROUTE target)", () => {
+  const classified = (intent: string) => ({ intent, confidence: 0.96, reason: 'quer ver a fatura' });
+
+  it('takes the named intent where the model would decide, without calling it, and publishes it', async () => {
+    const { service, emit } = setup();
+    const decision = await service.route(
+      turn('quanto eu pago este mês?', { active_agent: 'product_agent' }),
+      classified('billing_invoice_explanation'),
+    );
+    expect(decision).toEqual({
+      route: 'billing_agent',
+      agent: 'billing_agent',
+      intent: 'billing_invoice_explanation',
+      domain: 'telecom',
+      mcp_tools: ['consultar_fatura', 'consultar_pagamentos'],
+      confidence: 0.96,
+      method: 'continuity',
+      reason: 'quer ver a fatura',
+      next_state: null,
+      route_bypassed: true,
+      metadata: { route_bypassed: true, continuity_decision: 'ROUTE' },
+    });
+    expect(fake.requests).toEqual([]);
+    expect(emit).toHaveBeenCalledWith('router.decision', expect.objectContaining({ method: 'continuity' }));
+  });
+
+  it('goes through the handoff node for a handoff intent, as the model stage would', async () => {
+    const { service } = setup({ routing: withHandoff });
+    const decision = await service.route(
+      turn('o produto não funciona', { active_agent: 'orders_agent' }),
+      classified('retail_support_exchange_return'),
+    );
+    expect(decision).toMatchObject({
+      route: 'handoff',
+      method: 'continuity',
+      metadata: { handoff_target: 'support_agent', handoff_from: 'orders_agent' },
+    });
+  });
+
+  it('leaves a keyword that settles the turn to the keyword stage', async () => {
+    const { service } = setup();
+    const decision = await service.route(
+      turn('Quero cancelar o meu pedido 123'),
+      classified('retail_order_tracking'),
+    );
+    expect(decision).toMatchObject({
+      intent: 'retail_order_cancel',
+      method: 'keyword',
+      route_bypassed: false,
+    });
+  });
+
+  it('asks the model as before for an intent the catalogue does not enable, or with the model stage off', async () => {
+    const { service, llmAnswers } = setup();
+    llmAnswers({ intent: 'product_services_information', confidence: 0.9 });
+    const unknown = await service.route(turn('quanto de dados eu tenho?'), classified('no_such_intent'));
+    expect(unknown).toMatchObject({ intent: 'product_services_information', method: 'llm' });
+    expect(fake.requests).toHaveLength(1);
+    const off = setup({ env: { ENABLE_LLM_ROUTER: false } });
+    const fallback = await off.service.route(
+      turn('quanto de dados eu tenho?'),
+      classified('product_services_information'),
+    );
+    expect(fallback).toMatchObject({ method: 'fallback', route_bypassed: false });
+  });
+
+  it('stands in for the model under llm_first too, but never for the check of a pending state', async () => {
+    const llmFirst = setup({
+      routing: (file) => ({ ...file, router: { ...file.router, strategy: 'llm_first' } }),
+    });
+    const decision = await llmFirst.service.route(
+      turn('minha fatura'),
+      classified('product_services_information'),
+    );
+    expect(decision).toMatchObject({ intent: 'product_services_information', method: 'continuity' });
+    expect(fake.requests).toEqual([]);
+    const { service, llmAnswers } = setup();
+    llmAnswers({ intent: 'billing_invoice_explanation', confidence: 0.95 });
+    const held = await service.route(
+      turn('R$ 71,99', {
+        next_state: 'COLLECTING_BILLING_PARAMETERS',
+        active_agent: 'billing_agent',
+        intent: 'billing_invoice_explanation',
+      }),
+      classified('product_services_information'),
+    );
+    expect(held).toMatchObject({ method: 'state_policy', metadata: { interruption_check: 'same_intent' } });
+    expect(fake.requests).toHaveLength(1);
   });
 });
 

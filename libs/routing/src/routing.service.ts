@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ConfigType } from '@nestjs/config';
 import { ConfigFilesService, PerAgent, routingConfig } from '@agent/config';
-import type { AgentState, RouteDecision } from '@agent/contracts';
+import type { AgentState, ClassifiedRoute, RouteDecision } from '@agent/contracts';
 import { LlmService } from '@agent/llm';
 import { EventBusService } from '@agent/observability';
 import { RouteSettlement, Router } from './router';
@@ -27,9 +27,9 @@ export class RoutingService {
     this.routers = files.routings.map((file) => new Router(file, files.tools, events, llm, env));
   }
 
-  /** Decides the route of a turn that continuity did not keep. */
-  route(state: AgentState): Promise<RouteDecision> {
-    return this.router(state).route(state);
+  /** Decides the route of a turn that continuity did not keep (`classified`: see `Router.route`). */
+  route(state: AgentState, classified: ClassifiedRoute | null = null): Promise<RouteDecision> {
+    return this.router(state).route(state, classified);
   }
 
   /** What `route(state)` needs, known without running it (see `Router.settlement`). */

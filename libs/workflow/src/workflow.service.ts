@@ -235,33 +235,37 @@ export class WorkflowService {
   }
 
   /**
-   * Continuity first, then the Enterprise Router only when continuity did not decide (sequential).
+   * Continuity first, then the Enterprise Router only when continuity did not decide (sequential); a ROUTE
+   * verdict that names an intent stands in for the router's model (`RoutingService.route`).
    * Speculation starts the router together with the classifier: a ROUTE turn waits for max(classifier, router)
-   * instead of their sum; when continuity decides, the router's result is discarded and only the cost of its
-   * LLM calls stays on record. `speculative` does it on every turn; `adaptive` only when the router's model
-   * will decide the intent, since a keyword match or a pending state costs microseconds without it.
+   * instead of their sum; when continuity decides, or names the intent of a turn only the router's model would
+   * settle, the router's result is discarded and only the cost of its LLM calls stays on record. `speculative`
+   * does it on every turn; `adaptive` only when the router's model will decide the intent, since a keyword match
+   * or a pending state costs microseconds without it.
    */
   private async decide(
     state: AgentState,
   ): Promise<{ outcome: ContinuityOutcome | null; routed: RouteDecision | null }> {
     if (!this.continuity.enabled) return { outcome: null, routed: await this.routing.route(state) };
     const strategy = this.continuityEnv.ROUTE_STICKINESS_STRATEGY;
-    const speculate =
-      strategy === 'speculative' || (strategy === 'adaptive' && this.routing.settlement(state) === 'model');
+    const settlement = this.routing.settlement(state);
+    const speculate = strategy === 'speculative' || (strategy === 'adaptive' && settlement === 'model');
     if (!speculate) {
       const outcome = await this.continuity.evaluate(state);
-      return { outcome, routed: outcome?.decision ? null : await this.routing.route(state) };
+      if (outcome?.decision) return { outcome, routed: null };
+      return { outcome, routed: await this.routing.route(state, outcome?.route ?? null) };
     }
     const speculative = this.isolatedRoute(state, 'speculative');
     // The speculation may be discarded before it settles: never let it become an unhandled rejection.
     speculative.catch(() => undefined);
     const outcome = await this.continuity.evaluate(state);
-    if (outcome?.decision) {
+    const classified = settlement === 'model' ? (outcome?.route ?? null) : null;
+    if (outcome?.decision || classified) {
       void speculative.then(
         (run) => run.keepCostOnly(),
         () => undefined,
       );
-      return { outcome, routed: null };
+      return { outcome, routed: classified ? await this.routing.route(state, classified) : null };
     }
     const run = await speculative;
     run.adopt();
