@@ -1,8 +1,7 @@
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { parse, stringify } from 'yaml';
 import { MCP_UNAVAILABLE_ERROR } from '@agent/mcp';
+import { agentPolicyConfigDir as configDir, shippedConfig } from '../support/agent-policy-config';
 import {
   FakeChatRequest,
   FakeLlmServer,
@@ -11,7 +10,7 @@ import {
   requestText,
 } from '../support/fake-llm';
 import { freePort, ReferenceMcpProcess } from '../support/reference-mcp';
-import { REPO_ROOT, startTestApp, TestApp, uniqueId } from '../support/test-app';
+import { startTestApp, TestApp, uniqueId } from '../support/test-app';
 
 /**
  * Per-agent policy on one runtime: `retail_orders` names its own guardrails, judges and tool policy files in
@@ -23,33 +22,13 @@ const RETAIL_BLOCKED = 'Não posso oferecer cupons por este canal.';
 const RETAIL_REFUSED = 'Vale-presente não é tratado por este canal.';
 const RETAIL_REPLACED = 'Resposta retida pela revisão de qualidade deste canal.';
 
-/**
- * The shipped config plus `files`, with agents.yaml entries extended by `agents` (agent_id → keys); an agent_id
- * the shipped file lacks starts as a copy of the shipped retail_orders.
- */
-function configDir(agents: Record<string, Record<string, string>>, files: Record<string, unknown>): string {
-  const dir = mkdtempSync(join(tmpdir(), 'agent-policy-'));
-  cpSync(join(REPO_ROOT, 'config'), dir, { recursive: true });
-  mkdirSync(join(dir, 'policies'));
-  const file = parse(readFileSync(join(dir, 'agents.yaml'), 'utf8')) as {
-    agents: Record<string, Record<string, unknown>>;
-  };
-  const shipped = structuredClone(file.agents);
-  for (const [id, extra] of Object.entries(agents)) {
-    file.agents[id] = { ...(shipped[id] ?? shipped.retail_orders), ...extra };
-  }
-  writeFileSync(join(dir, 'agents.yaml'), stringify(file));
-  for (const [name, content] of Object.entries(files)) writeFileSync(join(dir, name), stringify(content));
-  return dir;
-}
-
 /** guardrails.yaml with compliance rails on: a customer may not ask for gift cards, an answer may not offer coupons. */
 function retailGuardrails(): unknown {
-  const global = parse(readFileSync(join(REPO_ROOT, 'config', 'guardrails.yaml'), 'utf8')) as {
+  const global = shippedConfig<{
     input: { code: string }[];
     output: { code: string }[];
     messages: Record<string, unknown>;
-  };
+  }>('guardrails.yaml');
   return {
     ...global,
     // One failed guardrail-model call in a row reports this file's model degraded (guardrails.yaml: 3).
@@ -80,15 +59,20 @@ function retailGuardrails(): unknown {
 
 /** routing.yaml with the retail intents only, and orders_agent where nothing matches. */
 function retailRouting(): unknown {
-  const global = parse(readFileSync(join(REPO_ROOT, 'config', 'routing.yaml'), 'utf8')) as {
+  const global = shippedConfig<{
     router: Record<string, unknown>;
     intents: { domain: string }[];
-  };
+  }>('routing.yaml');
   return {
     ...global,
     router: { ...global.router, fallback_agent: 'orders_agent' },
     intents: global.intents.filter((intent) => intent.domain === 'retail'),
   };
+}
+
+function expressRouting(): unknown {
+  const routing = retailRouting() as { router: Record<string, unknown> };
+  return { ...routing, router: { ...routing.router, llm_profile: 'express_router' } };
 }
 
 const RETAIL_POLICY = {
@@ -146,9 +130,12 @@ describe('per-agent policy (e2e)', () => {
           tool_policy: 'policies/retail_tools.yaml',
         },
         retail_outlet: { mcp_servers: 'policies/outlet_mcp.yaml' },
+        retail_express: { routing: 'policies/express_routing.yaml' },
       },
       {
         ...RETAIL_POLICY,
+        // Its router asks a profile llm_profiles.yaml lacks: the `default` model answers for it.
+        'policies/express_routing.yaml': expressRouting(),
         'policies/outlet_mcp.yaml': {
           servers: { retail: { transport: 'streamable_http', url: `http://127.0.0.1:${downPort}/mcp` } },
         },
@@ -396,6 +383,14 @@ describe('per-agent policy (e2e)', () => {
     expect(config.routing).toEqual([
       { ...routing, agents: ['telecom_contas', 'retail_outlet'], intents: 5 },
       { ...routing, agents: ['retail_orders'], intents: 3 },
+      {
+        ...routing,
+        agents: ['retail_express'],
+        intents: 3,
+        llm_profile: 'express_router',
+        resolved_profile: 'default',
+        model: 'default',
+      },
     ]);
 
     // A turn of each: the deployment's retail server answers, the outlet's own does not.
@@ -416,13 +411,13 @@ describe('per-agent policy (e2e)', () => {
       expect.objectContaining({
         ...shared,
         name: 'telecom',
-        agents: ['telecom_contas', 'retail_orders'],
+        agents: ['telecom_contas', 'retail_orders', 'retail_express'],
         files: global,
       }),
       expect.objectContaining({
         ...shared,
         name: 'retail',
-        agents: ['telecom_contas', 'retail_orders'],
+        agents: ['telecom_contas', 'retail_orders', 'retail_express'],
         files: global,
         state: 'up',
         last_success_at: expect.any(String),
@@ -442,6 +437,41 @@ describe('per-agent policy (e2e)', () => {
     expect(servers.servers).toHaveLength(3);
   });
 
+  it("the admin stats count each agent's router calls by its own routing file's profile", async () => {
+    const tenant = `pas${Date.now().toString(36)}`;
+    const from = new Date(Date.now() - 1000).toISOString();
+    fake.script({
+      model: 'default',
+      reply: { json: { intent: 'retail_order_tracking', confidence: 0.95, reason: 'scripted' } },
+    });
+    fake.script({ model: 'agent', reply: { content: 'Certo.' } });
+    // No keyword of either catalogue: each agent's router model decides.
+    for (const agentId of ['telecom_contas', 'retail_express']) {
+      const res = await app.post('/v1/channels/web/messages', {
+        tenant_id: tenant,
+        agent_id: agentId,
+        session_id: uniqueId(agentId),
+        text: 'Tenho uma questão',
+      });
+      expect(res.status).toBe(200);
+    }
+    expect(fake.requestsFor('router')).toHaveLength(1);
+    expect(fake.requestsFor('default')).toHaveLength(1);
+
+    const to = new Date(Date.now() + 1000).toISOString();
+    const stats = await app.get<{ router_calls: number; profiles: { profile: string; calls: number }[] }>(
+      `/v1/admin/stats?tenant_id=${tenant}&from=${from}&to=${to}`,
+    );
+    expect(stats.status).toBe(200);
+    expect(stats.body.router_calls).toBe(2);
+    expect(stats.body.profiles).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ profile: 'express_router', calls: 1 }),
+        expect.objectContaining({ profile: 'router', calls: 1 }),
+      ]),
+    );
+  });
+
   it("an agent's guardrails file has its own guardrail-model health, after its own degraded_after_failures", async () => {
     fake.reset();
     fake.script({ model: 'guardrail', reply: { status: 500, rawBody: 'overloaded' } });
@@ -455,7 +485,7 @@ describe('per-agent policy (e2e)', () => {
     expect(degraded.files).toEqual([
       expect.objectContaining({
         path: join(dir, 'guardrails.yaml'),
-        agents: ['telecom_contas', 'retail_outlet'],
+        agents: ['telecom_contas', 'retail_outlet', 'retail_express'],
         llm_profile: 'guardrail',
         degraded: false,
         consecutive_failures: 0,

@@ -1,5 +1,7 @@
 import { execFile } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { agentPolicyConfigDir, shippedConfig } from '../support/agent-policy-config';
 import { FakeLlmServer, FakeReply, requestText } from '../support/fake-llm';
 import { REPO_ROOT } from '../support/repo-root';
 import { TS_NODE_ENV, TS_NODE_EXEC_ARGV } from '../support/reference-mcp';
@@ -62,6 +64,7 @@ describe('npm run llm:check', () => {
       'small-y',
       expect.stringMatching(/^\d+ ms$/),
       'ok (continuity_decision)',
+      'all',
     ]);
     expect(row(stdout, 'router')[3]).toBe('ok (router_intent)');
     expect(row(stdout, 'judge')[3]).toBe('ok (judge_verdict)');
@@ -76,7 +79,11 @@ describe('npm run llm:check', () => {
       'embed-z',
       expect.any(String),
       'ok (64 dimensions)',
+      'all',
     ]);
+    // The shipped judges are deterministic, but judges.yaml names the profile: every agent may call it.
+    expect(row(stdout, 'judge')[4]).toBe('all');
+    expect(row(stdout, 'default')[4]).toBe('—');
     // One call per profile, and only to the three configured models.
     expect(fake.requests).toHaveLength(11);
     expect([...new Set(fake.requests.map((r) => r.model))].sort()).toEqual(['big-x', 'embed-z', 'small-y']);
@@ -132,10 +139,61 @@ describe('npm run llm:check', () => {
       '—',
       '—',
       'not configured: no model (set LLM_MODEL or model)',
+      'all',
     ]);
     expect(row(stdout, 'embedding')[3]).toBe(
       'not configured: no model (set LLM_EMBEDDING_MODEL or model); RAG uses full-text search',
     );
     expect(fake.requests).toEqual([]);
+  }, 150000);
+
+  it("checks the profiles each agent's routing, guardrails and judges files name, with the agents using them", async () => {
+    const routing = shippedConfig<{ router: Record<string, unknown> }>('routing.yaml');
+    const guardrails = shippedConfig<Record<string, unknown>>('guardrails.yaml');
+    const dir = agentPolicyConfigDir(
+      {
+        retail_orders: {
+          routing: 'policies/routing.yaml',
+          guardrails: 'policies/guardrails.yaml',
+          judges: 'policies/judges.yaml',
+        },
+      },
+      {
+        'policies/routing.yaml': { ...routing, router: { ...routing.router, llm_profile: 'retail_router' } },
+        'policies/guardrails.yaml': { ...guardrails, llm_profile: 'strict_guardrail' },
+        'policies/judges.yaml': {
+          judges: [{ name: 'groundedness', type: 'llm', profile: 'retail_judge' }],
+          supervisor_review: { enabled: false, rules: [] },
+        },
+      },
+    );
+    try {
+      fake.script({ model: 'small-y', reply: (request) => repeatExample(requestText(request)) });
+      fake.script({ model: 'big-x', reply: (request) => repeatExample(requestText(request)) });
+      const { code, stdout } = await runCheck({ LLM_BASE_URL: fake.baseUrl, ...MODELS, CONFIG_DIR: dir });
+      expect(code).toBe(0);
+      expect(stdout).toContain('11 profiles from');
+      expect(stdout).toContain('3 more named by the configuration');
+      // Names llm_profiles.yaml lacks are called as their stage calls them: with `default`'s model.
+      expect(row(stdout, 'retail_router → default')).toEqual([
+        'retail_router → default',
+        'big-x',
+        expect.stringMatching(/^\d+ ms$/),
+        'ok (router_intent)',
+        'retail_orders',
+      ]);
+      expect(row(stdout, 'strict_guardrail → default').slice(3)).toEqual([
+        'ok (guardrail_verdict_check)',
+        'retail_orders',
+      ]);
+      expect(row(stdout, 'retail_judge → default').slice(3)).toEqual(['ok (judge_verdict)', 'retail_orders']);
+      // The global files' profiles: only the agents without a file of their own.
+      expect(row(stdout, 'router')[4]).toBe('telecom_contas');
+      expect(row(stdout, 'guardrail')[4]).toBe('telecom_contas');
+      expect(row(stdout, 'judge')[4]).toBe('all');
+      expect(fake.requests).toHaveLength(14);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   }, 150000);
 });

@@ -172,7 +172,7 @@ describe('TurnStatsQuery', () => {
       from: started,
       to: new Date(Date.now() + 1000),
       bucket: 'hour',
-      router_profile: 'router',
+      router_profiles: { global: 'router', agents: {} },
       ...overrides,
     });
 
@@ -234,7 +234,23 @@ describe('TurnStatsQuery', () => {
   });
 
   it('counts a profile other than "router" when routing names another one', async () => {
-    expect(await period({ router_profile: 'route_continuity' })).toMatchObject({
+    expect(await period({ router_profiles: { global: 'route_continuity', agents: {} } })).toMatchObject({
+      router_calls: 4,
+      router_calls_avoided: 2,
+    });
+  });
+
+  it("counts each agent's turns by its own routing file's profile, the others' by the global one", async () => {
+    // These turns are telecom_contas': its own profile counts, another agent's does not.
+    const own = { global: 'route_continuity', agents: { telecom_contas: 'router' } };
+    expect(await period({ router_profiles: own })).toMatchObject({
+      router_calls: 3,
+      router_calls_avoided: 3,
+    });
+    const others = { global: 'router', agents: { retail_orders: 'route_continuity' } };
+    expect(await period({ router_profiles: others })).toMatchObject({ router_calls: 3 });
+    const swapped = { global: 'router', agents: { telecom_contas: 'route_continuity' } };
+    expect(await period({ router_profiles: swapped })).toMatchObject({
       router_calls: 4,
       router_calls_avoided: 2,
     });

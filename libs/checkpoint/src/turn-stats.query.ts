@@ -9,8 +9,11 @@ export interface TurnStatsFilter {
   from: Date;
   to: Date;
   bucket: StatsBucket;
-  /** The LLM profile of the router's model stage: its calls are the ones stickiness can avoid. */
-  router_profile: string;
+  /**
+   * The LLM profile of the router's model stage, whose calls are the ones stickiness can avoid: `global` for the
+   * turns of every agent_id without its own routing file, `agents` for each that has one.
+   */
+  router_profiles: { global: string; agents: Record<string, string> };
 }
 
 export interface TurnStats {
@@ -85,13 +88,15 @@ export class TurnStatsQuery {
     const params: unknown[] = [filter.from.toISOString(), filter.to.toISOString(), EVENT_NAMES];
     const tenant =
       filter.tenant_id === undefined ? '' : `AND t.tenant_id = $${params.push(filter.tenant_id)}`;
-    const routerCall = `name = 'llm.call' AND payload->>'profile' = $${params.push(filter.router_profile)}`;
+    const agentRouter = `$${params.push(JSON.stringify(filter.router_profiles.agents))}::jsonb->>agent_id`;
+    const routerCall = `name = 'llm.call' AND payload->>'profile' = COALESCE(${agentRouter}, $${params.push(filter.router_profiles.global)})`;
     const bucket = `$${params.push(filter.bucket)}::text`;
     const latency = `(payload->>'latency_ms')::float8`;
     // Raw: percentiles and FILTER aggregates over the JSON events of the turn log, in one scan.
     const [row]: StatsRow[] = await this.db.dataSource.query(
       `WITH events AS MATERIALIZED (
-         SELECT t.conversation_key, t.turn, e.event->>'name' AS name, e.event->'payload' AS payload, t.created_at
+         SELECT t.conversation_key, t.turn, t.agent_id, e.event->>'name' AS name, e.event->'payload' AS payload,
+                t.created_at
            FROM turn_log t CROSS JOIN LATERAL jsonb_array_elements(t.events) AS e(event)
           WHERE t.created_at >= $1::timestamptz AND t.created_at < $2::timestamptz ${tenant}
             AND e.event->>'name' = ANY($3::text[])),

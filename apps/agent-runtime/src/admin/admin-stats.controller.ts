@@ -49,7 +49,12 @@ export class AdminStatsController {
       from,
       to,
       bucket,
-      router_profile: this.files.routing.router.llm_profile,
+      router_profiles: {
+        global: this.files.routing.router.llm_profile,
+        agents: Object.fromEntries(
+          this.files.routings.agentIds().map((id) => [id, this.files.routings.for(id).router.llm_profile]),
+        ),
+      },
     });
     return statsView(stats, { tenant_id: tenantId ?? null, from, to, bucket });
   }
