@@ -175,41 +175,47 @@ describe('conversation reliability', () => {
       ]);
     });
 
-    it('skips a stored state that passes its checksum but not the state schema, like a corrupt one', async () => {
-      scriptAgent();
-      const sessionId = uniqueId('schema');
-      for (const text of ['primeira', 'segunda']) expect((await send(sessionId, text)).status).toBe(200);
-      // A well-formed row whose state this release cannot read: the checksum is recomputed over the new text.
-      await app.dataSource.query(
-        `UPDATE checkpoints
-            SET state = jsonb_set(state::jsonb, '{route_decision,route}', '"no_such_node"')::text
+    it.each([
+      ['a route that names no node', 'route_decision,route'],
+      ['a context naming no graph agent', 'context,agent'],
+    ])(
+      'skips a stored state that passes its checksum but not the state schema (%s), like a corrupt one',
+      async (_case, path) => {
+        scriptAgent();
+        const sessionId = uniqueId('schema');
+        for (const text of ['primeira', 'segunda']) expect((await send(sessionId, text)).status).toBe(200);
+        // A well-formed row whose state this release cannot read: the checksum is recomputed over the new text.
+        await app.dataSource.query(
+          `UPDATE checkpoints
+            SET state = jsonb_set(state::jsonb, $2::text[], '"no_such_node"')::text
           WHERE conversation_key = $1 AND version = 2`,
-        [key(sessionId)],
-      );
-      await app.dataSource.query(
-        `UPDATE checkpoints
+          [key(sessionId), `{${path}}`],
+        );
+        await app.dataSource.query(
+          `UPDATE checkpoints
             SET checksum = encode(sha256(convert_to(coalesce(parent_version::text, 'null') || E'\\n' || state, 'UTF8')), 'hex')
           WHERE conversation_key = $1 AND version = 2`,
-        [key(sessionId)],
-      );
+          [key(sessionId)],
+        );
 
-      const res = await send(sessionId, 'terceira');
-      expect(res.status).toBe(200);
-      expect(agentPromptOf('terceira')).toContain(answerFor('primeira'));
-      expect(agentPromptOf('terceira')).not.toContain('segunda');
-      const skips = (await eventsOfTurn(sessionId, 3)).filter((e) =>
-        e.name.startsWith('checkpoint.recovery'),
-      );
-      expect(skips).toEqual([
-        {
-          name: 'checkpoint.recovery.skip_corrupt',
-          payload: expect.objectContaining({
-            version: 2,
-            reason: expect.stringContaining('state does not match the schema at route_decision.route'),
-          }),
-        },
-      ]);
-    });
+        const res = await send(sessionId, 'terceira');
+        expect(res.status).toBe(200);
+        expect(agentPromptOf('terceira')).toContain(answerFor('primeira'));
+        expect(agentPromptOf('terceira')).not.toContain('segunda');
+        const skips = (await eventsOfTurn(sessionId, 3)).filter((e) =>
+          e.name.startsWith('checkpoint.recovery'),
+        );
+        expect(skips).toEqual([
+          {
+            name: 'checkpoint.recovery.skip_corrupt',
+            payload: expect.objectContaining({
+              version: 2,
+              reason: expect.stringContaining(`state does not match the schema at ${path.replace(',', '.')}`),
+            }),
+          },
+        ]);
+      },
+    );
 
     it('starts clean when every row is corrupt, and the events say so', async () => {
       scriptAgent();

@@ -2,7 +2,7 @@ import { Test, TestingModule } from '@nestjs/testing';
 import { EventEmitter2 } from '@nestjs/event-emitter';
 import { join } from 'node:path';
 import { AppConfigModule } from '@agent/config';
-import type { AgentState, DomainAgentNode, JsonRecord, RouteDecision } from '@agent/contracts';
+import type { AgentState, DomainAgentNode, RouteDecision } from '@agent/contracts';
 import { LlmModule } from '@agent/llm';
 import { ObservabilityModule } from '@agent/observability';
 import { RoutingModule, RoutingService } from '@agent/routing';
@@ -368,12 +368,15 @@ describe('Enterprise Router over the shipped catalogue (fake LLM)', () => {
     await router.route({ user_text: 'e aí?', active_agent: 'orders_agent', intent: 'retail_order_tracking' });
     const [request] = fake.requestsFor('router');
     expect(request.body).toMatchObject({ temperature: 0, response_format: { type: 'json_object' } });
-    const payload = JSON.parse(request.messages[1].content ?? '') as JsonRecord;
+    const payload = JSON.parse(request.messages[1].content ?? '') as {
+      session_context: unknown;
+      allowed_intents: { name: string }[];
+    };
     expect(payload.session_context).toEqual({
       active_agent: 'orders_agent',
       previous_intent: 'retail_order_tracking',
     });
-    expect((payload.allowed_intents as JsonRecord[]).map((i) => i.name)).toEqual([
+    expect(payload.allowed_intents.map((i) => i.name)).toEqual([
       'billing_invoice_explanation',
       'product_services_information',
       'retail_order_cancel',

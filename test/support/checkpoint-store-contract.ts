@@ -386,11 +386,16 @@ export function describeCheckpointStoreContract(
       it('returns the state exactly as hashed, including text jsonb cannot hold verbatim', async () => {
         const who = identity();
         await take(who, 'a:1', 60000);
-        const state = {
+        // The client's metadata is free-form JSON: numbers, nesting and a Date serialize like any caller's.
+        const state: AgentState = {
           user_text: 'nul\u0000 and lone \ud800 surrogate, emoji 😀, acentuação',
-          context: { z: 1, a: [3, 1.5, -0.25, 1e21, 5e-7], nested: { b: true, a: null } },
-          metadata: { at: new Date('2025-01-02T03:04:05.000Z') },
-        } as unknown as AgentState;
+          metadata: {
+            z: 1,
+            a: [3, 1.5, -0.25, 1e21, 5e-7],
+            nested: { b: true, a: null },
+            at: new Date('2025-01-02T03:04:05.000Z'),
+          },
+        };
         const write = writeFor(state, 0, null);
         await store.commitTurn(
           turnCommit(who, 'a:1', 1, state, {

@@ -1,4 +1,12 @@
-import type { ActiveTransaction, PendingToolCall, PendingTopic, RouteDecision } from '@agent/contracts';
+import type {
+  ActiveTransaction,
+  JudgeResult,
+  McpToolResult,
+  ParametersRequest,
+  PendingToolCall,
+  PendingTopic,
+  RouteDecision,
+} from '@agent/contracts';
 
 /** A complete route decision for a test state: a keyword decision for billing_agent unless overridden. */
 export function decisionOf(overrides: Partial<RouteDecision> = {}): RouteDecision {
@@ -67,6 +75,48 @@ export function pendingTopicOf(overrides: Partial<PendingTopic> = {}): PendingTo
     status: 'deferred',
     reason: 'multi_intent',
     created_turn: 1,
+    ...overrides,
+  };
+}
+
+/** A tool call that answered (consultar_fatura unless overridden). */
+export function toolResultOf(overrides: Partial<McpToolResult> = {}): McpToolResult {
+  return {
+    tool_name: 'consultar_fatura',
+    server: 'telecom',
+    ok: true,
+    result: {},
+    error: null,
+    latency_ms: 5,
+    ...overrides,
+  };
+}
+
+/** A transactional call that waits for its parameters (cancelar_pedido's order_id unless overridden). */
+export function parametersRequestOf(overrides: Partial<ParametersRequest> = {}): ParametersRequest {
+  return {
+    ok: true,
+    executed: false,
+    collecting_parameters: true,
+    tool_name: 'cancelar_pedido',
+    transaction_status: 'COLLECTING_PARAMETERS',
+    missing_parameters: ['order_id'],
+    ...overrides,
+  };
+}
+
+/** A deterministic judge's passing verdict (groundedness unless overridden). */
+export function judgeResultOf(overrides: Partial<JudgeResult> = {}): JudgeResult {
+  return {
+    name: 'groundedness',
+    type: 'deterministic',
+    threshold: 0.7,
+    enforce: false,
+    score: 1,
+    passed: true,
+    reason: 'test',
+    latency_ms: 1,
+    metadata: {},
     ...overrides,
   };
 }

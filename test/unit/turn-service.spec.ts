@@ -17,6 +17,7 @@ import { IdempotencyKeyReusedError, TurnInput, TurnService, WorkflowModule } fro
 import { storeWith } from '../support/checkpoint-turns';
 import { InMemoryCheckpointStore } from '../support/in-memory-checkpoint-store';
 import { REPO_ROOT } from '../support/repo-root';
+import { toolResultOf } from '../support/states';
 import { withEnv } from '../support/with-env';
 
 /**
@@ -180,7 +181,7 @@ describe('TurnService', () => {
       long_term_memory_load_error: 'timeout',
       transaction_interruption: 'abandon',
       supervisor_guidance: 'from the last turn',
-      mcp_results: [{ tool: 'x' }],
+      mcp_results: [toolResultOf()],
     });
     await turns.handle(input);
     const state = await headState(`acme:${input.session_id}`);

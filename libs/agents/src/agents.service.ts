@@ -6,7 +6,7 @@ import type {
   AgentState,
   ContentScreen,
   DomainAgentNode,
-  JsonRecord,
+  RagOutcome,
   SelectedToolCall,
   ToolArguments,
 } from '@agent/contracts';
@@ -134,8 +134,8 @@ export class AgentsService {
     const results: McpToolResult[] = [];
     const base: Partial<AgentState> = {
       available_mcp_tools: allowed,
-      rag_results: rag?.documents ?? [],
-      context: { ...(state.context ?? {}), agent: node, ...(rag ? { rag: withoutDocuments(rag) } : {}) },
+      rag_results: rag && 'documents' in rag ? rag.documents : [],
+      context: { ...state.context, agent: node, ...(rag ? { rag: withoutDocuments(rag) } : {}) },
       next_state: null,
       confirmation_required: false,
     };
@@ -153,7 +153,7 @@ export class AgentsService {
           return {
             ...base,
             answer: answer || this.unavailable,
-            mcp_results: results.map((r) => ({ ...r })),
+            mcp_results: results,
             selected_tool_call: selected,
           };
         }
@@ -199,7 +199,7 @@ export class AgentsService {
       return {
         ...base,
         answer: this.unavailable,
-        mcp_results: results.map((r) => ({ ...r })),
+        mcp_results: results,
         selected_tool_call: selected,
       };
     }
@@ -263,13 +263,13 @@ export class AgentsService {
     this.events.emit(`IC.${domain}_RAG_CONTEXT_EVALUATED`, {
       namespace,
       status: context.status,
-      document_count: context.documents?.length ?? 0,
-      technical_error: context.technical_error === true,
+      document_count: 'documents' in context ? context.documents.length : 0,
+      technical_error: context.status === 'error',
     });
     if (context.status === 'executed') {
       this.events.emit(`IC.${domain}_RAG_CONTEXT_RETRIEVED`, {
         namespace,
-        document_count: context.documents?.length ?? 0,
+        document_count: context.documents.length,
         top_document_ids: context.top_document_ids,
       });
     }
@@ -282,7 +282,7 @@ export class AgentsService {
     screen: ContentScreen,
     state: AgentState,
   ): Promise<RagContext> {
-    if (context.status !== 'executed' || !context.documents) return context;
+    if (context.status !== 'executed') return context;
     const documents = await screenPassages(context.documents, screen, state);
     return {
       ...context,
@@ -322,7 +322,7 @@ function parseArguments(call: ToolCall): ToolArguments | null {
 }
 
 /** What the model reads back from a tool: the outcome, without the router's bookkeeping. */
-function toolMessage(result: McpToolResult): JsonRecord {
+function toolMessage(result: McpToolResult): Pick<McpToolResult, 'ok' | 'result'> & Partial<McpToolResult> {
   return result.ok
     ? { ok: true, result: result.result }
     : { ok: false, error: result.error, result: result.result };
@@ -339,7 +339,9 @@ function ragSection(rag: RagContext): string {
   return `Trechos da base de conhecimento (cite apenas o que estiver aqui):\n${formatPassages(rag.documents ?? [])}`;
 }
 
-function withoutDocuments(rag: RagContext): JsonRecord {
-  const { documents: _documents, ...rest } = rag;
-  return rest;
+/** The retrieval as the state's `context.rag` keeps it: its passages are in `rag_results`. */
+function withoutDocuments(rag: RagContext): RagOutcome {
+  if (!('documents' in rag)) return rag;
+  const { documents: _documents, ...outcome } = rag;
+  return outcome;
 }

@@ -1,6 +1,5 @@
-import type { AgentState, ContentScreen, JsonRecord } from '@agent/contracts';
+import type { AgentState, ContentScreen, RetrievedChunk, ToolArguments } from '@agent/contracts';
 import { CallOptions, McpService, McpToolResult, PreparedCall, PrepareOptions } from '@agent/mcp';
-import type { RetrievedChunk } from '@agent/rag';
 
 /** Error of a tool result the tool rails blocked: the agent handles it like any other tool error. */
 export const TOOL_RESULT_WITHHELD = 'tool result withheld by the guardrails';
@@ -19,7 +18,7 @@ export class ScreenedTools {
 
   async callTool(
     name: string,
-    args: JsonRecord,
+    args: ToolArguments,
     options: CallOptions & PrepareOptions,
   ): Promise<McpToolResult> {
     return this.screened(await this.mcp.callTool(name, args, { ...options, agentId: this.state.agent_id }));
@@ -56,7 +55,8 @@ export function executedButWithheld(result: McpToolResult): boolean {
     result.error === TOOL_RESULT_WITHHELD &&
     typeof body === 'object' &&
     body !== null &&
-    (body as JsonRecord).executed === true
+    'executed' in body &&
+    body.executed === true
   );
 }
 

@@ -2,13 +2,15 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { ConfigType } from '@nestjs/config';
 import { createHash, randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import { z } from 'zod';
 import { appConfig, ConfigFilesService, ToolConfig } from '@agent/config';
 import {
   ActiveTransaction,
   AgentState,
   collectingState,
+  ClientMetadata,
   DomainAgentNode,
-  JsonRecord,
+  EventPayload,
   noPendingTransaction,
   OperationResult,
   PendingToolCall,
@@ -35,6 +37,19 @@ import {
 } from './transaction-settings';
 
 type Patch = Partial<AgentState>;
+
+/*
+ * What the engine reads of a tool's own JSON answer: a field of another type counts as absent, and an answer
+ * that is no object reads as `{}`.
+ */
+const preValidationBody = z
+  .object({
+    eligible: z.boolean().optional().catch(undefined),
+    reason: z.string().optional().catch(undefined),
+    message: z.string().optional().catch(undefined),
+  })
+  .catch({});
+const executionBody = z.object({ idempotent_replay: z.boolean().optional().catch(undefined) }).catch({});
 
 export const TRANSACTION_SETTINGS_FILE = 'prompts/transactions.yaml';
 
@@ -428,7 +443,7 @@ export class TransactionEngine {
         missing_parameters: missing,
       },
       mcp_results: [
-        ...turnResults.map(asRecord),
+        ...turnResults,
         {
           ok: true,
           executed: false,
@@ -463,14 +478,14 @@ export class TransactionEngine {
       this.emit('IC.TRANSACTION_PREVALIDATION_REQUESTED', transaction, { validator });
       const result = await tools.callTool(validator, args, { context: requestContext(state) });
       results.push(result);
-      const body = asObject(result.result);
+      const body = preValidationBody.parse(result.result);
       const eligible = result.ok ? body.eligible !== false : null;
-      const message = typeof body.message === 'string' ? body.message : '';
+      const message = body.message ?? '';
       preValidation = {
         tool_name: validator,
         ok: result.ok,
         eligible,
-        reason: typeof body.reason === 'string' ? body.reason : null,
+        reason: body.reason ?? null,
         message,
         error: result.error,
         turn: state.turn ?? null,
@@ -485,14 +500,14 @@ export class TransactionEngine {
           transaction,
           'OUT_OF_SCOPE',
           this.message('out_of_scope', transaction, { reason: message || String(preValidation.reason) }),
-          { transaction_pre_validation: preValidation, mcp_results: results.map(asRecord) },
+          { transaction_pre_validation: preValidation, mcp_results: results },
         );
       }
       if (!result.ok && !config.pre_validation.fail_open) {
         this.emit('IC.TRANSACTION_FAILED', transaction, { stage: 'pre_validation', error: result.error });
         return this.terminal(state, transaction, 'FAILED', this.message('validation_failed', transaction), {
           transaction_pre_validation: preValidation,
-          mcp_results: results.map(asRecord),
+          mcp_results: results,
         });
       }
       if (result.ok) {
@@ -534,7 +549,7 @@ export class TransactionEngine {
       next_state: waitingState(waiting.state_domain),
       selected_tool_call: { tool_name: waiting.tool_name, arguments: waiting.arguments },
       tool_policy_result: { action: 'confirmation_requested', tool_name: waiting.tool_name },
-      mcp_results: results.map(asRecord),
+      mcp_results: results,
     };
   }
 
@@ -552,7 +567,7 @@ export class TransactionEngine {
       { confirmed: true, idempotencyKey: key },
     );
     const status: TransactionStatus = result.ok || executedButWithheld(result) ? 'COMPLETED' : 'FAILED';
-    const body = asObject(result.result);
+    const body = executionBody.parse(result.result);
     const evidence: TransactionEvidence = {
       transaction_id: transaction.transaction_id,
       call_id: pending.call_id,
@@ -580,7 +595,7 @@ export class TransactionEngine {
     return {
       ...this.terminal(state, transaction, status, answer, {
         confirmation_received: true,
-        mcp_results: [...turnResults, result].map(asRecord),
+        mcp_results: [...turnResults, result],
         tool_policy_result: {
           action: 'executed_after_confirmation',
           tool_name: pending.tool_name,
@@ -671,7 +686,7 @@ export class TransactionEngine {
     };
     this.emit('IC.TRANSACTION_FAILED', transaction, { stage: 'preparation', error });
     return this.terminal(state, transaction, 'FAILED', this.message('failed', transaction, { error }), {
-      mcp_results: [...turnResults, refused].map(asRecord),
+      mcp_results: [...turnResults, refused],
     });
   }
 
@@ -732,7 +747,11 @@ export class TransactionEngine {
     );
   }
 
-  private emit(name: `IC.${string}`, transaction: ActiveTransaction, payload: JsonRecord): void {
+  private emit(
+    name: `IC.${string}`,
+    transaction: ActiveTransaction,
+    payload: EventPayload<`IC.${string}`>,
+  ): void {
     this.events.emit(name, {
       transaction_id: transaction.transaction_id,
       tool_name: transaction.tool_name,
@@ -773,7 +792,7 @@ export function userText(state: AgentState): string {
 }
 
 /** Values a tool's `map` may read: the message metadata (msisdn from the channel, ...) and the caller's ids. */
-export function requestContext(state: AgentState): JsonRecord {
+export function requestContext(state: AgentState): ClientMetadata {
   return {
     ...(state.metadata ?? {}),
     ...(state.user_id ? { user_id: state.user_id } : {}),
@@ -787,12 +806,4 @@ function lastAssistantMessage(state: AgentState): string {
     if (history[i].role === 'assistant') return history[i].content;
   }
   return '';
-}
-
-function asObject(value: unknown): JsonRecord {
-  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as JsonRecord) : {};
-}
-
-function asRecord(result: McpToolResult): JsonRecord {
-  return { ...result };
 }

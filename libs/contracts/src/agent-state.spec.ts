@@ -30,6 +30,15 @@ describe('promptHistory', () => {
 });
 
 describe('agentStateSchema', () => {
+  const decision = {
+    code: 'PINJ',
+    stage: 'input',
+    allowed: true,
+    action: 'allow',
+    reason: 'no injection pattern',
+    latency_ms: 0.2,
+    metadata: { source: 'screen' },
+  };
   const fixtures = join(__dirname, '..', '..', '..', 'test', 'fixtures', 'checkpoints');
 
   it.each(readdirSync(fixtures))('reads the stored state %s unchanged', (file) => {
@@ -50,6 +59,34 @@ describe('agentStateSchema', () => {
       'pending_tool_call',
     ],
     ['a status outside the catalogue', { transaction_status: 'DONE' }, 'transaction_status'],
+    [
+      'a rail decision with an action no rail has',
+      { guardrail_decisions: [{ ...decision, action: 'escalate' }] },
+      'guardrail_decisions',
+    ],
+    [
+      'an output decision whose diagnostics nest objects',
+      { output_supervisor_results: [{ ...decision, metadata: { verdict: { score: 1 } } }] },
+      'output_supervisor_results',
+    ],
+    [
+      'a judge result without its score',
+      { judge_results: [{ name: 'tone', passed: true }] },
+      'judge_results',
+    ],
+    [
+      'a tool result without its outcome',
+      { mcp_results: [{ tool_name: 'consultar_fatura' }] },
+      'mcp_results',
+    ],
+    ['a passage without its text', { rag_results: [{ chunk_id: 1, document_id: 1 }] }, 'rag_results'],
+    ['a memory without its value', { long_term_memories: [{ key: 'preferred_name' }] }, 'long_term_memories'],
+    ['a context naming no graph agent', { context: { agent: 'somebody' } }, 'context'],
+    [
+      'a retrieval outcome of another status',
+      { context: { agent: 'product_agent', rag: { status: 'skipped' } } },
+      'context',
+    ],
   ])('refuses %s', (_case, state, key) => {
     const result = agentStateSchema.safeParse(state);
     expect(result.success).toBe(false);

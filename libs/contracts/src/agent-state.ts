@@ -7,14 +7,31 @@ import {
   SESSION_CONTROLS,
 } from './route-decision';
 import { operationResultSchema, transactionEvidenceSchema, transactionSliceSchema } from './transaction';
+import {
+  agentContextSchema,
+  judgeResultSchema,
+  longTermMemorySchema,
+  mcpResultSchema,
+  railDecisionSchema,
+  retrievedChunkSchema,
+} from './turn-records';
+
+// The records of one turn are part of this state's contract: `@agent/contracts` exports them from here.
+export * from './turn-records';
 
 /**
  * The workflow state: the state keys of the original runtime (snake_case, every key optional). It is the
  * checkpoint payload, so its keys are a persisted format: add keys, never rename them. A stored state is parsed
  * with `agentStateSchema` when it is loaded; one that does not fit is treated like a corrupt checkpoint.
  */
-export type JsonRecord = Record<string, unknown>;
-const jsonRecordSchema = z.record(z.string(), z.unknown());
+
+/** The channel's message metadata: arbitrary client JSON from the HTTP request, so only its keys are known. */
+export const clientMetadataSchema = z.record(z.string(), z.unknown());
+export type ClientMetadata = z.output<typeof clientMetadataSchema>;
+
+/** agents.yaml `metadata` of an agent: free-form operator configuration the runtime carries but never reads. */
+export const agentProfileMetadataSchema = z.record(z.string(), z.unknown());
+export type AgentProfileMetadata = z.output<typeof agentProfileMetadataSchema>;
 
 export const historyMessageSchema = z.object({
   role: z.enum(['user', 'assistant']),
@@ -49,7 +66,7 @@ export const agentProfileSchema = z.object({
   name: z.string(),
   domain: z.string(),
   description: z.string(),
-  metadata: jsonRecordSchema,
+  metadata: agentProfileMetadataSchema,
 });
 export type AgentProfile = z.output<typeof agentProfileSchema>;
 
@@ -178,19 +195,19 @@ export const turnScratchSchema = z
     final_answer: z.string(),
     sanitized_input: z.string(),
     blocked: z.boolean(),
-    guardrail_decisions: z.array(jsonRecordSchema),
-    judge_results: z.array(jsonRecordSchema),
-    mcp_results: z.array(jsonRecordSchema),
-    rag_results: z.array(jsonRecordSchema),
+    guardrail_decisions: z.array(railDecisionSchema),
+    judge_results: z.array(judgeResultSchema),
+    mcp_results: z.array(mcpResultSchema),
+    rag_results: z.array(retrievedChunkSchema),
     route_bypassed: z.boolean(),
     continuity_signal: storedContinuitySignal,
-    output_supervisor_results: z.array(jsonRecordSchema),
+    output_supervisor_results: z.array(railDecisionSchema),
     output_guardrails_already_applied: z.boolean(),
     supervisor_action: z.string(),
     supervisor_guidance: z.string(),
     supervisor_attempt: z.number().int(),
     supervisor_handover_reason: z.string(),
-    long_term_memories: z.array(jsonRecordSchema),
+    long_term_memories: z.array(longTermMemorySchema),
     long_term_memory_context: z.string(),
     long_term_memory_write_result: memoryWriteResultSchema,
     long_term_memory_load_error: z.string(),
@@ -217,7 +234,7 @@ const conversationStateSchema = z
     intent: z.string(),
     route_decision: routeDecisionSchema,
     history: z.array(historyMessageSchema),
-    context: jsonRecordSchema,
+    context: agentContextSchema,
     domain: z.string(),
     mcp_tools: z.array(z.string()),
     available_mcp_tools: z.array(z.string()),
@@ -242,7 +259,7 @@ const conversationStateSchema = z
     message_id: z.string(),
     user_id: z.string(),
     /** The channel's message metadata, as the request sent it. */
-    metadata: jsonRecordSchema,
+    metadata: clientMetadataSchema,
     /** Set while HUMAN_HANDOFF_MODE=hold keeps the bot silent until an operator resumes or ends. */
     human_handoff_held: z.boolean(),
     handoff_transfers: z.array(handoffTransferSchema),

@@ -13,7 +13,7 @@ import type {
   ContentScreen,
   ContentScreenRequest,
   ContentScreenResult,
-  JsonRecord,
+  RailDecision,
   ScreenedStage,
 } from '@agent/contracts';
 import { Counter } from 'prom-client';
@@ -38,7 +38,7 @@ import { LlmVerdictClient } from './rails/model-verdict';
 
 export interface InputGuardrailsResult {
   blocked: boolean;
-  decisions: JsonRecord[];
+  decisions: RailDecision[];
   /** Input after sanitizing rails (masking). */
   sanitizedText: string;
   /** The safe user message when blocked. */
@@ -49,13 +49,13 @@ export interface InputGuardrailsResult {
 export interface InputVerdict {
   blocked: boolean;
   /** The model part's decisions (none when no rail asked the model). */
-  decisions: JsonRecord[];
+  decisions: RailDecision[];
   message?: string;
 }
 
 export interface OutputGuardrailsResult {
   blocked: boolean;
-  decisions: JsonRecord[];
+  decisions: RailDecision[];
   answer: string;
 }
 
@@ -350,7 +350,7 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
     }
     const { messages } = this.policy(state).config;
     const maxRetries = this.env.OUTPUT_SUPERVISOR_MAX_RETRIES;
-    const history: JsonRecord[] = [];
+    const history: RailDecision[] = [];
     let attempt = state.supervisor_attempt ?? 0;
     let candidate = original;
     for (;;) {
@@ -460,7 +460,7 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
     return this.policies.for(state.agent_id);
   }
 
-  private emitInputCompleted(decisions: JsonRecord[], blocking: readonly RailResult[]): void {
+  private emitInputCompleted(decisions: RailDecision[], blocking: readonly RailResult[]): void {
     this.events.emit('guardrails.input.completed', {
       blocked: blocking.length > 0,
       decisions,
@@ -474,7 +474,7 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
     details: {
       guidance: string;
       attempt: number;
-      history: JsonRecord[];
+      history: RailDecision[];
       handoverReason: string;
       note?: string;
     },
@@ -499,7 +499,7 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
     };
   }
 
-  private emitOutputCompleted(outcome: StageOutcome, decisions: JsonRecord[], attempt: number): void {
+  private emitOutputCompleted(outcome: StageOutcome, decisions: RailDecision[], attempt: number): void {
     const failing = outcome.results.filter((r) => !isApproving(r.action));
     this.events.emit('guardrails.output.completed', {
       blocked: failing.length > 0,

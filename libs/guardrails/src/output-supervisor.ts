@@ -1,4 +1,4 @@
-import type { JsonRecord } from '@agent/contracts';
+import type { RailDecision } from '@agent/contracts';
 import type { StageOutcome } from './executor';
 import { ACTION_SEVERITY, isApproving, RailAction, RailResult } from './rail.types';
 
@@ -22,8 +22,11 @@ export function guidanceOf(results: readonly RailResult[]): string {
   return [...new Set(parts)].join(' ');
 }
 
+/** Fields a stage adds to each of its decisions (the output supervisor's attempt). */
+type DecisionExtra = Pick<RailDecision, 'attempt'>;
+
 /** A rail result as stored in `guardrail_decisions` / `output_supervisor_results` (JSON, no functions). */
-export function toDecision(result: RailResult, extra: JsonRecord = {}): JsonRecord {
+export function toDecision(result: RailResult, extra: DecisionExtra = {}): RailDecision {
   return {
     code: result.code,
     stage: result.stage,
@@ -39,7 +42,7 @@ export function toDecision(result: RailResult, extra: JsonRecord = {}): JsonReco
 }
 
 /** Decisions of a stage, plus the reference's PARALLEL_CANCELLED pseudo-decision when fail_fast cut rails. */
-export function decisionsOf(outcome: StageOutcome, extra: JsonRecord = {}): JsonRecord[] {
+export function decisionsOf(outcome: StageOutcome, extra: DecisionExtra = {}): RailDecision[] {
   const decisions = outcome.results.map((r) => toDecision(r, extra));
   if (outcome.cancelledCodes.length > 0) {
     decisions.push({

@@ -1,6 +1,8 @@
-import type { AgentState, JsonRecord } from '@agent/contracts';
+import type { AgentState, Diagnostics, RailAction as RailActionName, RailStage } from '@agent/contracts';
 
-/** What a rail asks the runtime to do with the text it evaluated (the reference's RailAction values). */
+export { RAIL_STAGES, type RailStage } from '@agent/contracts';
+
+/** The rail actions by name (their values are the contracts' `RAIL_ACTIONS`). */
 export const RailAction = {
   ALLOW: 'allow',
   SANITIZE: 'sanitize',
@@ -8,8 +10,8 @@ export const RailAction = {
   RETRY: 'retry',
   HANDOVER: 'handover',
   BLOCK: 'block',
-} as const;
-export type RailAction = (typeof RailAction)[keyof typeof RailAction];
+} as const satisfies Record<string, RailActionName>;
+export type RailAction = RailActionName;
 
 /** Actions that let the text through (possibly changed). */
 export const APPROVING_ACTIONS: readonly RailAction[] = [
@@ -42,9 +44,6 @@ export function isTerminal(action: RailAction): boolean {
   return TERMINAL_ACTIONS.includes(action);
 }
 
-export const RAIL_STAGES = ['input', 'output', 'retrieval', 'tool'] as const;
-export type RailStage = (typeof RAIL_STAGES)[number];
-
 /** What a rail sees: the text of its stage, the (read-only) turn state and its cancellation signal. */
 export interface RailContext {
   stage: RailStage;
@@ -66,7 +65,7 @@ export interface RailEvaluation {
    * order over the text, whatever order the rails finished in.
    */
   sanitize?: (text: string) => string;
-  metadata?: JsonRecord;
+  metadata?: Diagnostics;
 }
 
 /** One rail's outcome as recorded in `guardrail_decisions` / `output_supervisor_results`. */
@@ -79,7 +78,7 @@ export interface RailResult {
   latency_ms: number;
   /** Set when the rail threw or timed out and the executor's fail-closed/fail-open policy decided. */
   error?: string;
-  metadata: JsonRecord;
+  metadata: Diagnostics;
   sanitize?: (text: string) => string;
 }
 

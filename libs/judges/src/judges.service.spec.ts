@@ -12,6 +12,7 @@ import type { AgentState } from '@agent/contracts';
 import { EventBusService } from '@agent/observability';
 import { FakeLlmServer, FakeReply } from '@agent/testing/fake-llm';
 import { createTestLlm } from '@agent/testing/test-llm';
+import { judgeResultOf, parametersRequestOf, toolResultOf } from '@agent/testing/states';
 import { judgesFileSchema } from './judges.config';
 import { JudgesService } from './judges.service';
 import { factualTokens, groundedness, responseQuality, sentiment, tone } from './judges/deterministic';
@@ -52,9 +53,7 @@ const answered: AgentState = {
   user_text: 'Quanto ficou minha fatura de março?',
   route: 'billing_agent',
   answer: 'Sua fatura de março ficou em R$ 99,90, com vencimento em 10/04.',
-  mcp_results: [
-    { ok: true, tool_name: 'consultar_fatura', result: { valor: 'R$ 99,90', vencimento: '10/04' } },
-  ],
+  mcp_results: [toolResultOf({ result: { valor: 'R$ 99,90', vencimento: '10/04' } })],
 };
 
 describe('deterministic judges (Portuguese and English)', () => {
@@ -104,7 +103,7 @@ describe('deterministic judges (Portuguese and English)', () => {
   it('detects transactional turns like the reference', () => {
     expect(isTransactionalTurn({ transaction_status: 'AWAITING_CONFIRMATION' })).toBe(true);
     expect(isTransactionalTurn({ transaction_status: 'COMPLETED' })).toBe(false);
-    expect(isTransactionalTurn({ mcp_results: [{ ok: true, operation_type: 'transactional' }] })).toBe(true);
+    expect(isTransactionalTurn({ mcp_results: [toolResultOf(), parametersRequestOf()] })).toBe(true);
     expect(isTransactionalTurn(answered)).toBe(false);
   });
 });
@@ -235,13 +234,13 @@ describe('JudgesService.review', () => {
     const observed = await h.service.review({
       route: 'billing_agent',
       final_answer: 'Your bill is $120.',
-      judge_results: [{ name: 'groundedness', passed: false, enforce: false }],
+      judge_results: [judgeResultOf({ passed: false, score: 0.2 })],
     });
     expect(observed).toEqual({ approved: true, answer: 'Your bill is $120.' });
     const enforced = await h.service.review({
       route: 'billing_agent',
       final_answer: 'Your bill is $120.',
-      judge_results: [{ name: 'groundedness', passed: false, enforce: true }],
+      judge_results: [judgeResultOf({ passed: false, score: 0.2, enforce: true })],
     });
     expect(enforced).toEqual({
       approved: false,

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { ConfigType } from '@nestjs/config';
 import { appConfig, ConfigFilesService, loadYamlFile, PerAgent, SERVICE_MESSAGES } from '@agent/config';
-import { foldText, type AgentState, type JsonRecord } from '@agent/contracts';
+import { foldText, type AgentState, type JudgeResult } from '@agent/contracts';
 import { LlmService } from '@agent/llm';
 import { EventBusService } from '@agent/observability';
 import { DEFAULT_THRESHOLDS, JudgeEntry, JUDGES_FILE, JudgesFile, judgesFileSchema } from './judges.config';
@@ -10,22 +10,11 @@ import { buildJudgeContext, isTransactionalTurn, JudgeContext } from './judges/e
 import { llmJudge } from './judges/llm-judge';
 
 type ReviewRule = JudgesFile['supervisor_review']['rules'][number];
+/** What the supervisor review objects to: a configured rule, or an enforced judge that failed. */
+type ReviewViolation = { rule: string; action: ReviewRule['action'] } | { judge: string; action: 'replace' };
 
 /** Injection token for the sampler's random source (tests pin it). */
 export const JUDGES_RANDOM = Symbol('JUDGES_RANDOM');
-
-export interface JudgeResult extends JsonRecord {
-  name: string;
-  type: 'llm' | 'deterministic';
-  score: number;
-  passed: boolean;
-  threshold: number;
-  reason: string;
-  enforce: boolean;
-  latency_ms: number;
-  error?: string;
-  metadata: JsonRecord;
-}
 
 export interface ReviewOutcome {
   approved: boolean;
@@ -76,7 +65,7 @@ export class JudgesService {
   }
 
   /** The `judge` node: samples the turn, runs the enabled judges concurrently, returns `judge_results`. */
-  async evaluate(state: AgentState): Promise<JsonRecord[]> {
+  async evaluate(state: AgentState): Promise<JudgeResult[]> {
     const { config } = this.policies.for(state.agent_id);
     const judges = config.judges.filter((j) => j.enabled);
     if (!config.enabled || judges.length === 0) return [];
@@ -137,7 +126,7 @@ export class JudgesService {
       });
       return Promise.resolve({ approved: true, answer });
     }
-    const violations: JsonRecord[] = [];
+    const violations: ReviewViolation[] = [];
     let replacement: string | null = null;
     const normalized = foldText(answer);
     for (const rule of reviewRules) {
@@ -147,9 +136,7 @@ export class JudgesService {
         replacement = rule.message ?? review.replacement_message ?? fallback;
       }
     }
-    const enforcedFailures = (state.judge_results ?? []).filter(
-      (r) => r.enforce === true && r.passed === false,
-    );
+    const enforcedFailures = (state.judge_results ?? []).filter((r) => r.enforce && !r.passed);
     for (const failure of enforcedFailures) {
       violations.push({ judge: failure.name, action: 'replace' });
       replacement ??= config.fallback_message ?? fallback;

@@ -10,7 +10,7 @@ import {
   PerAgent,
   ToolConfig,
 } from '@agent/config';
-import type { JsonRecord } from '@agent/contracts';
+import type { ToolArguments } from '@agent/contracts';
 import { EventBusService, MetricsService, TracingService } from '@agent/observability';
 import {
   describeError,
@@ -31,6 +31,7 @@ import {
   PrepareResult,
   RUNTIME_ARGUMENTS,
   ToolDescriptor,
+  ToolInputSchema,
 } from './mcp.types';
 
 export const MCP_ENV = Symbol('MCP_ENV');
@@ -148,12 +149,12 @@ export class McpService implements OnApplicationShutdown {
   }
 
   /** Maps and validates arguments for a tool, without calling it (the reference's prepare_call). */
-  prepareCall(toolName: string, args: JsonRecord, options: PrepareOptions = {}): PrepareResult {
+  prepareCall(toolName: string, args: ToolArguments, options: PrepareOptions = {}): PrepareResult {
     const config = this.toolConfig(toolName);
     const fail = (
       error: PreparationError,
       server: string | null,
-      mapped: JsonRecord = {},
+      mapped: ToolArguments = {},
     ): PrepareResult => ({
       ok: false,
       tool_name: toolName,
@@ -176,7 +177,7 @@ export class McpService implements OnApplicationShutdown {
     }
     const properties = config.args_schema.properties;
     const context = options.context ?? {};
-    const mapped: JsonRecord = {};
+    const mapped: ToolArguments = {};
     const invalid: { name: string; reason: string }[] = [];
     for (const [name, property] of Object.entries(properties)) {
       const raw = firstPresent(args[name], context[config.map[name] ?? ''], config.defaults[name]);
@@ -224,7 +225,7 @@ export class McpService implements OnApplicationShutdown {
 
   /** Sends a prepared call. Emits mcp.tool_call.completed always and NOC.MCP_TOOL_FAILED when not ok. */
   async call(prepared: PreparedCall, options: CallOptions = {}): Promise<McpToolResult> {
-    const args: JsonRecord = { ...prepared.arguments };
+    const args: ToolArguments = { ...prepared.arguments };
     if (options.confirmed) args.confirmed = true;
     if (options.idempotencyKey) args.idempotency_key = options.idempotencyKey;
     const started = performance.now();
@@ -263,7 +264,7 @@ export class McpService implements OnApplicationShutdown {
   /** prepareCall then call; a preparation error becomes an ok:false result without any call. */
   async callTool(
     toolName: string,
-    args: JsonRecord,
+    args: ToolArguments,
     options: CallOptions & PrepareOptions = {},
   ): Promise<McpToolResult> {
     const prepared = this.prepareCall(toolName, args, options);
@@ -344,7 +345,7 @@ export class McpService implements OnApplicationShutdown {
   private async send(
     set: ServerSet,
     prepared: PreparedCall,
-    args: JsonRecord,
+    args: ToolArguments,
     started: number,
   ): Promise<McpToolResult> {
     const base = { tool_name: prepared.tool_name, server: prepared.server };
@@ -446,7 +447,7 @@ export function requiredArguments(config: ToolConfig): string[] {
 /** A tool as the model is offered it: the listed input schema when the server has the tool, else tools.yaml's. */
 function describe(name: string, config: ToolConfig, listed: readonly Tool[] | null): ToolDescriptor {
   const remote = listed?.find((tool) => tool.name === name);
-  const source = remote ? (remote.inputSchema as JsonRecord) : yamlSchema(config);
+  const source = remote ? remote.inputSchema : yamlSchema(config);
   return {
     name,
     server: config.server,
@@ -459,7 +460,7 @@ function describe(name: string, config: ToolConfig, listed: readonly Tool[] | nu
   };
 }
 
-function yamlSchema(config: ToolConfig): JsonRecord {
+function yamlSchema(config: ToolConfig): ToolInputSchema {
   return {
     type: 'object',
     properties: Object.fromEntries(
@@ -476,14 +477,10 @@ function yamlSchema(config: ToolConfig): JsonRecord {
   };
 }
 
-function offeredSchema(source: JsonRecord, config: ToolConfig): JsonRecord {
-  const properties = { ...((source.properties as JsonRecord | undefined) ?? {}) };
+function offeredSchema(source: ToolInputSchema, config: ToolConfig): ToolInputSchema {
+  const properties = { ...(source.properties ?? {}) };
   for (const name of RUNTIME_ARGUMENTS) delete properties[name];
-  const required = Array.isArray(source.required)
-    ? (source.required as unknown[]).filter(
-        (name): name is string => typeof name === 'string' && name in properties,
-      )
-    : [];
+  const required = (source.required ?? []).filter((name) => name in properties);
   return {
     type: 'object',
     properties,
@@ -540,9 +537,8 @@ function resultBody(result: CallToolResult): unknown {
 function errorText(body: unknown): string {
   if (typeof body === 'string') return body || 'tool returned an error';
   if (body && typeof body === 'object') {
-    const record = body as JsonRecord;
-    if (typeof record.message === 'string') return record.message;
-    if (typeof record.error === 'string') return record.error;
+    if ('message' in body && typeof body.message === 'string') return body.message;
+    if ('error' in body && typeof body.error === 'string') return body.error;
   }
   return 'tool returned an error';
 }

@@ -1,15 +1,8 @@
-import type { JsonRecord } from '@agent/contracts';
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { ClientMetadata, ToolArguments } from '@agent/contracts';
 
-/** What the agents see of a call: never an exception. */
-export interface McpToolResult {
-  ok: boolean;
-  /** The tool's structured answer; on a business error it carries the error payload too. */
-  result: unknown;
-  error: string | null;
-  tool_name: string;
-  server: string | null;
-  latency_ms: number;
-}
+/** What the agents see of a call (the state's `mcp_results` keep it): contracts own the shape. */
+export type { McpToolResult } from '@agent/contracts';
 
 /** Error text of an unreachable server (the reference's "MCP Tool Router indisponível"). */
 export const MCP_UNAVAILABLE_ERROR = 'MCP Tool Router unavailable';
@@ -36,12 +29,18 @@ export interface PreparationError {
 export interface PreparedCall {
   tool_name: string;
   server: string;
-  arguments: JsonRecord;
+  arguments: ToolArguments;
 }
 
 export type PrepareResult =
   | { ok: true; call: PreparedCall }
-  | { ok: false; tool_name: string; server: string | null; error: PreparationError; arguments: JsonRecord };
+  | {
+      ok: false;
+      tool_name: string;
+      server: string | null;
+      error: PreparationError;
+      arguments: ToolArguments;
+    };
 
 /** Whose MCP servers serve a call: the agent_id's own mcp_servers file, else the global one. */
 export interface AgentScope {
@@ -49,8 +48,8 @@ export interface AgentScope {
 }
 
 export interface PrepareOptions extends AgentScope {
-  /** Values the tool's `map` may read (message metadata, user_id, ...). */
-  context?: JsonRecord;
+  /** Values the tool's `map` may read: the client's message metadata with the caller's user_id and tenant_id. */
+  context?: ClientMetadata;
   /** Report missing required arguments as an error (default true). */
   requireComplete?: boolean;
 }
@@ -62,12 +61,15 @@ export interface CallOptions extends AgentScope {
   idempotencyKey?: string;
 }
 
+/** A tool's JSON Schema for its arguments (an object schema), as MCP lists it and the model is offered it. */
+export type ToolInputSchema = Tool['inputSchema'];
+
 /** A tool as offered to the LLM (OpenAI function tool) plus the policy the runtime enforces. */
 export interface ToolDescriptor {
   name: string;
   server: string;
   description: string;
-  parameters: JsonRecord;
+  parameters: ToolInputSchema;
   operation_type: 'read_only' | 'transactional';
   require_confirmation: boolean;
   requires: string[];

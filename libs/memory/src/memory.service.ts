@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ConfigType } from '@nestjs/config';
 import { memoryConfig } from '@agent/config';
-import type { AgentState, JsonRecord, MemoryWriteResult } from '@agent/contracts';
+import type { AgentState, LongTermMemory, MemoryWriteResult } from '@agent/contracts';
 import { LlmService } from '@agent/llm';
 import { LongTermMemoryStore } from './long-term-memory.store';
 import {
@@ -14,7 +14,7 @@ import {
 import type { LongTermMemoryItem, MemorySubject, SessionPurge, SubjectPurge } from './memory.types';
 
 export interface LoadedMemory {
-  items: JsonRecord[];
+  items: LongTermMemory[];
   context: string;
 }
 
@@ -112,7 +112,7 @@ function subjectOf(state: AgentState): MemorySubject | null {
   return { tenant_id: tenant, agent_id: agent, subject_key: subject };
 }
 
-function serialize(item: LongTermMemoryItem): JsonRecord {
+function serialize(item: LongTermMemoryItem): LongTermMemory {
   return {
     memory_id: item.memory_id,
     tenant_id: item.tenant_id,
@@ -132,11 +132,7 @@ function serialize(item: LongTermMemoryItem): JsonRecord {
 
 /** The facts loaded before routing, so the model reuses their keys when the customer updates one. */
 function knownFacts(state: AgentState): { category: string; key: string; value: string }[] {
-  return (state.long_term_memories ?? []).flatMap((item) =>
-    typeof item.category === 'string' && typeof item.key === 'string' && typeof item.value === 'string'
-      ? [{ category: item.category, key: item.key, value: item.value }]
-      : [],
-  );
+  return (state.long_term_memories ?? []).map(({ category, key, value }) => ({ category, key, value }));
 }
 
 /** The assistant's last message before this turn: "what name should I use?" gives "Ana" its meaning. */

@@ -1,3 +1,5 @@
+import type { MemoryProvenance } from '@agent/contracts';
+
 /** Whose memory: the business identity inside one tenant and agent (never a session). */
 export interface MemorySubject {
   tenant_id: string;
@@ -30,7 +32,7 @@ export interface MemoryFact {
 export interface MemorySource {
   session_id: string | null;
   message_id: string | null;
-  metadata: Record<string, unknown>;
+  metadata: MemoryProvenance;
 }
 
 /** A stored item (table `long_term_memories`); unique on (tenant, agent, subject, category, key). */
@@ -38,7 +40,7 @@ export interface LongTermMemoryItem extends MemorySubject, MemoryFact {
   memory_id: string;
   source_session_id: string | null;
   source_message_id: string | null;
-  metadata: Record<string, unknown>;
+  metadata: MemoryProvenance;
   created_at: Date;
   updated_at: Date;
 }

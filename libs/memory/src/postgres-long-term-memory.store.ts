@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { MoreThanOrEqual, Repository } from 'typeorm';
+import { memoryProvenanceSchema } from '@agent/contracts';
 import { DatabaseService } from '@agent/database';
 import { LongTermMemoryEntity } from './long-term-memory.entity';
 import { LongTermMemoryStore } from './long-term-memory.store';
@@ -37,7 +38,12 @@ export class PostgresLongTermMemoryStore extends LongTermMemoryStore {
       order: { confidence: 'DESC', updated_at: 'DESC', id: 'DESC' },
       take: options.limit,
     });
-    return rows.map(({ id, ...item }) => ({ memory_id: id, ...item }));
+    // The jsonb column takes any JSON: what does not fit the provenance shape is not carried into a turn.
+    return rows.map(({ id, metadata, ...item }) => ({
+      memory_id: id,
+      ...item,
+      metadata: memoryProvenanceSchema.catch({}).parse(metadata),
+    }));
   }
 
   async upsert(subject: MemorySubject, facts: MemoryFact[], source: MemorySource): Promise<number> {

@@ -1,7 +1,6 @@
 export * from './rag.module';
 export * from './rag.service';
 export * from './chunking';
-export type { RetrievedChunk } from './rag.store';
 export { RagStore } from './rag.store';
 export { loadDirectory, SUPPORTED_EXTENSIONS } from './loader';
 export * from './rag.entities';

@@ -2,11 +2,11 @@ import { Logger } from '@nestjs/common';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RagEnv } from '@agent/config';
-import type { JsonRecord } from '@agent/contracts';
+import type { RagOutcome, RagRetrieval, RetrievedChunk, SearchMode } from '@agent/contracts';
 import type { ChatMessage, LlmService } from '@agent/llm';
 import { chunkText, RagIngestError, validateChunking } from './chunking';
 import { loadDirectory } from './loader';
-import { RagStore, RetrievedChunk } from './rag.store';
+import { RagStore } from './rag.store';
 
 /** A precondition of RagService that is not met (generateAnswer without an LLM). */
 export class RagError extends Error {
@@ -43,9 +43,6 @@ export interface IngestReport {
   search_mode: SearchMode;
 }
 
-/** `vector`: pgvector cosine similarity over the `embedding` profile's vectors; else Postgres full-text. */
-export type SearchMode = 'vector' | 'full_text';
-
 export interface RetrievalResult {
   namespace: string;
   query: string;
@@ -56,11 +53,11 @@ export interface RetrievalResult {
   vector_error?: string;
 }
 
-/** The agent-facing context of one retrieval (the reference's `_retrieve_rag_context` metadata). */
-export type RagContext = JsonRecord & {
-  status: 'executed' | 'empty' | 'error' | 'disabled';
-  documents?: RetrievedChunk[];
-};
+/**
+ * The agent-facing context of one retrieval: its outcome (what the state's `context.rag` keeps) and, when it
+ * ran, the passages themselves (the state's `rag_results`).
+ */
+export type RagContext = Exclude<RagOutcome, RagRetrieval> | (RagRetrieval & { documents: RetrievedChunk[] });
 
 export const RAG_PROVIDER = 'postgres_fts';
 /** The LLM profile whose model embeds chunks and queries; no `default` fallback (a chat model cannot embed). */

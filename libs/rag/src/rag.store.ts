@@ -1,4 +1,5 @@
 import { DataSource, EntityManager, In, Not } from 'typeorm';
+import type { RetrievedChunk } from '@agent/contracts';
 import { RagChunkEntity, RagDocumentEntity } from './rag.entities';
 
 export interface ChunkInput {
@@ -16,17 +17,6 @@ export interface DocumentInput {
   metadata: Record<string, unknown>;
   chunks: ChunkInput[];
 }
-
-/** A type (not an interface) so it is assignable to the state's JSON records. */
-export type RetrievedChunk = {
-  chunk_id: number;
-  document_id: number;
-  source: string;
-  title: string;
-  chunk_index: number;
-  content: string;
-  score: number;
-};
 
 /** A chunk to embed: the title goes with the content, as in the full-text index. */
 export interface ChunkToEmbed {

@@ -4,7 +4,7 @@ import { loadYamlFile, routingFileSchema, toolsFileSchema } from '@agent/config'
 import type { AgentState, DomainAgentNode, PendingTopic } from '@agent/contracts';
 import { EventBusService } from '@agent/observability';
 import { FakeLlmServer } from '@agent/testing/fake-llm';
-import { activeTransactionOf, decisionOf, pendingToolCallOf } from '@agent/testing/states';
+import { activeTransactionOf, decisionOf, pendingToolCallOf, toolResultOf } from '@agent/testing/states';
 import { createTestLlm } from '@agent/testing/test-llm';
 import { IntentCatalogue } from './intent-catalogue';
 import { AgentRunner, TurnSupervisor } from './supervisor';
@@ -75,7 +75,7 @@ describe('TurnSupervisor', () => {
     ]);
     const state = turn('quero ver minha fatura e meu plano', {
       ...transactionFields,
-      mcp_results: [{ old: true }],
+      mcp_results: [toolResultOf({ tool_name: 'from_an_earlier_turn' })],
       pending_topics: [],
     });
     const patch = await supervisor.run(state, runAgent);

@@ -10,8 +10,8 @@ import {
 import { z } from 'zod';
 import {
   AgentState,
+  ClientMetadata,
   continuitySignalSchema,
-  JsonRecord,
   routeDecisionSchema,
   TURN_SCRATCH_KEYS,
 } from '@agent/contracts';
@@ -27,7 +27,7 @@ export interface TurnInput {
   text: string;
   message_id?: string;
   user_id?: string;
-  metadata?: JsonRecord;
+  metadata?: ClientMetadata;
 }
 
 /** The HTTP response of a turn (docs/api.md); the idempotency record stores it and a replay parses it back. */
@@ -247,7 +247,7 @@ export class TurnService {
 }
 
 /** A stored response parses back to the turn response it was; anything else is a damaged record, not an answer. */
-function storedTurnResponse(stored: JsonRecord, conversationKey: string): TurnResponse {
+function storedTurnResponse(stored: unknown, conversationKey: string): TurnResponse {
   const parsed = turnResponseSchema.safeParse(stored);
   if (!parsed.success) {
     throw new Error(`the stored response of a message in ${conversationKey} is not a turn response`);

@@ -13,8 +13,8 @@ import {
   HandoffTransfer,
   HistoryMessage,
   isDomainAgentNode,
-  JsonRecord,
   promptHistory,
+  RailDecision,
   RouteDecision,
 } from '@agent/contracts';
 import { GuardrailsService } from '@agent/guardrails';
@@ -423,7 +423,7 @@ export class WorkflowService {
 }
 
 /** The patch of a turn the input guardrails blocked: the safe message, and nothing routed. */
-function inputBlocked(state: AgentState, message: string, decisions: JsonRecord[]): NodePatch {
+function inputBlocked(state: AgentState, message: string, decisions: RailDecision[]): NodePatch {
   const decision: RouteDecision = {
     route: BLOCKED_ROUTE,
     agent: null,
@@ -435,7 +435,7 @@ function inputBlocked(state: AgentState, message: string, decisions: JsonRecord[
     reason: 'input guardrail blocked the message',
     next_state: state.next_state ?? null,
     route_bypassed: false,
-    metadata: { codes: decisions.filter((d) => d.allowed === false).map((d) => d.code) },
+    metadata: { codes: decisions.filter((d) => !d.allowed).map((d) => d.code) },
   };
   return {
     blocked: true,

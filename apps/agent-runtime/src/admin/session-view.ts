@@ -1,5 +1,5 @@
 import type { SessionRow, StoredEventRow, VerifiedCheckpointRow } from '@agent/checkpoint';
-import type { AgentState, JsonRecord } from '@agent/contracts';
+import type { AgentState, StoredEvent } from '@agent/contracts';
 import type {
   AdminActionRecordDto,
   CheckpointInfoDto,
@@ -169,7 +169,7 @@ export function turnDecision(turn: number, list: StoredEventRow[]): TurnDecision
   };
 }
 
-function continuityView(payload: JsonRecord): ContinuityDecisionDto {
+function continuityView(payload: StoredEvent['payload']): ContinuityDecisionDto {
   return {
     decision: stringOr(payload.decision) ?? 'unknown',
     confidence: numberOr(payload.confidence),
@@ -180,7 +180,8 @@ function continuityView(payload: JsonRecord): ContinuityDecisionDto {
   };
 }
 
-export function isRecord(value: unknown): value is JsonRecord {
+/** A JSON object inside a stored event's payload (a rail decision, a node timing). */
+export function isRecord(value: unknown): value is StoredEvent['payload'] {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 

@@ -30,7 +30,7 @@ export const coherenceRail = defineRail({
   create: (params) => ({
     code: 'COER',
     evaluate: ({ state }): Promise<RailEvaluation> =>
-      Promise.resolve(
+      Promise.resolve<RailEvaluation>(
         coherenceDelegated(state, params.delegate_statuses)
           ? {
               action: RailAction.ALLOW,

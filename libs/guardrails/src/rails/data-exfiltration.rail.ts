@@ -32,7 +32,7 @@ export const dataExfiltrationInputRail = defineRail({
     code: 'DLEX_IN',
     evaluate: ({ text }): Promise<RailEvaluation> => {
       const hit = firstMatch(screenForms(text), EXFILTRATION_PATTERNS);
-      return Promise.resolve(
+      return Promise.resolve<RailEvaluation>(
         hit
           ? {
               action: RailAction.BLOCK,

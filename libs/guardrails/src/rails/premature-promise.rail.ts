@@ -1,5 +1,11 @@
 import { z } from 'zod';
-import { foldText, type AgentState, type JsonRecord } from '@agent/contracts';
+import {
+  foldText,
+  isToolCallResult,
+  type AgentState,
+  type McpToolResult,
+  type TransactionEvidence,
+} from '@agent/contracts';
 import { RailAction, RailEvaluation } from '../rail.types';
 import { sentences } from '../text';
 import { llmParamsShape } from './model-verdict';
@@ -49,26 +55,15 @@ export function findOperationClaims(answer: string): ClaimHit[] {
   return hits;
 }
 
-const isRecord = (value: unknown): value is JsonRecord =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
-const NOT_DONE_STATUSES = /^(collecting|awaiting|waiting|pending|failed|cancelled_by_user|error)/i;
-
 /** Tool results and transaction evidence that confirm an operation ran in this conversation. */
-export function operationEvidence(state: Readonly<AgentState>): JsonRecord[] {
-  const evidence: JsonRecord[] = [
+export function operationEvidence(state: Readonly<AgentState>): (TransactionEvidence | McpToolResult)[] {
+  return [
     ...(state.transaction_evidence ?? []),
     ...(state.relevant_transaction_evidence ?? []),
     ...(state.last_transaction_evidence ? [state.last_transaction_evidence] : []),
+    // A request for parameters ran nothing; a failed call confirms nothing.
+    ...(state.mcp_results ?? []).filter(isToolCallResult).filter((result) => result.ok),
   ];
-  for (const result of state.mcp_results ?? []) {
-    if (!isRecord(result) || result.ok !== true || result.executed === false) continue;
-    if (result.collecting_parameters === true || result.awaiting_confirmation === true) continue;
-    if (typeof result.transaction_status === 'string' && NOT_DONE_STATUSES.test(result.transaction_status)) {
-      continue;
-    }
-    evidence.push(result);
-  }
-  return evidence;
 }
 
 /** Protocol, ticket or confirmation numbers the answer cites. */

@@ -111,7 +111,7 @@ export const promptInjectionRail = defineRail({
       evaluate: ({ text, state, stage }): Promise<RailEvaluation> => {
         const previous = stage === 'input' ? previousUserMessage(state) : null;
         const hit = screenInjection(text, extra, previous);
-        return Promise.resolve(
+        return Promise.resolve<RailEvaluation>(
           hit
             ? {
                 action: RailAction.BLOCK,
@@ -159,7 +159,7 @@ export const promptInjectionOutputRail = defineRail({
     code: 'PINJ_OUT',
     evaluate: ({ text }): Promise<RailEvaluation> => {
       const hit = firstMatch(screenForms(text), OBEYED_INJECTION_PATTERNS);
-      return Promise.resolve(
+      return Promise.resolve<RailEvaluation>(
         hit
           ? {
               action: RailAction.BLOCK,

@@ -1,4 +1,5 @@
 import type { AgentState } from '@agent/contracts';
+import { parametersRequestOf, toolResultOf } from '@agent/testing/states';
 import { ModelCheck, RailAction, RailEvaluation, RailStage } from '../rail.types';
 import { RAIL_CATALOGUE } from './catalogue';
 
@@ -317,7 +318,7 @@ describe('REVPREC', () => {
   it('allows the claim when a tool result confirms it, but not an invented protocol number', async () => {
     const state: AgentState = {
       user_text: 'cancela',
-      mcp_results: [{ ok: true, tool_name: 'cancelar_plano', result: { protocolo: '2024000111' } }],
+      mcp_results: [toolResultOf({ tool_name: 'cancelar_plano', result: { protocolo: '2024000111' } })],
     };
     expect((await evaluate('REVPREC', 'Cancelei seu plano, protocolo 2024000111.', { state })).action).toBe(
       RailAction.ALLOW,
@@ -327,12 +328,12 @@ describe('REVPREC', () => {
     );
   });
 
-  it('does not count a pending confirmation or a failed call as evidence', async () => {
+  it('does not count a request for parameters or a failed call as evidence', async () => {
     const state: AgentState = {
       user_text: 'cancela',
       mcp_results: [
-        { ok: true, tool_name: 'cancelar_plano', awaiting_confirmation: true },
-        { ok: false, tool_name: 'cancelar_plano', error: 'timeout' },
+        parametersRequestOf({ tool_name: 'cancelar_plano', missing_parameters: ['msisdn'] }),
+        toolResultOf({ ok: false, tool_name: 'cancelar_plano', result: null, error: 'timeout' }),
       ],
     };
     expect((await evaluate('REVPREC', 'I have cancelled your plan.', { state })).action).toBe(

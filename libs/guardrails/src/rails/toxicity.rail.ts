@@ -45,7 +45,7 @@ export const toxicityRail = defineRail({
       code: 'TOX',
       evaluate: ({ text }): Promise<RailEvaluation> => {
         const hit = firstMatch(screenForms(text), [...TOXIC_PATTERNS, ...blocklist]);
-        return Promise.resolve(
+        return Promise.resolve<RailEvaluation>(
           hit
             ? {
                 action: RailAction.BLOCK,

@@ -1,4 +1,4 @@
-import { foldText, type JsonRecord } from '@agent/contracts';
+import { foldText, type Diagnostics } from '@agent/contracts';
 import type { JudgeName } from '../judges.config';
 import { clamp01, countMatches, round2 } from '../text';
 import { JudgeContext, evidenceText } from './evidence';
@@ -6,7 +6,7 @@ import { JudgeContext, evidenceText } from './evidence';
 export interface JudgeScore {
   score: number;
   reason: string;
-  metadata: JsonRecord;
+  metadata: Diagnostics;
 }
 
 const PLACEHOLDERS = [

@@ -1,4 +1,10 @@
-import type { AgentState, JsonRecord } from '@agent/contracts';
+import {
+  isToolCallResult,
+  type AgentState,
+  type McpResult,
+  type RetrievedChunk,
+  type TransactionEvidence,
+} from '@agent/contracts';
 
 /** What the judges see: the answer, the user's message and the turn's evidence. */
 export interface JudgeContext {
@@ -6,9 +12,9 @@ export interface JudgeContext {
   userText: string;
   route: string | null;
   intent: string | null;
-  mcpResults: JsonRecord[];
-  ragResults: JsonRecord[];
-  transactionEvidence: JsonRecord[];
+  mcpResults: McpResult[];
+  ragResults: RetrievedChunk[];
+  transactionEvidence: TransactionEvidence[];
 }
 
 export function buildJudgeContext(state: Readonly<AgentState>): JudgeContext {
@@ -39,18 +45,12 @@ export function evidenceText(context: JudgeContext, maxChars: number): string {
 }
 
 const TERMINAL_STATUSES = /^(COMPLETED|FAILED|CANCELLED|CANCELED|BLOCKED|EXPIRED|ABANDONED|DONE)$/i;
-const isRecord = (v: unknown): v is JsonRecord => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** The reference's transactional detection: an active transaction or a transactional tool in this turn. */
 export function isTransactionalTurn(state: Readonly<AgentState>): boolean {
   if (state.transaction_status && !TERMINAL_STATUSES.test(state.transaction_status)) return true;
   if (state.confirmation_required === true || state.confirmation_received === true) return true;
   if (state.pending_tool_call || state.selected_tool_call || state.tool_policy_result) return true;
-  return (state.mcp_results ?? []).some(
-    (r) =>
-      isRecord(r) &&
-      (r.operation_type === 'transactional' ||
-        r.awaiting_confirmation === true ||
-        typeof r.transaction_status === 'string'),
-  );
+  // A transactional tool asked for its parameters this turn.
+  return (state.mcp_results ?? []).some((result) => !isToolCallResult(result));
 }
