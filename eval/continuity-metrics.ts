@@ -29,6 +29,13 @@ export interface TurnOutcome {
   latency_ms: number;
   prompt_tokens: number;
   completion_tokens: number;
+  /**
+   * For a ROUTE turn the conversation goes on from, the intent it went to (the next turn's previous_intent);
+   * null otherwise.
+   */
+  expected_intent: string | null;
+  /** The intent an accepted ROUTE's target named (at threshold 0), which the router takes instead of its model. */
+  named_intent: string | null;
 }
 
 /** The classifier gave no usable answer: its label is not the model's. */
@@ -286,6 +293,20 @@ export function percentile(values: readonly number[], p: number): number | null 
   return sorted[Math.min(sorted.length - 1, Math.max(0, rank - 1))];
 }
 
+/**
+ * The targets of ROUTE turns whose next intent is known: how many named one at `threshold` (the router's model
+ * skipped) and how many of those named the intent the conversation went to.
+ */
+export function routeTargets(
+  outcomes: readonly TurnOutcome[],
+  threshold: number,
+): { named: Ratio; right: Ratio } {
+  const known = outcomes.filter((o) => o.label === 'ROUTE' && o.expected_intent !== null);
+  const named = known.filter((o) => o.named_intent !== null && o.confidence >= threshold);
+  const right = named.filter((o) => o.named_intent === o.expected_intent);
+  return { named: ratio(named.length, known.length), right: ratio(right.length, named.length) };
+}
+
 export interface EvalSummary {
   threshold: number;
   turns: number;
@@ -302,6 +323,7 @@ export interface EvalSummary {
   missed_switch: Ratio;
   misroute: Ratio;
   bypass: Ratio;
+  route_targets: { named: Ratio; right: Ratio };
   failures: Record<string, number>;
   lowest_safe_threshold: number | null;
   sweep: SweepRow[];
@@ -352,6 +374,7 @@ export function summarize(
     missed_switch: chosen.missed_switch,
     misroute: chosen.misroute,
     bypass: chosen.bypass,
+    route_targets: routeTargets(outcomes, threshold),
     failures,
     lowest_safe_threshold: lowestSafeThreshold(sweep),
     sweep,

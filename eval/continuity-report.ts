@@ -149,6 +149,10 @@ export function renderMarkdown(report: EvalReport): string {
         ['misroute rate (wrong accepted CONTINUE / HANDOFF / END, all turns)', formatRate(summary.misroute)],
         ['bypass rate (router skipped, all turns)', formatRate(summary.bypass)],
         [
+          "ROUTE turns naming their target (router's model skipped) / right among them",
+          `${formatRate(summary.route_targets.named)} / ${formatRate(summary.route_targets.right)}`,
+        ],
+        [
           'classifier failures',
           failures.length === 0 ? 'none' : failures.map(([reason, n]) => `${reason} ${n}`).join(', '),
         ],

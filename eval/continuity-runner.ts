@@ -269,5 +269,7 @@ async function evaluateTurn(service: ContinuityService, prepared: PreparedTurn):
     latency_ms: signal.latency_ms,
     prompt_tokens: tokens('prompt_tokens'),
     completion_tokens: tokens('completion_tokens'),
+    expected_intent: turn.label === 'ROUTE' ? (conversation.turns[index + 1]?.previous_intent ?? null) : null,
+    named_intent: outcome.route?.intent ?? null,
   };
 }

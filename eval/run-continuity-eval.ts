@@ -302,6 +302,9 @@ export async function main(
   io.out(`missed-switch rate: ${formatRate(summary.missed_switch)}`);
   io.out(`misroute rate: ${formatRate(summary.misroute)}`);
   io.out(`bypass rate: ${formatRate(summary.bypass)}`);
+  io.out(
+    `ROUTE targets named: ${formatRate(summary.route_targets.named)}, right: ${formatRate(summary.route_targets.right)}`,
+  );
   const failed = Object.entries(summary.failures).filter(([reason]) => reason !== 'no_active_agent');
   if (failed.length > 0) io.out(`classifier failures: ${failed.map(([r, n]) => `${r} ${n}`).join(', ')}`);
   for (const warning of run.warnings.slice(0, 3)) io.err(`  service warning: ${warning}`);

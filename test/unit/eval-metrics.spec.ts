@@ -11,6 +11,7 @@ import {
   percentile,
   rawPrediction,
   ratio,
+  routeTargets,
   summarize,
   sweepRow,
   thresholdSweep,
@@ -41,6 +42,8 @@ function outcome(
     latency_ms: 10,
     prompt_tokens: 100,
     completion_tokens: 10,
+    expected_intent: null,
+    named_intent: null,
     ...extra,
   };
 }
@@ -215,6 +218,25 @@ describe('continuity eval metrics', () => {
       ['a', 2],
       ['b', 1],
     ]);
+  });
+
+  it('counts the ROUTE targets named at the threshold, and the right ones among them', () => {
+    const route = (expected: string | null, named: string | null, confidence = 0.95) =>
+      outcome('ROUTE', 'ROUTE', confidence, { expected_intent: expected, named_intent: named });
+    const outcomes = [
+      route('billing', 'billing'),
+      route('billing', 'product'),
+      route('billing', 'billing', 0.8),
+      route('billing', null),
+      route(null, 'billing'),
+      outcome('CONTINUE', 'CONTINUE', 0.95, { named_intent: 'billing' }),
+    ];
+    expect(routeTargets(outcomes, 0.9)).toEqual({
+      named: { count: 2, total: 4, rate: 0.5 },
+      right: { count: 1, total: 2, rate: 0.5 },
+    });
+    expect(routeTargets(outcomes, 0.5).named.count).toBe(3);
+    expect(routeTargets([], 0.9).right.rate).toBeNull();
   });
 
   it('percentile uses the nearest rank', () => {

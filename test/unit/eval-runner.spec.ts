@@ -15,7 +15,14 @@ interface Script {
   label: string;
   confidence: number;
   invalid?: boolean;
+  /** The capability a ROUTE names. */
+  target?: string;
 }
+
+/** Each enabled intent's capability, as the classifier's payload shows it. */
+const capabilities = new Map(
+  catalogue.intents.filter((i) => i.enabled).map((i) => [i.name, i.label ?? i.description]),
+);
 
 /**
  * The key a classifier request is answered by: the current message and the start of the reply right before it
@@ -42,12 +49,16 @@ describe('eval:continuity runner', () => {
   let shortAcks = 0;
   let switches = 0;
   let total = 0;
+  /** ROUTE turns whose next intent is known, and how many of them name a target (one of those wrongly). */
+  let knownRoutes = 0;
+  let namedTargets = 0;
 
   beforeAll(async () => {
     dataset = loadDataset(DATASET, catalogue);
     outDir = mkdtempSync(join(tmpdir(), 'eval-runner-'));
     let missedSwitchPlanted = false;
     let invalidPlanted = false;
+    let wrongTargetPlanted = false;
     for (const conversation of dataset.conversations) {
       conversation.turns.forEach((turn, index) => {
         total++;
@@ -67,6 +78,19 @@ describe('eval:continuity runner', () => {
         } else if (turn.label === 'HUMAN_HANDOFF' && !invalidPlanted) {
           script = { label: 'HUMAN_HANDOFF', confidence: 0.95, invalid: true };
           invalidPlanted = true;
+        }
+        const next = conversation.turns[index + 1]?.previous_intent ?? null;
+        if (turn.label === 'ROUTE' && next !== null) {
+          knownRoutes++;
+          if (script.label === 'ROUTE') {
+            namedTargets++;
+            // One confident wrong target: the router's model would be skipped for the wrong intent.
+            const named = wrongTargetPlanted
+              ? next
+              : [...capabilities.keys()].find((intent) => intent !== next);
+            wrongTargetPlanted = true;
+            script = { ...script, target: capabilities.get(named ?? next) };
+          }
         }
         const existing = scripts.get(key);
         if (existing && existing.label !== script.label) {
@@ -92,7 +116,12 @@ describe('eval:continuity runner', () => {
           };
         }
         return {
-          json: { decision: script.label, confidence: script.confidence, reason: 'scripted from the label' },
+          json: {
+            decision: script.label,
+            confidence: script.confidence,
+            reason: 'scripted from the label',
+            ...(script.target ? { target: script.target } : {}),
+          },
           usage: { prompt_tokens: 300, completion_tokens: 20 },
         };
       },
@@ -147,6 +176,11 @@ describe('eval:continuity runner', () => {
     expect(summary.accuracy.count).toBe(total - 2 - shortAcks);
     expect(summary.missed_switch).toEqual({ count: 1, total: switches, rate: 1 / switches });
     expect(summary.misroute.count).toBe(1);
+    expect(summary.route_targets).toEqual({
+      named: { count: namedTargets, total: knownRoutes, rate: namedTargets / knownRoutes },
+      right: { count: namedTargets - 1, total: namedTargets, rate: (namedTargets - 1) / namedTargets },
+    });
+    expect(namedTargets).toBeGreaterThan(20);
     expect(summary.failures).toEqual({ invalid_output: 1 });
     expect(summary.raw_confusion.HUMAN_HANDOFF.FAILED).toBe(1);
     expect(summary.tokens.prompt).toBe(300 * total);
@@ -171,7 +205,12 @@ describe('eval:continuity runner', () => {
     ]) {
       expect(markdown).toContain(heading);
     }
-    expect(out).toEqual(expect.arrayContaining([expect.stringMatching(/^missed-switch rate: /)]));
+    expect(out).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^missed-switch rate: /),
+        expect.stringMatching(/^ROUTE targets named: .*, right: /),
+      ]),
+    );
     // The caller's environment is left as it was.
     expect(process.env.ENABLE_ROUTE_STICKINESS).toBeUndefined();
     expect(process.env.LLM_PROFILES_PATH).toBeUndefined();
