@@ -6,6 +6,7 @@ import { SingleCommitTurn1764892800000 } from './1764892800000-single-commit-tur
 import { Retention1764979200000 } from './1764979200000-retention';
 import { EventRelay1765065600000 } from './1765065600000-event-relay';
 import { DeadLetterPrivacy1765152000000 } from './1765152000000-dead-letter-privacy';
+import { WebhookAttempts1765238400000 } from './1765238400000-webhook-attempts';
 
 /** Every migration, in order. Listed explicitly so compiled and test builds load the same set. */
 export const ALL_MIGRATIONS = [
@@ -17,4 +18,5 @@ export const ALL_MIGRATIONS = [
   Retention1764979200000,
   EventRelay1765065600000,
   DeadLetterPrivacy1765152000000,
+  WebhookAttempts1765238400000,
 ];

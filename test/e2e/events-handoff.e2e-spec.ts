@@ -79,6 +79,14 @@ describe('a handoff reaches a person outside the process', () => {
     scriptStages(fake, { 'I want to talk to a person': { decision: 'HUMAN_HANDOFF', confidence: 0.99 } });
     const session = uniqueId('s');
     await say(session, 'What is my plan?');
+    // The measure below is of the handoff's commit alone, not of the first turn's forty-odd events before it.
+    await eventually('the first turn delivered everywhere', async () => {
+      const ready = await app.get<{
+        details: { events: { destinations: { lag_events: number; last_delivery_at: string | null }[] } };
+      }>('/health/ready');
+      const { destinations } = ready.body.details.events;
+      return destinations.every((d) => d.last_delivery_at !== null && d.lag_events === 0) ? true : undefined;
+    });
     const handoff = await say(session, 'I want to talk to a person');
     const answeredAt = Date.now();
     expect(handoff.human_handoff_requested).toBe(true);

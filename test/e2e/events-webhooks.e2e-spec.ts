@@ -1,14 +1,15 @@
 import { randomBytes } from 'node:crypto';
+import { rmSync } from 'node:fs';
 import { Webhook } from 'standardwebhooks';
 import { DeadLetterRetentionService } from '@agent/events';
-import { startTestApp, TestApp, uniqueId } from '../support/test-app';
+import { startTestApp, TestApp, testDatabaseEnv, uniqueId } from '../support/test-app';
 import { eventually, WebhookReceiver } from '../support/webhook-receiver';
 
 /**
  * Signed webhooks per tenant against a real local HTTP receiver: the signature verifies with the Standard
  * Webhooks library, a 500 and a timeout are retried, an event that fails every attempt becomes a dead letter the
  * admin API lists and redelivers, and an endpoint never receives another tenant's events. Dead letters hold
- * payloads: they go with their session, their subject, and with age.
+ * payloads: they go with their session, their subject, and with age. A restart continues an event's retries.
  */
 const SECRET = `whsec_${randomBytes(32).toString('base64')}`;
 const MAX_ATTEMPTS = 3;
@@ -234,4 +235,69 @@ describe('signed webhooks', () => {
     expect(await app.app.get(DeadLetterRetentionService).sweep()).toBeGreaterThan(0);
     expect(await sessionsWithLetters()).toEqual([recent]);
   });
+});
+
+describe('webhook retries across a restart', () => {
+  it('continues the count on the same database and dead-letters after the configured total', async () => {
+    const tenant = uniqueId('r');
+    const session = uniqueId('s');
+    const receiver = await WebhookReceiver.start();
+    receiver.answer = () => 'fail';
+    // Both processes share one database: CI's server, or one embedded data directory used in turn.
+    const database = testDatabaseEnv();
+    const start = () =>
+      startTestApp({
+        env: {
+          ...database,
+          EVENTS_WEBHOOKS_PATH: receiver.webhooksFile('/crm', {
+            id: `${tenant}-crm`,
+            tenant_id: tenant,
+            secret_env: 'TEST_WEBHOOK_SECRET',
+            events: ['AGENT_COMPLETED'],
+            max_attempts: 4,
+            timeout_ms: 400,
+          }),
+          TEST_WEBHOOK_SECRET: SECRET,
+          // Waits of 1 to 2 s: the restart happens inside one.
+          EVENTS_WEBHOOK_BACKOFF_BASE_MS: '2000',
+          EVENTS_WEBHOOK_BACKOFF_MAX_MS: '2000',
+          EVENTS_RELAY_POLL_MS: '50',
+        },
+      });
+    let app = await start();
+    try {
+      const response = await app.post('/v1/channels/web/messages', {
+        tenant_id: tenant,
+        agent_id: 'telecom_contas',
+        session_id: session,
+        text: 'Qual é o meu plano?',
+      });
+      expect(response.status).toBe(200);
+      const eventId = await eventually('the second attempt', () => {
+        const [first] = receiver.received;
+        return first && receiver.attempts(first.document.id).length >= 2 ? first.document.id : undefined;
+      });
+      await app.close();
+      expect(receiver.attempts(eventId).length).toBe(2);
+
+      app = await start();
+      const letter = await eventually('the dead letter', async () => {
+        const listed = await app.get<{ items: DeadLetter[] }>(
+          `/v1/admin/events/dead-letters?tenant_id=${tenant}`,
+        );
+        return listed.body.items.find((item) => item.event_id === eventId);
+      });
+      expect(letter.attempts).toBe(4);
+      expect(receiver.attempts(eventId).length).toBe(4);
+      const pending: unknown[] = await app.dataSource.query(
+        'SELECT 1 FROM event_delivery_attempts WHERE event_id = $1',
+        [eventId],
+      );
+      expect(pending).toEqual([]);
+    } finally {
+      await app.close();
+      await receiver.stop();
+      if (database.DATA_DIR) rmSync(database.DATA_DIR, { recursive: true, force: true });
+    }
+  }, 120000);
 });

@@ -32,17 +32,36 @@ function view(row: DeadLetterRow): DeadLetter {
   };
 }
 
+/** The failed attempts of a webhook event still being retried, and when the next one is due. */
+export interface PendingAttempts {
+  attempts: number;
+  next_attempt_at: Date;
+  last_error: string;
+}
+
+/** Dead letters, and the attempts of events on their way to becoming one. */
 @Injectable()
 export class DeadLetterStore {
   constructor(private readonly database: DatabaseService) {}
 
+  /**
+   * Records the letter and forgets the event's attempts, in one statement. Nothing is recorded when the turn log
+   * row is gone: its conversation was purged (or aged out) while the event was being retried.
+   */
   async record(
-    letter: Omit<DeadLetter, 'id' | 'created_at' | 'redelivered_at'> & { conversation_key: string },
+    letter: Omit<DeadLetter, 'id' | 'created_at' | 'redelivered_at'> & {
+      conversation_key: string;
+      version: number;
+    },
   ): Promise<void> {
     await this.database.dataSource.query(
-      `INSERT INTO event_dead_letters
+      `WITH attempts_gone AS (
+         DELETE FROM event_delivery_attempts WHERE destination = $1 AND event_id = $4
+       )
+       INSERT INTO event_dead_letters
          (destination, tenant_id, conversation_key, event_id, event_name, body, attempts, last_error)
-       VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8)`,
+       SELECT $1, $2, $3, $4, $5, $6::jsonb, $7, $8
+        WHERE EXISTS (SELECT 1 FROM turn_log WHERE conversation_key = $3 AND version = $9)`,
       [
         letter.destination,
         letter.tenant_id,
@@ -52,14 +71,58 @@ export class DeadLetterStore {
         JSON.stringify(letter.body),
         letter.attempts,
         letter.last_error,
+        letter.version,
       ],
     );
   }
 
-  /** A purged conversation's letters; returns how many went. */
+  /** The attempts an event has had so far on a destination (by any replica), or null when none failed. */
+  async pendingAttempts(destination: string, eventId: string): Promise<PendingAttempts | null> {
+    const rows: PendingAttempts[] = await this.database.dataSource.query(
+      `SELECT attempts, next_attempt_at, last_error FROM event_delivery_attempts
+        WHERE destination = $1 AND event_id = $2`,
+      [destination, eventId],
+    );
+    return rows.length > 0 ? { ...rows[0], next_attempt_at: new Date(rows[0].next_attempt_at) } : null;
+  }
+
+  /** Counts the failed attempts of an event so far and when the next one is due. */
+  async attemptFailed(
+    destination: string,
+    event: { id: string; conversation_key: string },
+    failed: PendingAttempts,
+  ): Promise<void> {
+    await this.database.dataSource.query(
+      `INSERT INTO event_delivery_attempts
+         (destination, event_id, conversation_key, attempts, next_attempt_at, last_error)
+       VALUES ($1, $2, $3, $4, $5, $6)
+       ON CONFLICT (destination, event_id) DO UPDATE
+          SET attempts = EXCLUDED.attempts, next_attempt_at = EXCLUDED.next_attempt_at,
+              last_error = EXCLUDED.last_error, updated_at = now()`,
+      [
+        destination,
+        event.id,
+        event.conversation_key,
+        failed.attempts,
+        failed.next_attempt_at.toISOString(),
+        failed.last_error,
+      ],
+    );
+  }
+
+  /** The event was delivered after failed attempts: they are forgotten. */
+  async attemptsSettled(destination: string, eventId: string): Promise<void> {
+    await this.database.dataSource.query(
+      `DELETE FROM event_delivery_attempts WHERE destination = $1 AND event_id = $2`,
+      [destination, eventId],
+    );
+  }
+
+  /** A purged conversation's letters (and its events' pending attempts); returns how many letters went. */
   async deleteConversation(conversationKey: string): Promise<number> {
     const [, deleted]: [unknown[], number] = await this.database.dataSource.query(
-      `DELETE FROM event_dead_letters WHERE conversation_key = $1`,
+      `WITH attempts_gone AS (DELETE FROM event_delivery_attempts WHERE conversation_key = $1)
+       DELETE FROM event_dead_letters WHERE conversation_key = $1`,
       [conversationKey],
     );
     return deleted;
@@ -83,10 +146,14 @@ export class DeadLetterStore {
     return deleted;
   }
 
-  /** Letters created before `before`: they age out with the turn log they were copied from. */
+  /**
+   * Letters created before `before`: they age out with the turn log they were copied from; so do attempts left
+   * by events no relay retries any more. Returns how many letters went.
+   */
   async deleteExpired(before: Date): Promise<number> {
     const [, deleted]: [unknown[], number] = await this.database.dataSource.query(
-      `DELETE FROM event_dead_letters WHERE created_at < $1`,
+      `WITH attempts_gone AS (DELETE FROM event_delivery_attempts WHERE updated_at < $1)
+       DELETE FROM event_dead_letters WHERE created_at < $1`,
       [before.toISOString()],
     );
     return deleted;

@@ -27,7 +27,7 @@ export type AttemptResult = { ok: true } | { ok: false; error: string };
  * the event id, `webhook-timestamp`, `webhook-signature` an HMAC-SHA256 of id, timestamp and body). A 2xx answer
  * delivers; anything else, a timeout or a network error is retried with backoff, and after the last attempt the
  * event becomes a dead letter (visible and redeliverable through the admin API) so the conversation's later
- * events are not held up for ever.
+ * events are not held up for ever. The count of failed attempts is stored, so it survives restarts.
  */
 export class WebhookDestination implements EventDestination {
   readonly name: string;
@@ -49,15 +49,27 @@ export class WebhookDestination implements EventDestination {
   async deliver(event: OutboundEvent, signal: AbortSignal): Promise<void> {
     if (!acceptsEvent(this.endpoint.events, event.name)) return;
     const document = eventDocument(event);
-    let error = '';
-    for (let attempt = 1; attempt <= this.retry.maxAttempts; attempt++) {
-      const result = await this.send(document, signal);
-      if (result.ok) return;
-      error = result.error;
+    // Attempts are counted in the database: a restarted replica (or the one taking over) continues the backoff.
+    const earlier = await this.deadLetters.pendingAttempts(this.name, event.id);
+    let attempts = earlier?.attempts ?? 0;
+    let error = earlier?.last_error ?? '';
+    let due = earlier?.next_attempt_at.getTime() ?? 0;
+    while (attempts < this.retry.maxAttempts) {
       // Stopping the service rejects here: the conversation is left for the next replica, nothing is lost.
-      if (attempt < this.retry.maxAttempts) {
-        await sleep(backoffDelay(attempt, this.retry.backoffBaseMs, this.retry.backoffMaxMs), undefined, {
-          signal,
+      if (due > Date.now()) await sleep(due - Date.now(), undefined, { signal });
+      const result = await this.send(document, signal);
+      if (result.ok) {
+        if (attempts > 0) await this.deadLetters.attemptsSettled(this.name, event.id);
+        return;
+      }
+      attempts += 1;
+      error = result.error;
+      if (attempts < this.retry.maxAttempts) {
+        due = Date.now() + backoffDelay(attempts, this.retry.backoffBaseMs, this.retry.backoffMaxMs);
+        await this.deadLetters.attemptFailed(this.name, event, {
+          attempts,
+          next_attempt_at: new Date(due),
+          last_error: error,
         });
       }
     }
@@ -65,10 +77,11 @@ export class WebhookDestination implements EventDestination {
       destination: this.name,
       tenant_id: event.tenant_id,
       conversation_key: event.conversation_key,
+      version: event.version,
       event_id: event.id,
       event_name: event.name,
       body: document,
-      attempts: this.retry.maxAttempts,
+      attempts,
       last_error: error,
     });
     this.metrics.eventsDeadLettered.inc({ destination: this.name });
