@@ -1,4 +1,7 @@
+import { SERVICE_MESSAGES } from '@agent/config';
 import type { Browser, Page } from 'playwright-core';
+import type { components } from '../../apps/console/src/api/openapi';
+import { formatPercent } from '../../apps/console/src/format';
 import { launchChromium, screenshot } from '../support/browser';
 import { FakeLlmServer } from '../support/fake-llm';
 import { scriptStages } from '../support/scripted-stages';
@@ -8,11 +11,19 @@ import { startTestApp, TestApp, uniqueId } from '../support/test-app';
 const TENANT = `con${Date.now().toString(36)}`;
 const OTHER = `${TENANT}-other`;
 const STATS_TENANT = `${TENANT}-stats`;
+const LIST_TENANT = `${TENANT}-list`;
 const ADMIN_KEY = 'console-admin-global';
 const TENANT_ADMIN_KEY = 'console-admin-tenant';
-const CHANNEL = { authorization: 'Bearer console-channel' };
-const CHANNEL_OTHER = { authorization: 'Bearer console-channel-other' };
-const CHANNEL_STATS = { authorization: 'Bearer console-channel-stats' };
+const ADMIN = { authorization: `Bearer ${ADMIN_KEY}` };
+const CHANNEL_KEYS: Record<string, string> = {
+  [TENANT]: 'console-channel',
+  [OTHER]: 'console-channel-other',
+  [STATS_TENANT]: 'console-channel-stats',
+  [LIST_TENANT]: 'console-channel-list',
+};
+type StickinessStats = components['schemas']['StickinessStatsDto'];
+/** The console's page size. */
+const PAGE_SIZE = 25;
 
 /** Booting the app with a fresh embedded PGlite can take minutes on a busy machine. */
 const APP_START_TIMEOUT_MS = 240_000;
@@ -28,10 +39,14 @@ describe('operator console in Chromium', () => {
     app = await startTestApp({
       fakeLlm: fake,
       env: {
-        CHANNEL_API_KEYS: `${TENANT}:console-channel,${OTHER}:console-channel-other,${STATS_TENANT}:console-channel-stats`,
+        CHANNEL_API_KEYS: Object.entries(CHANNEL_KEYS)
+          .map(([tenant, key]) => `${tenant}:${key}`)
+          .join(','),
         ADMIN_API_KEYS: `${ADMIN_KEY},${TENANT}:${TENANT_ADMIN_KEY}`,
         HUMAN_HANDOFF_MODE: 'hold',
         ENABLE_ROUTE_STICKINESS: 'true',
+        // Every accepted CONTINUE is also compared with the router, so the statistics have a shadow agreement.
+        ROUTE_STICKINESS_SHADOW_RATE: '1',
       },
     });
     browser = await launchChromium();
@@ -51,19 +66,19 @@ describe('operator console in Chromium', () => {
       'talvez a fatura': { decision: 'CONTINUE', confidence: 0.4 },
       'quero falar com uma pessoa': { decision: 'HUMAN_HANDOFF', confidence: 0.99 },
     });
-    page = await browser.newPage({ viewport: { width: 1366, height: 800 } });
+    // A fixed locale, so the figures the page formats can be compared with the API's numbers.
+    page = await browser.newPage({ viewport: { width: 1366, height: 800 }, locale: 'en-US' });
   });
 
   afterEach(async () => {
     await page?.close();
   });
 
-  const say = async (sessionId: string, text: string, tenant = TENANT) => {
-    const channel = { [TENANT]: CHANNEL, [OTHER]: CHANNEL_OTHER, [STATS_TENANT]: CHANNEL_STATS }[tenant];
+  const say = async (sessionId: string, text: string, tenant = TENANT, agent = 'telecom_contas') => {
     const res = await app.post(
       '/v1/channels/web/messages',
-      { tenant_id: tenant, agent_id: 'telecom_contas', session_id: sessionId, text, user_id: 'user-1' },
-      channel,
+      { tenant_id: tenant, agent_id: agent, session_id: sessionId, text, user_id: 'user-1' },
+      { authorization: `Bearer ${CHANNEL_KEYS[tenant]}` },
     );
     expect(res.status).toBe(200);
     return res.body;
@@ -76,6 +91,40 @@ describe('operator console in Chromium', () => {
   };
 
   const sessionRows = (sessionId: string) => page.getByRole('rowheader', { name: sessionId });
+
+  /** Waits until page `n` of the list has loaded with exactly these sessions, in this order. */
+  const expectListed = async (n: number, expected: string[]) => {
+    await expectVisible(page.locator('caption', { hasText: new RegExp(`— page ${n}$`) }));
+    const listed = () => page.locator('tbody th[scope="row"] a').allTextContents();
+    const deadline = Date.now() + 15_000;
+    while ((await listed()).join() !== expected.join() && Date.now() < deadline) {
+      await page.waitForTimeout(100);
+    }
+    expect(await listed()).toEqual(expected);
+  };
+
+  const applyFilters = async ({ agent = '', activity = '' }: { agent?: string; activity?: string }) => {
+    await page.getByLabel('Agent id').fill(agent);
+    await page.getByLabel('Last activity').selectOption(activity);
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+  };
+
+  const openDesk = async () => {
+    await signIn(ADMIN_KEY);
+    await page.getByRole('link', { name: 'Handoff desk' }).click();
+    await page.getByLabel('Tenant').fill(TENANT);
+    await page.getByRole('button', { name: 'Show' }).click();
+  };
+
+  const deskCard = (sessionId: string) =>
+    page.getByRole('article', { name: new RegExp(`^${sessionId}, waiting \\d+ s$`) });
+
+  const handHeld = async (sessionId: string) => {
+    await say(sessionId, 'Qual é o meu plano?');
+    expect(await say(sessionId, 'quero falar com uma pessoa')).toMatchObject({
+      session_control: 'HUMAN_HANDOFF',
+    });
+  };
 
   it('is served at /console/ as static files under a strict content security policy', async () => {
     const bare = await fetch(`${app.baseUrl}/console`, { redirect: 'manual' });
@@ -133,6 +182,72 @@ describe('operator console in Chromium', () => {
     expect(await page.evaluate<number>('sessionStorage.length')).toBe(0);
   });
 
+  it('pages through the sessions and narrows them by agent and last activity, alone and together', async () => {
+    // More than a page: 27 conversations with one agent and 2 with another.
+    const telecom = Array.from({ length: PAGE_SIZE + 2 }, () => uniqueId('pg'));
+    const retail = [uniqueId('pg'), uniqueId('pg')];
+    const all = [...telecom, ...retail];
+    const idle = [telecom[PAGE_SIZE + 1], retail[1]];
+    try {
+      for (let i = 0; i < all.length; i += 4) {
+        await Promise.all(
+          all
+            .slice(i, i + 4)
+            .map((id) =>
+              say(id, 'Minha fatura', LIST_TENANT, retail.includes(id) ? 'retail_orders' : 'telecom_contas'),
+            ),
+        );
+      }
+      // Last activity one second apart in the order of `all`, so the order of the list is known; the idle ones
+      // two hours back, out of the last hour.
+      const ago = all.map((id, index) => index + (idle.includes(id) ? 7200 : 0));
+      await app.dataSource.query(
+        `UPDATE sessions s SET updated_at = now() - make_interval(secs => v.ago)
+           FROM unnest($1::text[], $2::int[]) AS v(conversation_key, ago)
+          WHERE s.conversation_key = v.conversation_key`,
+        [all.map((id) => `${LIST_TENANT}:${id}`), ago],
+      );
+      const newestFirst = all.filter((id) => !idle.includes(id)).concat(idle);
+      const recent = newestFirst.filter((id) => !idle.includes(id));
+
+      await signIn(ADMIN_KEY);
+      await page.getByLabel('Tenant').fill(LIST_TENANT);
+      await page.getByRole('button', { name: 'Apply filters' }).click();
+      const next = page.getByRole('button', { name: 'Next page' });
+      const previous = page.getByRole('button', { name: 'Previous page' });
+      await expectListed(1, newestFirst.slice(0, PAGE_SIZE));
+      expect(await previous.isDisabled()).toBe(true);
+      await next.click();
+      await expectListed(2, newestFirst.slice(PAGE_SIZE));
+      expect(await next.isDisabled()).toBe(true);
+      await screenshot(page, 'sessions-page-2');
+      await previous.click();
+      await expectListed(1, newestFirst.slice(0, PAGE_SIZE));
+
+      // The agent alone; with the last hour too, the idle conversation drops out.
+      await applyFilters({ agent: 'retail_orders' });
+      await expectListed(1, retail);
+      expect(await next.isDisabled()).toBe(true);
+      expect(page.url()).toContain('agent=retail_orders');
+      await applyFilters({ agent: 'retail_orders', activity: '1h' });
+      await expectListed(1, [retail[0]]);
+      expect(page.url()).toMatch(/agent=retail_orders.*activity=1h/);
+      // The last hour alone still needs two pages, and the pager keeps the filter.
+      await applyFilters({ activity: '1h' });
+      await expectListed(1, recent.slice(0, PAGE_SIZE));
+      await next.click();
+      await expectListed(2, recent.slice(PAGE_SIZE));
+      // A reload keeps the filters, and starts again from the first page.
+      await page.reload();
+      await expectListed(1, recent.slice(0, PAGE_SIZE));
+      expect(await page.getByLabel('Last activity').inputValue()).toBe('1h');
+    } finally {
+      for (const id of all) {
+        await app.request('DELETE', `/v1/admin/sessions/${id}?tenant_id=${LIST_TENANT}`, undefined, ADMIN);
+      }
+    }
+  });
+
   it('opens a timeline with the continuity decision and route of each turn, and marks operator actions', async () => {
     const id = uniqueId('web');
     for (const text of ['Qual é o meu plano?', 'e o que está incluso?', 'talvez a fatura']) {
@@ -174,15 +289,11 @@ describe('operator console in Chromium', () => {
 
   it('takes a held conversation from the handoff desk back to the agents', async () => {
     const id = uniqueId('web');
-    await say(id, 'Qual é o meu plano?');
-    expect(await say(id, 'quero falar com uma pessoa')).toMatchObject({ session_control: 'HUMAN_HANDOFF' });
+    await handHeld(id);
     expect(await say(id, 'alô? tem alguém aí?')).toMatchObject({ blocked: true });
 
-    await signIn(ADMIN_KEY);
-    await page.getByRole('link', { name: 'Handoff desk' }).click();
-    await page.getByLabel('Tenant').fill(TENANT);
-    await page.getByRole('button', { name: 'Show' }).click();
-    const card = page.getByRole('article', { name: new RegExp(`^${id}, waiting \\d+ s$`) });
+    await openDesk();
+    const card = deskCard(id);
     await expectVisible(card);
     const summary = (await card.textContent()) ?? '';
     expect(summary).toContain('user-1 · web');
@@ -200,7 +311,7 @@ describe('operator console in Chromium', () => {
     const stolen = await app.post(
       `/v1/admin/sessions/${id}/claim?tenant_id=${TENANT}`,
       { operator: 'someone else' },
-      { authorization: `Bearer ${ADMIN_KEY}` },
+      ADMIN,
     );
     expect(stolen.status).toBe(409);
     expect(stolen.body).toMatchObject({ error: { code: 'HANDOFF_CLAIMED' } });
@@ -221,8 +332,56 @@ describe('operator console in Chromium', () => {
     expect(await turn(4).textContent()).toContain('Resposta sobre: e o que está incluso?');
   });
 
-  it('charts stickiness and cost over a period', async () => {
+  it('ends a held conversation from the handoff desk, after asking, and the customer is told it ended', async () => {
     const id = uniqueId('web');
+    await handHeld(id);
+
+    await openDesk();
+    const card = deskCard(id);
+    await expectVisible(card);
+    const status = async () =>
+      (await app.get<{ session: { status: string } }>(`/v1/admin/sessions/${id}?tenant_id=${TENANT}`, ADMIN))
+        .body.session.status;
+
+    // Cancelling the confirmation does nothing.
+    await card.getByRole('button', { name: 'End session' }).click();
+    const dialog = page.getByRole('dialog', { name: 'End this session?' });
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await dialog.waitFor({ state: 'detached' });
+    expect(await status()).toBe('handoff');
+    await expectVisible(card);
+
+    await card.getByRole('button', { name: 'End session' }).click();
+    await dialog.getByLabel('Reason (optional, kept with the event)').fill('customer called back');
+    await dialog.getByRole('button', { name: 'End session' }).click();
+    await card.waitFor({ state: 'detached', timeout: 15_000 });
+    expect(await status()).toBe('ended');
+    const waiting = await app.get<{ items: { session_id: string }[] }>(
+      `/v1/admin/handoffs?tenant_id=${TENANT}`,
+      ADMIN,
+    );
+    expect(waiting.body.items.map((item) => item.session_id)).not.toContain(id);
+
+    // The customer's next message gets the ended-session answer, and no agent runs.
+    const calls = fake.requests.length;
+    expect(await say(id, 'alô? ainda está aí?')).toMatchObject({
+      blocked: true,
+      session_ended: true,
+      answer: SERVICE_MESSAGES.pt.session_already_ended,
+    });
+    const models = fake.requests.slice(calls).map((request) => request.model);
+    expect(models).not.toContain('route_continuity');
+    expect(models).not.toContain('agent');
+    await page.goto(`${app.baseUrl}/console/#/sessions/${TENANT}/${id}`);
+    const handedOver = page.getByRole('article', { name: 'Turn 2' });
+    await expectVisible(handedOver.getByText('An operator ended the session'));
+    expect(await handedOver.textContent()).toContain('customer called back');
+  });
+
+  it('charts stickiness and cost over a period, with the figures of the stats API', async () => {
+    const id = uniqueId('web');
+    // The shadow router agrees with the first follow-up (kept with the product agent) and not with the last
+    // (kept with the billing agent while asking about the plan).
     for (const text of [
       'Qual é o meu plano?',
       'e o que está incluso?',
@@ -236,25 +395,73 @@ describe('operator console in Chromium', () => {
     await page.getByRole('link', { name: 'Stickiness and cost' }).click();
     await page.getByLabel('Tenant').fill(STATS_TENANT);
     await page.getByLabel('Period', { exact: true }).selectOption('24h');
+    const asked = page.waitForRequest((request) => request.url().includes(`tenant_id=${STATS_TENANT}`));
     await page.getByRole('button', { name: 'Show' }).click();
-    const figure = (name: string) => page.locator('dl.figures > div').filter({ hasText: name });
+    // The same period, asked of the API by the test.
+    const period = new URL((await asked).url()).searchParams;
+    expect(Date.parse(period.get('to') ?? '') - Date.parse(period.get('from') ?? '')).toBe(86_400_000);
+    const res = await app.get<StickinessStats>(`/v1/admin/stats?${period.toString()}`, ADMIN);
+    expect(res.status).toBe(200);
+    const stats = res.body;
+    expect(stats).toMatchObject({ turns: 4, router_calls_avoided: 2, shadow: { compared: 2, agreed: 1 } });
+    // The router's keyword stage decides these messages: no router model call.
+    expect(stats.profiles.map((profile) => profile.profile)).toEqual([
+      'agent',
+      'guardrail',
+      'route_continuity',
+    ]);
+
+    const figure = (name: string) =>
+      page
+        .locator('dl.figures > div')
+        .filter({ has: page.locator('dt').getByText(name, { exact: true }) })
+        .locator('dd')
+        .allTextContents();
     await expectVisible(page.getByText(`Tenant ${STATS_TENANT}`));
-    expect(await figure('Turns').locator('dd').first().textContent()).toBe('4');
-    expect(await figure('Bypass rate').locator('dd').first().textContent()).toBe('50.0 %');
-    expect(await figure('Router calls avoided').locator('dd').first().textContent()).toBe('2');
+    const count = (value: number) => value.toLocaleString('en-US');
+    const ms = (value: number | null) => (value === null ? '—' : `${Math.round(value)} ms`);
+    expect(await figure('Turns')).toEqual([count(stats.turns)]);
+    expect(await figure('Bypass rate')).toEqual(['50.0 %', '2 turns kept with their agent']);
+    expect((await figure('Router calls avoided'))[0]).toBe(count(stats.router_calls_avoided));
+    expect(await figure('Shadow agreement')).toEqual([
+      formatPercent(stats.shadow.agreement_rate),
+      '1 of 2 compared',
+    ]);
+    expect(formatPercent(stats.shadow.agreement_rate)).toBe('50.0 %');
+    expect(await figure('Turn latency p50 · p95')).toEqual([
+      `${ms(stats.turn_latency_ms.p50)} · ${ms(stats.turn_latency_ms.p95)}`,
+    ]);
+    expect(stats.turn_latency_ms.p50).not.toBeNull();
     for (const title of [
       'Turns over time',
       'Continuity decisions',
       'Fallback reasons',
       'Tokens by LLM profile',
+      'Model time per turn by LLM profile (ms)',
     ]) {
       const chart = page.getByRole('figure', { name: title });
       await expectVisible(chart.locator('svg'));
     }
     // The figures behind a chart, as a table for those who do not read charts.
-    const fallbacks = page.getByRole('figure', { name: 'Fallback reasons' });
-    await fallbacks.getByText('Data of “Fallback reasons”').click();
-    await expectVisible(fallbacks.getByRole('cell', { name: 'below the threshold' }));
+    const data = async (title: string) => {
+      const chart = page.getByRole('figure', { name: title });
+      await chart.getByText(`Data of “${title}”`).click();
+      await expectVisible(chart.locator('tbody'));
+      const rows = chart.locator('tbody tr');
+      return Promise.all((await rows.all()).map((row) => row.locator('td').allTextContents()));
+    };
+    expect(await data('Fallback reasons')).toEqual([['below the threshold', '1']]);
+    expect(await data('Tokens by LLM profile')).toEqual(
+      stats.profiles.map((p) => [
+        p.profile,
+        ...[p.calls, p.failures, p.prompt_tokens, p.completion_tokens].map(count),
+      ]),
+    );
+    const fixed = (value: number | null) => (value === null ? '—' : value.toFixed(1));
+    expect(await data('Model time per turn by LLM profile (ms)')).toEqual(
+      stats.profiles.map((p) => [p.profile, fixed(p.latency_p50_ms), fixed(p.latency_p95_ms)]),
+    );
+    expect(stats.profiles.every((p) => p.latency_p50_ms !== null)).toBe(true);
     expect(page.url()).toContain('period=24h');
     await screenshot(page, 'stats');
   });
