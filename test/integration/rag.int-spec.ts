@@ -141,23 +141,23 @@ describe('RAG ingestion and retrieval', () => {
   describe('ingestion', () => {
     it('reports a missing directory, a file path and an unknown language as ingestion errors', async () => {
       await expect(rag.ingestDirectory('/no/such/dir', { namespace: ns('x') })).rejects.toMatchObject({
-        code: 'directory_not_found',
+        code: 'RAG_DIRECTORY_NOT_FOUND',
         message: 'directory not found: /no/such/dir',
       });
       const dir = knowledgeDir();
       await expect(
         rag.ingestDirectory(join(dir, 'horarios.txt'), { namespace: ns('x') }),
       ).rejects.toMatchObject({
-        code: 'not_a_directory',
+        code: 'RAG_NOT_A_DIRECTORY',
       });
       await expect(
         rag.ingestDirectory(dir, { namespace: ns('x'), language: 'klingon' }),
       ).rejects.toMatchObject({
-        code: 'invalid_language',
+        code: 'RAG_INVALID_LANGUAGE',
       });
       await expect(
         rag.ingestDirectory(dir, { namespace: ns('x'), chunkSize: 200, chunkOverlap: 300 }),
-      ).rejects.toMatchObject({ code: 'invalid_chunking' });
+      ).rejects.toMatchObject({ code: 'RAG_INVALID_CHUNKING' });
       rmSync(dir, { recursive: true, force: true });
     });
 

@@ -12,7 +12,7 @@ import { EventBusService, MetricsService } from '@agent/observability';
 import { AppModule } from './app.module';
 import { assertAuthConfigured } from './auth/startup-check';
 import { registerConsole } from './console/console-assets';
-import { errorBody, HttpErrorFilter } from './http/errors';
+import { errorBody, HttpErrorFilter, statusOf } from './http/errors';
 import { registerJsonBodyParser } from './http/json-body';
 import { registerRequestSchemas } from './http/request-schemas';
 import { startupLogger } from './logging';
@@ -46,7 +46,7 @@ function fastifyAdapter(app: AppEnv): FastifyAdapter {
     frameworkErrors: (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
       const tooLong = error.code === 'FST_ERR_MAX_PARAM_LENGTH';
       void reply
-        .code(400)
+        .code(statusOf(tooLong ? 'VALIDATION_FAILED' : 'BAD_REQUEST'))
         .send(
           tooLong
             ? errorBody('VALIDATION_FAILED', 'request validation failed', request.id, [
@@ -58,16 +58,16 @@ function fastifyAdapter(app: AppEnv): FastifyAdapter {
     clientErrorHandler: (error, socket) => {
       // Before fastify has a request (timeouts, oversized headers, garbage): the envelope by hand, then close.
       if (error.code === 'ECONNRESET' || socket.destroyed) return;
-      const [status, code, message] =
+      const [code, message] =
         error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-          ? [408, 'REQUEST_TIMEOUT', `the request was not received within ${app.REQUEST_TIMEOUT_MS} ms`]
+          ? (['REQUEST_TIMEOUT', `the request was not received within ${app.REQUEST_TIMEOUT_MS} ms`] as const)
           : error.code === 'HPE_HEADER_OVERFLOW'
-            ? [431, 'HEADERS_TOO_LARGE', 'the request headers are too large']
-            : [400, 'BAD_REQUEST', 'malformed HTTP request'];
+            ? (['HEADERS_TOO_LARGE', 'the request headers are too large'] as const)
+            : (['BAD_REQUEST', 'malformed HTTP request'] as const);
       const body = JSON.stringify(errorBody(code, message, randomUUID()));
       if (socket.writable) {
         socket.write(
-          `HTTP/1.1 ${status} ${code}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+          `HTTP/1.1 ${statusOf(code)} ${code}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
         );
       }
       socket.destroy();

@@ -1,11 +1,6 @@
-/** The opaque cursor of the admin session list: the last row's `updated_at` and `conversation_key`. */
-export class InvalidCursorError extends Error {
-  constructor() {
-    super('cursor is not valid');
-    this.name = 'InvalidCursorError';
-  }
-}
+import { InvalidCursorError } from './checkpoint.errors';
 
+/** The opaque cursor of the admin session list: the last row's `updated_at` and `conversation_key`. */
 export interface SessionCursor {
   updated_at: string;
   conversation_key: string;

@@ -20,7 +20,8 @@ import {
   toolsFileSchema,
 } from './config-files.schema';
 import { PerAgent } from './per-agent';
-import { ConfigFileError, loadYamlFile } from './yaml-loader';
+import { ConfigFileError } from './config.errors';
+import { loadYamlFile } from './yaml-loader';
 
 /**
  * The validated contents of config/*.yaml, loaded once at start-up.

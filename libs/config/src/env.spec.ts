@@ -1,4 +1,5 @@
-import { EnvValidationError, parseEnvNamespace, validateEnv } from './env';
+import { EnvValidationError } from './config.errors';
+import { parseEnvNamespace, validateEnv } from './env';
 
 describe('validateEnv', () => {
   it('accepts an empty environment with documented defaults', () => {

@@ -1,12 +1,6 @@
 import { registerAs } from '@nestjs/config';
+import { EnvValidationError } from './config.errors';
 import { ENV_SCHEMAS, EnvNamespace, EnvOf } from './env.schema';
-
-export class EnvValidationError extends Error {
-  constructor(readonly problems: string[]) {
-    super(`Invalid environment configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
-    this.name = 'EnvValidationError';
-  }
-}
 
 type RawEnv = Record<string, string | undefined>;
 

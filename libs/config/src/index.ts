@@ -1,3 +1,4 @@
+export * from './config.errors';
 export * from './env';
 export * from './env.schema';
 export * from './messages';

@@ -2,17 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parse, YAMLParseError } from 'yaml';
 import { z } from 'zod';
-
-/** A config file that is missing, unparsable or invalid; the message names the file and the key path. */
-export class ConfigFileError extends Error {
-  constructor(
-    readonly filePath: string,
-    readonly problems: string[],
-  ) {
-    super(`Invalid config file ${filePath}:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
-    this.name = 'ConfigFileError';
-  }
-}
+import { ConfigFileError } from './config.errors';
 
 export function formatIssuePath(path: (string | number)[]): string {
   if (path.length === 0) return '(root)';

@@ -5,3 +5,4 @@ export * from './events';
 export * from './llm-contracts';
 export * from './text-folding';
 export * from './content-screen';
+export * from './coded-error';

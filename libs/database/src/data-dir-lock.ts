@@ -1,6 +1,7 @@
 import { closeSync, openSync, readFileSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
+import { DataDirectoryLockedError } from './database.errors';
 
 /** The lock file every process using an embedded data directory holds; its content says who. */
 export const LOCK_FILE = 'agent-runtime.lock';
@@ -11,20 +12,6 @@ interface LockOwner {
   server_pid?: number;
   host: string;
   since: string;
-}
-
-/** Another live process holds the data directory: nothing was started, nothing was written. */
-export class DataDirectoryLockedError extends Error {
-  constructor(
-    readonly dataDir: string,
-    readonly holderPid: number,
-  ) {
-    super(
-      `the embedded database directory ${dataDir} is in use by process ${holderPid}: stop that process first ` +
-        '(one process per data directory), or point DATA_DIR at another directory',
-    );
-    this.name = 'DataDirectoryLockedError';
-  }
 }
 
 function errnoCode(error: unknown): string | undefined {

@@ -1,5 +1,6 @@
 import { QueryRunnerAlreadyReleasedError, QueryRunnerProviderAlreadyReleasedError } from 'typeorm';
-import { DatabaseUnavailableError, isConnectionError } from './database.service';
+import { DatabaseUnavailableError } from './database.errors';
+import { isConnectionError } from './database.service';
 
 describe('isConnectionError', () => {
   it('recognises a query runner TypeORM released because its connection died (at COMMIT or between statements)', () => {

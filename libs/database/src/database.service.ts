@@ -5,15 +5,8 @@ import {
   QueryRunnerAlreadyReleasedError,
   QueryRunnerProviderAlreadyReleasedError,
 } from 'typeorm';
+import { DatabaseUnavailableError } from './database.errors';
 import { EmbeddedPostgres } from './embedded-postgres';
-
-/** Errors that mean "the database cannot be reached right now" (mapped to 503 by the HTTP layer). */
-export class DatabaseUnavailableError extends Error {
-  constructor(cause: unknown) {
-    super(`database unavailable: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
-    this.name = 'DatabaseUnavailableError';
-  }
-}
 
 const CONNECTION_ERROR_CODES = new Set([
   'ECONNREFUSED',

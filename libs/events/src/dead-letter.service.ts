@@ -1,30 +1,12 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { DeadLetter, DeadLetterStore } from './dead-letter.store';
+import {
+  DeadLetterNotFoundError,
+  WebhookDeliveryFailedError,
+  WebhookEndpointUnknownError,
+} from './events.errors';
 import { EVENT_DESTINATIONS, EventDestination } from './outbound-event';
 import { WebhookDestination } from './webhook.destination';
-
-export class DeadLetterNotFoundError extends Error {
-  constructor() {
-    super('dead letter not found');
-    this.name = 'DeadLetterNotFoundError';
-  }
-}
-
-/** The endpoint of a dead letter is no longer in webhooks.yaml (or is disabled): nowhere to send it. */
-export class WebhookEndpointUnknownError extends Error {
-  constructor(readonly destination: string) {
-    super(`${destination} is not a configured webhook endpoint`);
-    this.name = 'WebhookEndpointUnknownError';
-  }
-}
-
-/** A redelivery the endpoint did not accept; the letter stays dead with one more attempt counted. */
-export class WebhookDeliveryFailedError extends Error {
-  constructor(readonly letter: DeadLetter) {
-    super(`the endpoint did not accept the event: ${letter.last_error}`);
-    this.name = 'WebhookDeliveryFailedError';
-  }
-}
 
 /** The admin side of dead letters: list them, send one again, purge them with their conversation. */
 @Injectable()

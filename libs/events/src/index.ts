@@ -2,6 +2,7 @@ export * from './events.module';
 export * from './dead-letter-retention.service';
 export * from './dead-letter.service';
 export * from './dead-letter.store';
+export * from './events.errors';
 export * from './event-relay.service';
 export * from './handoff-desk.service';
 export * from './nats.destination';

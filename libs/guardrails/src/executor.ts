@@ -1,14 +1,13 @@
 import type { AgentState } from '@agent/contracts';
+import { RailCancelledError, RailTimeoutError } from './guardrails.errors';
 import {
   abortable,
   isTerminal,
   Rail,
   RailAction,
-  RailCancelledError,
   RailEvaluation,
   RailResult,
   RailStage,
-  RailTimeoutError,
   toError,
 } from './rail.types';
 import { failureCause } from './rails/model-verdict';

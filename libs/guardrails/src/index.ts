@@ -1,5 +1,7 @@
 export * from './guardrails.module';
 export * from './guardrails.service';
+export { GUARDRAILS_ERROR_CODES } from './guardrails.errors';
+export type { GuardrailsErrorCode } from './guardrails.errors';
 export { RailAction, RAIL_STAGES } from './rail.types';
 export type { Rail, RailContext, RailEvaluation, RailResult, RailStage } from './rail.types';
 export { GUARDRAILS_FILE, guardrailsFileSchema } from './guardrails.config';

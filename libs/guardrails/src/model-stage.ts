@@ -7,10 +7,10 @@ import {
   StageOutcome,
   StageRun,
 } from './executor';
-import { abortable, ModelCheck, RailResult, RailTimeoutError, toError } from './rail.types';
+import { ModelVerdictError, RailTimeoutError } from './guardrails.errors';
+import { abortable, ModelCheck, RailResult, toError } from './rail.types';
 import {
   failureCause,
-  ModelVerdictError,
   RailVerdict,
   VerdictClient,
   verdictContent,

@@ -109,39 +109,6 @@ export interface Rail {
   modelCheck?(context: Omit<RailContext, 'signal'>): ModelCheck | null;
 }
 
-/** A rail that could not produce a verdict (LLM failure, invalid verdict); the executor's policy applies. */
-export class RailError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-    this.name = 'RailError';
-  }
-}
-
-export class RailTimeoutError extends Error {
-  constructor(
-    readonly code: string,
-    readonly timeoutMs: number,
-  ) {
-    super(`rail ${code} timed out after ${timeoutMs} ms`);
-    this.name = 'RailTimeoutError';
-  }
-}
-
-/** The reason a rail's signal carries when fail_fast cancels it. */
-export class RailCancelledError extends Error {
-  constructor(
-    readonly code: string,
-    readonly by: string,
-  ) {
-    super(`rail ${code} cancelled after the terminal result of ${by}`);
-    this.name = 'RailCancelledError';
-  }
-}
-
 /** Rejects as soon as `signal` aborts: lets a rail stop waiting on work that ignores the signal. */
 export function abortable<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
   if (signal.aborted) return Promise.reject(toError(signal.reason));

@@ -1,30 +1,39 @@
-export type LlmErrorKind =
-  'not_configured' | 'timeout' | 'http_error' | 'invalid_response' | 'cancelled' | 'error';
+import { CodedError } from '@agent/contracts';
+
+/** The code of each kind of failure; the kind names the outcome in metrics and events. */
+const CODE_OF_KIND = {
+  not_configured: 'LLM_NOT_CONFIGURED',
+  timeout: 'LLM_TIMEOUT',
+  http_error: 'LLM_HTTP_ERROR',
+  invalid_response: 'LLM_INVALID_RESPONSE',
+  cancelled: 'LLM_CANCELLED',
+  error: 'LLM_ERROR',
+} as const;
+export type LlmErrorKind = keyof typeof CODE_OF_KIND;
+export type LlmErrorCode = (typeof CODE_OF_KIND)[LlmErrorKind];
+export const LLM_ERROR_CODES: readonly LlmErrorCode[] = Object.values(CODE_OF_KIND);
 
 /** A failed LLM call; `kind` tells the stage which documented fallback applies. */
-export class LlmError extends Error {
+export class LlmError extends CodedError<LlmErrorCode> {
   constructor(
     readonly kind: LlmErrorKind,
     message: string,
     readonly status?: number,
     options?: { cause?: unknown },
   ) {
-    super(message, options);
-    this.name = 'LlmError';
+    super(CODE_OF_KIND[kind], message, options);
   }
 }
 
 export class LlmNotConfiguredError extends LlmError {
   constructor(message: string) {
     super('not_configured', message);
-    this.name = 'LlmNotConfiguredError';
   }
 }
 
 export class LlmTimeoutError extends LlmError {
   constructor(profile: string, timeoutMs: number, cause?: unknown) {
     super('timeout', `LLM profile ${profile} timed out after ${timeoutMs} ms`, undefined, { cause });
-    this.name = 'LlmTimeoutError';
   }
 }
 
@@ -40,7 +49,6 @@ export class LlmHttpError extends LlmError {
     super('http_error', `LLM profile ${profile} (model ${model}) answered HTTP ${status}: ${body}`, status, {
       cause,
     });
-    this.name = 'LlmHttpError';
   }
 }
 
@@ -49,6 +57,5 @@ export class LlmInvalidResponseError extends LlmError {
     super('invalid_response', `LLM profile ${profile} returned an invalid response: ${detail}`, undefined, {
       cause,
     });
-    this.name = 'LlmInvalidResponseError';
   }
 }

@@ -6,23 +6,8 @@ import {
 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResult, ErrorCode, McpError, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { isAbsolute, resolve } from 'node:path';
+import { describeError, McpTimeoutError, McpUnavailableError } from './mcp.errors';
 import { expandEnv, McpServerConfig } from './mcp-servers.schema';
-
-/** The server cannot be reached (connect failed, or the connection dropped and one reconnect failed). */
-export class McpUnavailableError extends Error {
-  constructor(server: string, cause: unknown) {
-    super(`MCP server ${server} unreachable: ${describeError(cause)}`, { cause });
-    this.name = 'McpUnavailableError';
-  }
-}
-
-/** The server did not answer within the call's timeout. */
-export class McpTimeoutError extends Error {
-  constructor(server: string, timeoutMs: number, cause: unknown) {
-    super(`MCP server ${server} did not answer within ${timeoutMs} ms`, { cause });
-    this.name = 'McpTimeoutError';
-  }
-}
 
 export interface ConnectionSettings {
   connectTimeoutMs: number;
@@ -306,12 +291,4 @@ function isConnectionLost(error: unknown): boolean {
     current = cause;
   }
   return false;
-}
-
-/** An error's message with its cause's, by shape (errors may come from another realm). */
-export function describeError(error: unknown): string {
-  const message = (error as { message?: unknown } | null)?.message;
-  if (typeof message !== 'string') return String(error);
-  const causeMessage = ((error as { cause?: { message?: unknown } }).cause ?? {}).message;
-  return typeof causeMessage === 'string' && causeMessage !== '' ? `${message}: ${causeMessage}` : message;
 }

@@ -12,13 +12,8 @@ import {
 } from '@agent/config';
 import type { ToolArguments } from '@agent/contracts';
 import { EventBusService, MetricsService, TracingService } from '@agent/observability';
-import {
-  describeError,
-  McpConnection,
-  McpServerHealth,
-  McpTimeoutError,
-  McpUnavailableError,
-} from './mcp-connection';
+import { describeError, McpTimeoutError, McpUnavailableError } from './mcp.errors';
+import { McpConnection, McpServerHealth } from './mcp-connection';
 import { envKeyOf, McpServerConfig, McpServersFile, mcpServersFileSchema } from './mcp-servers.schema';
 import {
   AgentScope,

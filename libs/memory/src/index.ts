@@ -1,12 +1,12 @@
 export * from './memory.module';
 export * from './memory.service';
 export * from './memory.types';
+export * from './memory.errors';
 export * from './long-term-memory.store';
 export { PostgresLongTermMemoryStore } from './postgres-long-term-memory.store';
 export {
   extractionMessages,
   MAX_FACTS_PER_TURN,
-  MemoryExtractionError,
   memoryFactsOutput,
   renderMemoryContext,
   validateExtraction,

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { confidenceSchema, StructuredFailureReason, structuredOutput } from '@agent/llm';
+import { confidenceSchema, structuredOutput } from '@agent/llm';
 import type { MemoryFact } from './memory.types';
 
 /** Facts one turn may write: bounds the writes and the prompt echo of a misbehaving model. */
@@ -65,21 +65,6 @@ export const memoryFactsOutput = structuredOutput(
     ),
   }),
 );
-
-/** The extraction call gave no fact list; the workflow records it and the turn goes on. */
-export class MemoryExtractionError extends Error {
-  constructor(
-    readonly reason: StructuredFailureReason,
-    detail: string,
-  ) {
-    super(
-      reason === 'invalid_output'
-        ? `memory extraction returned an invalid output: ${detail}`
-        : `memory extraction failed (${reason}): ${detail}`,
-    );
-    this.name = 'MemoryExtractionError';
-  }
-}
 
 export interface ExtractionResult {
   facts: MemoryFact[];

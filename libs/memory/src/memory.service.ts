@@ -6,11 +6,11 @@ import { LlmService } from '@agent/llm';
 import { LongTermMemoryStore } from './long-term-memory.store';
 import {
   extractionMessages,
-  MemoryExtractionError,
   memoryFactsOutput,
   renderMemoryContext,
   validateExtraction,
 } from './memory-extraction';
+import { MemoryExtractionError } from './memory.errors';
 import type { LongTermMemoryItem, MemorySubject, SessionPurge, SubjectPurge } from './memory.types';
 
 export interface LoadedMemory {

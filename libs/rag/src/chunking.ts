@@ -1,19 +1,4 @@
-/** An ingestion precondition that failed (bad chunking settings, missing directory): never a retrieval result. */
-export class RagIngestError extends Error {
-  constructor(
-    readonly code:
-      | 'invalid_chunking'
-      | 'directory_not_found'
-      | 'not_a_directory'
-      | 'invalid_document'
-      | 'invalid_language'
-      | 'invalid_namespace',
-    message: string,
-  ) {
-    super(message);
-    this.name = 'RagIngestError';
-  }
-}
+import { RagIngestError } from './rag.errors';
 
 export interface ChunkingOptions {
   chunkSize: number;
@@ -23,17 +8,20 @@ export interface ChunkingOptions {
 /** chunk_overlap must be smaller than chunk_size (the reference's ValueError), both positive integers. */
 export function validateChunking({ chunkSize, chunkOverlap }: ChunkingOptions): void {
   if (!Number.isInteger(chunkSize) || chunkSize <= 0) {
-    throw new RagIngestError('invalid_chunking', `chunk_size must be a positive integer, got ${chunkSize}`);
+    throw new RagIngestError(
+      'RAG_INVALID_CHUNKING',
+      `chunk_size must be a positive integer, got ${chunkSize}`,
+    );
   }
   if (!Number.isInteger(chunkOverlap) || chunkOverlap < 0) {
     throw new RagIngestError(
-      'invalid_chunking',
+      'RAG_INVALID_CHUNKING',
       `chunk_overlap must be a non-negative integer, got ${chunkOverlap}`,
     );
   }
   if (chunkOverlap >= chunkSize) {
     throw new RagIngestError(
-      'invalid_chunking',
+      'RAG_INVALID_CHUNKING',
       `chunk_overlap (${chunkOverlap}) must be smaller than chunk_size (${chunkSize})`,
     );
   }

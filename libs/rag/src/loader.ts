@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, extname, join, relative, sep } from 'node:path';
 import { parse, stringify } from 'yaml';
-import { RagIngestError } from './chunking';
+import { RagIngestError } from './rag.errors';
 
 export const SUPPORTED_EXTENSIONS = ['.md', '.markdown', '.txt', '.json', '.yaml', '.yml'] as const;
 
@@ -17,8 +17,10 @@ export interface LoadedDocument {
 
 /** Every supported file under `dir` (recursively, hidden entries skipped), sorted by path. */
 export function loadDirectory(dir: string): LoadedDocument[] {
-  if (!existsSync(dir)) throw new RagIngestError('directory_not_found', `directory not found: ${dir}`);
-  if (!statSync(dir).isDirectory()) throw new RagIngestError('not_a_directory', `not a directory: ${dir}`);
+  if (!existsSync(dir)) throw new RagIngestError('RAG_DIRECTORY_NOT_FOUND', `directory not found: ${dir}`);
+  if (!statSync(dir).isDirectory()) {
+    throw new RagIngestError('RAG_NOT_A_DIRECTORY', `not a directory: ${dir}`);
+  }
   return listFiles(dir)
     .sort()
     .map((file) => loadFile(file, relative(dir, file).split(sep).join('/')));
@@ -55,7 +57,7 @@ export function loadFile(path: string, source: string): LoadedDocument {
       value = format === 'json' ? JSON.parse(raw) : parse(raw);
     } catch (error) {
       throw new RagIngestError(
-        'invalid_document',
+        'RAG_INVALID_DOCUMENT',
         `cannot parse ${path}: ${error instanceof Error ? error.message : String(error)}`,
       );
     }

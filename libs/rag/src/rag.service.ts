@@ -4,17 +4,10 @@ import { join } from 'node:path';
 import type { RagEnv } from '@agent/config';
 import type { RagOutcome, RagRetrieval, RetrievedChunk, SearchMode } from '@agent/contracts';
 import type { ChatMessage, LlmService } from '@agent/llm';
-import { chunkText, RagIngestError, validateChunking } from './chunking';
+import { chunkText, validateChunking } from './chunking';
 import { loadDirectory } from './loader';
+import { RagError, RagIngestError } from './rag.errors';
 import { RagStore } from './rag.store';
-
-/** A precondition of RagService that is not met (generateAnswer without an LLM). */
-export class RagError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'RagError';
-  }
-}
 
 export interface IngestOptions {
   namespace: string;
@@ -85,14 +78,14 @@ export class RagService {
     validateChunking({ chunkSize, chunkOverlap });
     if (!/^[A-Za-z][A-Za-z0-9_.-]*$/.test(options.namespace)) {
       throw new RagIngestError(
-        'invalid_namespace',
+        'RAG_INVALID_NAMESPACE',
         `namespace must be an identifier (letters, digits, _ . -), got "${options.namespace}"`,
       );
     }
     const documents = loadDirectory(directory);
     if (!(await this.store.languageExists(language))) {
       throw new RagIngestError(
-        'invalid_language',
+        'RAG_INVALID_LANGUAGE',
         `unknown Postgres text search configuration "${language}"`,
       );
     }

@@ -12,37 +12,7 @@ import { DeadLetterService, HandoffClaim, HandoffDeskService } from '@agent/even
 import { MemoryService } from '@agent/memory';
 import { EventBusService, TurnContext, TurnContextStore } from '@agent/observability';
 import { SessionControlService } from '@agent/session-control';
-
-/** No session (with at least one turn) under this conversation key. */
-export class SessionNotFoundError extends Error {
-  constructor(readonly conversationKey: string) {
-    super(`session ${conversationKey} not found`);
-    this.name = 'SessionNotFoundError';
-  }
-}
-
-/** The operation does not apply to the session's current state (e.g. a handoff on an ended session). */
-export class SessionStateConflictError extends Error {
-  constructor(
-    readonly conversationKey: string,
-    readonly status: SessionStatus,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'SessionStateConflictError';
-  }
-}
-
-/** Another person already took the waiting conversation. */
-export class HandoffClaimedError extends Error {
-  constructor(
-    readonly conversationKey: string,
-    readonly claim: HandoffClaim,
-  ) {
-    super(`the conversation was claimed by ${claim.claimed_by} at ${claim.claimed_at}`);
-    this.name = 'HandoffClaimedError';
-  }
-}
+import { HandoffClaimedError, SessionNotFoundError, SessionStateConflictError } from './workflow.errors';
 
 export type SessionAdminAction = 'end' | 'handoff' | 'resume' | 'claim';
 

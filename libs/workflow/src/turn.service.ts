@@ -16,6 +16,7 @@ import {
   TURN_SCRATCH_KEYS,
 } from '@agent/contracts';
 import { EventBusService, MetricsService, TurnContext, TurnContextStore } from '@agent/observability';
+import { IdempotencyKeyReusedError } from './workflow.errors';
 import { WorkflowService } from './workflow.service';
 
 export interface TurnInput {
@@ -56,17 +57,6 @@ export type TurnResponse = z.output<typeof turnResponseSchema>;
 export interface TurnOutcome {
   response: TurnResponse;
   replayed: boolean;
-}
-
-/** The same message_id came with another body: replaying the stored answer would answer a different message. */
-export class IdempotencyKeyReusedError extends Error {
-  constructor(
-    readonly conversationKey: string,
-    readonly messageId: string,
-  ) {
-    super(`message_id "${messageId}" was already used in ${conversationKey} with a different body`);
-    this.name = 'IdempotencyKeyReusedError';
-  }
 }
 
 /** What identifies a message's body besides its conversation: a resend must carry the same. */

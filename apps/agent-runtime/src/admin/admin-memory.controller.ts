@@ -6,7 +6,7 @@ import { SessionAdminService } from '@agent/workflow';
 import { Access } from '../auth/access.decorator';
 import { principalOf } from '../auth/request-principal';
 import { ApiErrors } from '../http/api-errors.decorator';
-import { RequestValidationError } from '../http/errors';
+import { RequestValidationError } from '../app.errors';
 import { MemoryPurgeQueryDto, MemoryPurgeResultDto, MemorySubjectParamDto } from './admin.dto';
 import { tenantScope } from './admin-tenant';
 

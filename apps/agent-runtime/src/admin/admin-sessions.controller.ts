@@ -13,7 +13,7 @@ import { Access } from '../auth/access.decorator';
 import { principalOf } from '../auth/request-principal';
 import { singleTenant, tenantScope } from './admin-tenant';
 import { ApiErrors } from '../http/api-errors.decorator';
-import { RequestValidationError } from '../http/errors';
+import { RequestValidationError } from '../app.errors';
 import {
   AdminActionBodyDto,
   AdminActionResultDto,

@@ -6,7 +6,7 @@ import { ConfigFilesService } from '@agent/config';
 import { Access } from '../auth/access.decorator';
 import { principalOf } from '../auth/request-principal';
 import { ApiErrors } from '../http/api-errors.decorator';
-import { RequestValidationError } from '../http/errors';
+import { RequestValidationError } from '../app.errors';
 import { tenantScope } from './admin-tenant';
 import { StatsQueryDto, StickinessStatsDto } from './stats.dto';
 import { DEFAULT_STATS_DAYS, defaultBucket, MAX_STATS_DAYS, statsView } from './stats-view';

@@ -1,6 +1,6 @@
 import { ForbiddenException } from '@nestjs/common';
 import type { Principal } from '../auth/api-keys';
-import { RequestValidationError } from '../http/errors';
+import { RequestValidationError } from '../app.errors';
 
 /** The one tenant of a key that serves exactly one; a key serving several must name it. */
 export function singleTenant(principal: Principal): string {

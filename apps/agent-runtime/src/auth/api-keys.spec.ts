@@ -1,5 +1,6 @@
 import { allowsTenant, ApiKeyRegistry, bearerToken } from './api-keys';
-import { assertAuthConfigured, AuthNotConfiguredError } from './startup-check';
+import { AuthNotConfiguredError } from '../app.errors';
+import { assertAuthConfigured } from './startup-check';
 
 const registry = new ApiKeyRegistry({
   CHANNEL_API_KEYS: [

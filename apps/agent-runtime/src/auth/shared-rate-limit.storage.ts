@@ -1,17 +1,8 @@
 import { ThrottlerStorageRedisService } from '@nest-lab/throttler-storage-redis';
 import type { ThrottlerStorage } from '@nestjs/throttler';
+import { RateLimitUnavailableError } from '../app.errors';
 
 type StorageRecord = Awaited<ReturnType<ThrottlerStorage['increment']>>;
-
-/** The shared rate-limit counters could not be read or written (Redis down): a 503, never an unlimited pass. */
-export class RateLimitUnavailableError extends Error {
-  constructor(cause: unknown) {
-    super(`rate limit store unavailable: ${cause instanceof Error ? cause.message : String(cause)}`, {
-      cause,
-    });
-    this.name = 'RateLimitUnavailableError';
-  }
-}
 
 /**
  * Rate-limit counters in Redis, shared by every replica: the maintained storage of @nestjs/throttler for Redis

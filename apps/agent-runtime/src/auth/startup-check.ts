@@ -1,14 +1,5 @@
 import type { AppEnv, AuthEnv } from '@agent/config';
-
-export class AuthNotConfiguredError extends Error {
-  constructor() {
-    super(
-      'NODE_ENV=production requires API keys: set CHANNEL_API_KEYS (tenant:key,...) and/or ADMIN_API_KEYS ' +
-        '(key or tenant:key,...). Refusing to start with authentication off.',
-    );
-    this.name = 'AuthNotConfiguredError';
-  }
-}
+import { AuthNotConfiguredError } from '../app.errors';
 
 /** Without keys auth is off, which production must never be. */
 export function assertAuthConfigured(

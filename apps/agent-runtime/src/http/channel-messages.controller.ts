@@ -10,7 +10,7 @@ import { allowsTenant } from '../auth/api-keys';
 import { principalOf } from '../auth/request-principal';
 import { ApiErrors } from './api-errors.decorator';
 import { ChannelMessageDto } from './channel-message.dto';
-import { RequestValidationError } from './errors';
+import { RequestValidationError } from '../app.errors';
 import { CHANNEL_RULE } from './request-rules';
 import { TurnResponseDto } from './turn-response.dto';
 

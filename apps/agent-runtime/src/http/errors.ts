@@ -1,33 +1,187 @@
-import {
-  ArgumentsHost,
-  BadRequestException,
-  Catch,
-  ExceptionFilter,
-  HttpException,
-  HttpStatus,
-  Logger,
-} from '@nestjs/common';
+import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import {
-  AgentMismatchError,
-  CheckpointFencingError,
-  InvalidCursorError,
-  TurnLockTimeoutError,
-} from '@agent/checkpoint';
-import { DatabaseUnavailableError, isConnectionError } from '@agent/database';
-import {
-  DeadLetterNotFoundError,
-  WebhookDeliveryFailedError,
-  WebhookEndpointUnknownError,
-} from '@agent/events';
+import type { CheckpointErrorCode } from '@agent/checkpoint';
+import type { ConfigErrorCode } from '@agent/config';
+import { isCodedError, JsonObject } from '@agent/contracts';
+import { DatabaseErrorCode, isConnectionError } from '@agent/database';
+import type { EventsErrorCode } from '@agent/events';
+import type { GuardrailsErrorCode } from '@agent/guardrails';
+import type { LlmErrorCode } from '@agent/llm';
+import type { McpErrorCode } from '@agent/mcp';
+import type { MemoryErrorCode } from '@agent/memory';
 import { EventBusService } from '@agent/observability';
-import {
-  HandoffClaimedError,
-  IdempotencyKeyReusedError,
-  SessionNotFoundError,
-  SessionStateConflictError,
-} from '@agent/workflow';
-import { RateLimitUnavailableError } from '../auth/shared-rate-limit.storage';
+import type { RagErrorCode } from '@agent/rag';
+import type { WorkflowErrorCode } from '@agent/workflow';
+import { AppErrorCode, HTTP_ERROR_CODES, HttpErrorCode } from '../app.errors';
+
+export type ErrorCode =
+  | HttpErrorCode
+  | AppErrorCode
+  | CheckpointErrorCode
+  | ConfigErrorCode
+  | DatabaseErrorCode
+  | EventsErrorCode
+  | GuardrailsErrorCode
+  | LlmErrorCode
+  | McpErrorCode
+  | MemoryErrorCode
+  | RagErrorCode
+  | WorkflowErrorCode;
+
+export interface ErrorStatus {
+  status: number;
+  /** What the code tells a client: the error table of docs/api.md. */
+  meaning: string;
+  /** Said instead of the error's own message, which names internals (a conversation key, a driver error). */
+  message?: string;
+  /** Retry-After when the error does not carry its own. */
+  retryAfterSeconds?: number;
+}
+
+/**
+ * The HTTP answer of every error code, the one place that knows it. A 500 tells the client nothing but
+ * INTERNAL_ERROR: the code is in the log line of the request.
+ */
+const STATUS_OF_CODE: { readonly [C in ErrorCode]: ErrorStatus } = {
+  VALIDATION_FAILED: {
+    status: 400,
+    meaning:
+      'a body, parameter or path segment is invalid; `details` lists every field error; nothing is written',
+  },
+  INVALID_CURSOR: { status: 400, meaning: 'a `cursor` the session list did not hand out' },
+  BAD_REQUEST: {
+    status: 400,
+    meaning: 'a URL, request or body the server cannot read (bytes that are not UTF-8)',
+  },
+  UNAUTHORIZED: { status: 401, meaning: 'no key, or an unknown one (`WWW-Authenticate: Bearer`)' },
+  FORBIDDEN: { status: 403, meaning: 'a key of the wrong kind, or a channel key posting for another tenant' },
+  NOT_FOUND: { status: 404, meaning: 'no such route' },
+  SESSION_NOT_FOUND: {
+    status: 404,
+    meaning: 'unknown session (or one of another tenant, indistinguishable)',
+    message: 'session not found',
+  },
+  DEAD_LETTER_NOT_FOUND: {
+    status: 404,
+    meaning: 'unknown dead letter (or one of another tenant, indistinguishable)',
+  },
+  REQUEST_TIMEOUT: {
+    status: 408,
+    meaning: 'headers and body not received within `REQUEST_TIMEOUT_MS`; the connection is closed',
+  },
+  AGENT_MISMATCH: { status: 409, meaning: 'another `agent_id` than the one the session is bound to' },
+  IDEMPOTENCY_KEY_REUSED: {
+    status: 409,
+    meaning:
+      'a `message_id` already processed with another body (text, user, metadata, agent, channel); nothing runs',
+  },
+  TURN_LOCK_TIMEOUT: {
+    status: 409,
+    meaning: 'the conversation stayed busy with another turn (with `Retry-After`)',
+  },
+  CONVERSATION_MOVED_ON: {
+    status: 409,
+    meaning: 'another writer moved the conversation on (with `Retry-After`)',
+    retryAfterSeconds: 1,
+  },
+  SESSION_STATE_CONFLICT: {
+    status: 409,
+    meaning: "an admin action the session's status does not allow; `details`: `{status}`",
+  },
+  HANDOFF_CLAIMED: {
+    status: 409,
+    meaning: 'a claim on a conversation someone else holds; `details`: `{claimed_by, claimed_at}`',
+  },
+  WEBHOOK_ENDPOINT_UNKNOWN: {
+    status: 409,
+    meaning: 'a redelivery to an endpoint no longer enabled in `webhooks.yaml`',
+  },
+  PAYLOAD_TOO_LARGE: { status: 413, meaning: 'body above `BODY_LIMIT_BYTES`' },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, meaning: 'a body that is not `application/json` in UTF-8' },
+  RATE_LIMITED: {
+    status: 429,
+    meaning: 'rate limit of the key exceeded (with `Retry-After`)',
+    retryAfterSeconds: 60,
+  },
+  HEADERS_TOO_LARGE: {
+    status: 431,
+    meaning: 'request headers above the server limit; the connection is closed',
+  },
+  INTERNAL_ERROR: { status: 500, meaning: 'unexpected; logged once with the request id' },
+  WEBHOOK_DELIVERY_FAILED: {
+    status: 502,
+    meaning: 'a redelivery the endpoint refused; `details`: `{attempts, last_error}`',
+  },
+  SERVICE_UNAVAILABLE: { status: 503, meaning: 'a readiness check failed (`/health/ready`)' },
+  RATE_LIMIT_UNAVAILABLE: {
+    status: 503,
+    meaning: 'the shared rate-limit store is unreachable (with `Retry-After`)',
+    message: 'the rate limit store is unavailable; retry shortly',
+    retryAfterSeconds: 5,
+  },
+  DATABASE_UNAVAILABLE: {
+    status: 503,
+    meaning: 'the database is unreachable (with `Retry-After`); resend with the same `message_id`',
+    message: 'the database is unavailable; retry shortly',
+    retryAfterSeconds: 5,
+  },
+  AUTH_NOT_CONFIGURED: {
+    status: 500,
+    meaning: 'production without API keys: the start is refused',
+  },
+  CONFIG_FILE_INVALID: { status: 500, meaning: 'a config file is missing or invalid' },
+  ENV_INVALID: { status: 500, meaning: 'an environment variable is invalid' },
+  DATA_DIR_LOCKED: {
+    status: 500,
+    meaning: 'another process holds the embedded database directory',
+  },
+  LLM_NOT_CONFIGURED: { status: 500, meaning: 'no model endpoint for the profile' },
+  LLM_TIMEOUT: { status: 500, meaning: 'a model call timed out' },
+  LLM_HTTP_ERROR: { status: 500, meaning: 'the model endpoint answered an HTTP error' },
+  LLM_INVALID_RESPONSE: {
+    status: 500,
+    meaning: 'the model endpoint answered something unreadable',
+  },
+  LLM_CANCELLED: { status: 500, meaning: 'a model call cancelled by its caller' },
+  LLM_ERROR: { status: 500, meaning: 'a model call failed otherwise' },
+  MCP_UNAVAILABLE: { status: 500, meaning: 'an MCP server cannot be reached' },
+  MCP_TIMEOUT: { status: 500, meaning: 'an MCP server did not answer in time' },
+  RAIL_VERDICT_MISSING: { status: 500, meaning: 'the guardrail model gave no usable verdict' },
+  RAIL_TIMEOUT: { status: 500, meaning: 'a guardrail timed out' },
+  RAIL_CANCELLED: { status: 500, meaning: "a guardrail cancelled by another's terminal result" },
+  MEMORY_EXTRACTION_FAILED: {
+    status: 500,
+    meaning: 'the memory extraction call gave no fact list',
+  },
+  RAG_INVALID_CHUNKING: { status: 500, meaning: 'invalid chunk size or overlap for ingestion' },
+  RAG_DIRECTORY_NOT_FOUND: { status: 500, meaning: 'the ingestion directory does not exist' },
+  RAG_NOT_A_DIRECTORY: { status: 500, meaning: 'the ingestion path is not a directory' },
+  RAG_INVALID_DOCUMENT: { status: 500, meaning: 'a knowledge file cannot be parsed' },
+  RAG_INVALID_LANGUAGE: {
+    status: 500,
+    meaning: 'an unknown Postgres text search configuration',
+  },
+  RAG_INVALID_NAMESPACE: {
+    status: 500,
+    meaning: 'a knowledge namespace that is not an identifier',
+  },
+  RAG_NO_LLM: {
+    status: 500,
+    meaning: 'an answer from knowledge asked without a model endpoint',
+  },
+};
+
+export const ERROR_STATUSES: ReadonlyMap<string, ErrorStatus> = new Map(Object.entries(STATUS_OF_CODE));
+
+/** The status of a code answered outside the filter (before fastify has a route). */
+export function statusOf(code: ErrorCode): number {
+  return STATUS_OF_CODE[code].status;
+}
+
+/** The code of a framework error by its status (each of these statuses has one). */
+const HTTP_CODE_OF_STATUS: ReadonlyMap<number, HttpErrorCode> = new Map(
+  HTTP_ERROR_CODES.map((code) => [STATUS_OF_CODE[code].status, code]),
+);
 
 export interface ErrorBody {
   error: { code: string; message: string; details?: unknown };
@@ -39,11 +193,67 @@ export function errorBody(code: string, message: string, requestId: string, deta
   return { error: { code, message, ...(details !== undefined ? { details } : {}) }, request_id: requestId };
 }
 
-/** Validation failures carry their field errors (`details`) to the 400 body. */
-export class RequestValidationError extends BadRequestException {
-  constructor(readonly fieldErrors: { field: string; errors: string[] }[]) {
-    super('request validation failed');
+export interface ErrorAnswer {
+  status: number;
+  code: string;
+  message: string;
+  details?: JsonObject | readonly JsonObject[];
+  retryAfter?: number;
+}
+
+/** The answer to a code: its status, public message and Retry-After, or the generic 500 for an unknown one. */
+function answerOf(code: string, message: string, retryAfterSeconds?: number): ErrorAnswer {
+  const entry = ERROR_STATUSES.get(code);
+  if (entry === undefined || entry.status === 500) return INTERNAL_ANSWER;
+  const retryAfter = retryAfterSeconds ?? entry.retryAfterSeconds;
+  return {
+    status: entry.status,
+    code,
+    message: entry.message ?? message,
+    ...(retryAfter !== undefined ? { retryAfter } : {}),
+  };
+}
+
+const INTERNAL_ANSWER: ErrorAnswer = {
+  status: 500,
+  code: 'INTERNAL_ERROR',
+  message: 'unexpected error',
+};
+
+/** What the API answers to `exception`: the table for coded errors, the status for the framework's own. */
+export function classifyError(exception: unknown): ErrorAnswer {
+  if (isCodedError(exception)) {
+    const answer = answerOf(exception.code, exception.message, exception.retryAfterSeconds);
+    return answer.status !== 500 && exception.details !== undefined
+      ? { ...answer, details: exception.details }
+      : answer;
   }
+  if (isConnectionError(exception)) return answerOf('DATABASE_UNAVAILABLE', '');
+  if (exception instanceof HttpException) {
+    const status = exception.getStatus();
+    const response = exception.getResponse();
+    const message =
+      typeof response === 'object' && response !== null && 'message' in response
+        ? String(response.message)
+        : exception.message;
+    const code = codeOfStatus(status);
+    const retryAfter = ERROR_STATUSES.get(code)?.retryAfterSeconds;
+    return { status, code, message, ...(retryAfter !== undefined ? { retryAfter } : {}) };
+  }
+  const status = (exception as { statusCode?: unknown })?.statusCode;
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    // Fastify's own errors (body too large, bad JSON, unsupported media type).
+    return {
+      status,
+      code: codeOfStatus(status),
+      message: exception instanceof Error ? exception.message : 'bad request',
+    };
+  }
+  return INTERNAL_ANSWER;
+}
+
+function codeOfStatus(status: number): string {
+  return HTTP_CODE_OF_STATUS.get(status) ?? (status >= 500 ? 'INTERNAL_ERROR' : 'REQUEST_FAILED');
 }
 
 /** Maps every error to `{error: {code, message, details?}, request_id}`; unexpected ones are logged once. */
@@ -58,7 +268,7 @@ export class HttpErrorFilter implements ExceptionFilter {
     const reply = http.getResponse<FastifyReply>();
     const request = http.getRequest<FastifyRequest>();
     const requestId = String(request.id);
-    const { status, code, message, details, retryAfter } = this.classify(exception);
+    const { status, code, message, details, retryAfter } = classifyError(exception);
     if (status >= 500 && status !== 503) {
       this.logger.error({ err: exception, request_id: requestId }, 'unexpected error');
     } else if (code === 'RATE_LIMIT_UNAVAILABLE') {
@@ -85,123 +295,6 @@ export class HttpErrorFilter implements ExceptionFilter {
     if (status === 401) void reply.header('WWW-Authenticate', 'Bearer');
     void reply.status(status).send(body);
   }
-
-  private classify(exception: unknown): {
-    status: number;
-    code: string;
-    message: string;
-    details?: unknown;
-    retryAfter?: number;
-  } {
-    if (exception instanceof RequestValidationError) {
-      return {
-        status: 400,
-        code: 'VALIDATION_FAILED',
-        message: 'request validation failed',
-        details: exception.fieldErrors,
-      };
-    }
-    if (exception instanceof TurnLockTimeoutError) {
-      return {
-        status: 409,
-        code: 'TURN_LOCK_TIMEOUT',
-        message: exception.message,
-        retryAfter: exception.retryAfterSeconds,
-      };
-    }
-    if (exception instanceof CheckpointFencingError) {
-      return { status: 409, code: 'CONVERSATION_MOVED_ON', message: exception.message, retryAfter: 1 };
-    }
-    if (exception instanceof AgentMismatchError) {
-      return { status: 409, code: 'AGENT_MISMATCH', message: exception.message };
-    }
-    if (exception instanceof IdempotencyKeyReusedError) {
-      return { status: 409, code: 'IDEMPOTENCY_KEY_REUSED', message: exception.message };
-    }
-    if (exception instanceof SessionNotFoundError) {
-      return { status: 404, code: 'SESSION_NOT_FOUND', message: 'session not found' };
-    }
-    if (exception instanceof SessionStateConflictError) {
-      return {
-        status: 409,
-        code: 'SESSION_STATE_CONFLICT',
-        message: exception.message,
-        details: { status: exception.status },
-      };
-    }
-    if (exception instanceof HandoffClaimedError) {
-      return { status: 409, code: 'HANDOFF_CLAIMED', message: exception.message, details: exception.claim };
-    }
-    if (exception instanceof DeadLetterNotFoundError) {
-      return { status: 404, code: 'DEAD_LETTER_NOT_FOUND', message: exception.message };
-    }
-    if (exception instanceof WebhookEndpointUnknownError) {
-      return { status: 409, code: 'WEBHOOK_ENDPOINT_UNKNOWN', message: exception.message };
-    }
-    if (exception instanceof WebhookDeliveryFailedError) {
-      return {
-        status: 502,
-        code: 'WEBHOOK_DELIVERY_FAILED',
-        message: exception.message,
-        details: { attempts: exception.letter.attempts, last_error: exception.letter.last_error },
-      };
-    }
-    if (exception instanceof InvalidCursorError) {
-      return { status: 400, code: 'INVALID_CURSOR', message: exception.message };
-    }
-    if (exception instanceof RateLimitUnavailableError) {
-      return {
-        status: 503,
-        code: 'RATE_LIMIT_UNAVAILABLE',
-        message: 'the rate limit store is unavailable; retry shortly',
-        retryAfter: 5,
-      };
-    }
-    if (exception instanceof DatabaseUnavailableError || isConnectionError(exception)) {
-      return {
-        status: 503,
-        code: 'DATABASE_UNAVAILABLE',
-        message: 'the database is unavailable; retry shortly',
-        retryAfter: 5,
-      };
-    }
-    if (exception instanceof HttpException) {
-      const status = exception.getStatus();
-      const response = exception.getResponse();
-      const message =
-        typeof response === 'object' && response !== null && 'message' in response
-          ? String(response.message)
-          : exception.message;
-      const code = statusCode(status);
-      return { status, code, message, ...(status === 429 ? { retryAfter: 60 } : {}) };
-    }
-    const status = (exception as { statusCode?: unknown })?.statusCode;
-    if (typeof status === 'number' && status >= 400 && status < 500) {
-      // Fastify's own errors (body too large, bad JSON, unsupported media type).
-      return {
-        status,
-        code: statusCode(status),
-        message: exception instanceof Error ? exception.message : 'bad request',
-      };
-    }
-    return { status: 500, code: 'INTERNAL_ERROR', message: 'unexpected error' };
-  }
-}
-
-const STATUS_CODES: Record<number, string> = {
-  [HttpStatus.BAD_REQUEST]: 'BAD_REQUEST',
-  [HttpStatus.UNAUTHORIZED]: 'UNAUTHORIZED',
-  [HttpStatus.FORBIDDEN]: 'FORBIDDEN',
-  [HttpStatus.NOT_FOUND]: 'NOT_FOUND',
-  [HttpStatus.CONFLICT]: 'CONFLICT',
-  [HttpStatus.PAYLOAD_TOO_LARGE]: 'PAYLOAD_TOO_LARGE',
-  [HttpStatus.UNSUPPORTED_MEDIA_TYPE]: 'UNSUPPORTED_MEDIA_TYPE',
-  [HttpStatus.TOO_MANY_REQUESTS]: 'RATE_LIMITED',
-  [HttpStatus.SERVICE_UNAVAILABLE]: 'SERVICE_UNAVAILABLE',
-};
-
-function statusCode(status: number): string {
-  return STATUS_CODES[status] ?? (status >= 500 ? 'INTERNAL_ERROR' : 'REQUEST_FAILED');
 }
 
 /** tenant_id, session_id and conversation_key of a channel message body, when it has them. */

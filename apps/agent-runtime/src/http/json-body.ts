@@ -1,17 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { RequestValidationError } from './errors';
+import { BodyRefusedError, RequestValidationError } from '../app.errors';
 import { MAX_JSON_DEPTH } from './request-rules';
-
-/** A 4xx fastify forwards to the error filter as it does its own (statusCode and message). */
-class BodyRefusedError extends Error {
-  constructor(
-    readonly statusCode: number,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'BodyRefusedError';
-  }
-}
 
 const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
 
@@ -57,7 +46,10 @@ export function registerJsonBodyParser(fastify: FastifyInstance): void {
     const charset = charsetOf(String(request.headers['content-type']));
     if (charset !== null && charset !== 'utf-8' && charset !== 'utf8') {
       done(
-        new BodyRefusedError(415, `unsupported charset ${charset}: send application/json in UTF-8`),
+        new BodyRefusedError(
+          'UNSUPPORTED_MEDIA_TYPE',
+          `unsupported charset ${charset}: send application/json in UTF-8`,
+        ),
         undefined,
       );
       return;
@@ -66,7 +58,7 @@ export function registerJsonBodyParser(fastify: FastifyInstance): void {
     try {
       text = typeof body === 'string' ? body : UTF8.decode(body);
     } catch {
-      done(new BodyRefusedError(400, 'the body is not valid UTF-8'), undefined);
+      done(new BodyRefusedError('BAD_REQUEST', 'the body is not valid UTF-8'), undefined);
       return;
     }
     if (jsonDepthExceeds(text, MAX_JSON_DEPTH)) {

@@ -8,11 +8,10 @@ import type {
   FastifySchemaValidationError,
   RouteOptions,
 } from 'fastify';
-import { RequestValidationError } from './errors';
+import { FieldErrors, RequestValidationError } from '../app.errors';
 import { PATTERN_MESSAGES } from './request-rules';
 
 type JsonSchema = Record<string, unknown>;
-type FieldErrors = { field: string; errors: string[] }[];
 
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const;
 

@@ -1,13 +1,8 @@
 import { z } from 'zod';
 import type { AgentState } from '@agent/contracts';
-import {
-  confidenceSchema,
-  LlmService,
-  StructuredFailureReason,
-  StructuredOutput,
-  structuredOutput,
-} from '@agent/llm';
-import { ModelCheck, RailAction, RailError, RailEvaluation, RailTimeoutError } from '../rail.types';
+import { confidenceSchema, LlmService, StructuredOutput, structuredOutput } from '@agent/llm';
+import { ModelVerdictError, RailTimeoutError } from '../guardrails.errors';
+import { ModelCheck, RailAction, RailEvaluation } from '../rail.types';
 
 /** One rail's verdict inside the guardrail model's answer: strictly typed, nothing coerced. */
 export const railVerdictSchema = z.object({
@@ -16,17 +11,6 @@ export const railVerdictSchema = z.object({
   reason: z.string().nullish(),
 });
 export type RailVerdict = z.output<typeof railVerdictSchema>;
-
-/** The guardrail model gave no usable answer; `reason` is the structured call's failure reason. */
-export class ModelVerdictError extends RailError {
-  constructor(
-    readonly reason: StructuredFailureReason,
-    detail: string,
-  ) {
-    super('guardrail', `no guardrail verdict (${reason}): ${detail}`);
-    this.name = 'ModelVerdictError';
-  }
-}
 
 export interface VerdictRequest {
   /** Every rail asking, with its instruction; the answer holds one verdict per code. */

@@ -1,0 +1,31 @@
+import { CodedError } from '@agent/contracts';
+import type { DeadLetter } from './dead-letter.store';
+
+export const EVENTS_ERROR_CODES = [
+  'DEAD_LETTER_NOT_FOUND',
+  'WEBHOOK_ENDPOINT_UNKNOWN',
+  'WEBHOOK_DELIVERY_FAILED',
+] as const;
+export type EventsErrorCode = (typeof EVENTS_ERROR_CODES)[number];
+
+export class DeadLetterNotFoundError extends CodedError<EventsErrorCode> {
+  constructor() {
+    super('DEAD_LETTER_NOT_FOUND', 'dead letter not found');
+  }
+}
+
+/** The endpoint of a dead letter is no longer in webhooks.yaml (or is disabled): nowhere to send it. */
+export class WebhookEndpointUnknownError extends CodedError<EventsErrorCode> {
+  constructor(readonly destination: string) {
+    super('WEBHOOK_ENDPOINT_UNKNOWN', `${destination} is not a configured webhook endpoint`);
+  }
+}
+
+/** A redelivery the endpoint did not accept; the letter stays dead with one more attempt counted. */
+export class WebhookDeliveryFailedError extends CodedError<EventsErrorCode> {
+  constructor(letter: DeadLetter) {
+    super('WEBHOOK_DELIVERY_FAILED', `the endpoint did not accept the event: ${letter.last_error}`, {
+      details: { attempts: letter.attempts, last_error: letter.last_error },
+    });
+  }
+}
