@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { Column, DataSource, Entity, Index } from 'typeorm';
 import { CHECKPOINT_ENTITIES, ProcessedMessageEntity } from '@agent/checkpoint';
 import { buildDataSourceOptions, EmbeddedPostgres, runMigrationsExclusively } from '@agent/database';
+import { EVENTS_ENTITIES } from '@agent/events';
 import { MEMORY_ENTITIES } from '@agent/memory';
 import { RAG_ENTITIES, RagChunkEmbeddingEntity } from '@agent/rag';
 
@@ -88,7 +89,12 @@ describe.each(backends)('schema drift on $name', (backend) => {
         `SELECT to_regclass('rag_chunk_embeddings') IS NOT NULL AS present`,
       );
       // The embeddings table exists only where pgvector does (the embedded default has it).
-      const all: EntityClass[] = [...CHECKPOINT_ENTITIES, ...MEMORY_ENTITIES, ...RAG_ENTITIES];
+      const all: EntityClass[] = [
+        ...CHECKPOINT_ENTITIES,
+        ...MEMORY_ENTITIES,
+        ...RAG_ENTITIES,
+        ...EVENTS_ENTITIES,
+      ];
       entities = vector.present ? all : all.filter((entity) => entity !== RagChunkEmbeddingEntity);
       if (database.embedded) expect(vector.present).toBe(true);
     } finally {
@@ -101,11 +107,14 @@ describe.each(backends)('schema drift on $name', (backend) => {
   });
 
   it('finds nothing to generate: the entities describe exactly what the migrations create', async () => {
-    // TypeORM has no xid8 type, so the event relay's turn_log.commit_xid (and its index) cannot be an entity
-    // column; what TypeORM would drop for lack of it is the one expected difference.
+    // TypeORM has no xid8 type, so the event relay's xid8 columns (turn_log.commit_xid and its index, the
+    // destinations' watermark, the positions' delivered_xid) cannot be entity columns; what TypeORM would drop
+    // for lack of them is the one expected difference.
     const unexpressible = [
       'DROP INDEX "public"."turn_log_commit_xid_idx"',
       'ALTER TABLE "turn_log" DROP COLUMN "commit_xid"',
+      'ALTER TABLE "event_relay_destinations" DROP COLUMN "watermark"',
+      'ALTER TABLE "event_relay_positions" DROP COLUMN "delivered_xid"',
     ];
     expect((await pendingSql(entities)).filter((sql) => !unexpressible.includes(sql))).toEqual([]);
   });

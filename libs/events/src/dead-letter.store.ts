@@ -1,5 +1,8 @@
 import { Injectable } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { IsNull, Not, Repository } from 'typeorm';
 import { DatabaseService } from '@agent/database';
+import { DeadLetterEntity, DeliveryAttemptEntity } from './events.entities';
 import type { EventDocument } from './outbound-event';
 
 /** A webhook delivery that failed every attempt. */
@@ -16,17 +19,22 @@ export interface DeadLetter {
   redelivered_at: string | null;
 }
 
-interface DeadLetterRow extends Omit<DeadLetter, 'created_at' | 'redelivered_at'> {
-  created_at: Date;
-  redelivered_at: Date | null;
-}
+type DeadLetterRow = Omit<DeadLetterEntity, 'conversation_key'>;
 
 const COLUMNS = `id::text AS id, destination, tenant_id, event_id, event_name, body, attempts, last_error,
                  created_at, redelivered_at`;
 
+/** What the admin API shows: the row without its conversation key (the event id carries it). */
 function view(row: DeadLetterRow): DeadLetter {
   return {
-    ...row,
+    id: row.id,
+    destination: row.destination,
+    tenant_id: row.tenant_id,
+    event_id: row.event_id,
+    event_name: row.event_name,
+    body: row.body,
+    attempts: row.attempts,
+    last_error: row.last_error,
     created_at: new Date(row.created_at).toISOString(),
     redelivered_at: row.redelivered_at ? new Date(row.redelivered_at).toISOString() : null,
   };
@@ -42,7 +50,11 @@ export interface PendingAttempts {
 /** Dead letters, and the attempts of events on their way to becoming one. */
 @Injectable()
 export class DeadLetterStore {
-  constructor(private readonly database: DatabaseService) {}
+  constructor(
+    private readonly database: DatabaseService,
+    @InjectRepository(DeadLetterEntity) private readonly letters: Repository<DeadLetterEntity>,
+    @InjectRepository(DeliveryAttemptEntity) private readonly attempts: Repository<DeliveryAttemptEntity>,
+  ) {}
 
   /**
    * Records the letter and forgets the event's attempts, in one statement. Nothing is recorded when the turn log
@@ -78,12 +90,10 @@ export class DeadLetterStore {
 
   /** The attempts an event has had so far on a destination (by any replica), or null when none failed. */
   async pendingAttempts(destination: string, eventId: string): Promise<PendingAttempts | null> {
-    const rows: PendingAttempts[] = await this.database.dataSource.query(
-      `SELECT attempts, next_attempt_at, last_error FROM event_delivery_attempts
-        WHERE destination = $1 AND event_id = $2`,
-      [destination, eventId],
-    );
-    return rows.length > 0 ? { ...rows[0], next_attempt_at: new Date(rows[0].next_attempt_at) } : null;
+    return this.attempts.findOne({
+      select: { attempts: true, next_attempt_at: true, last_error: true },
+      where: { destination, event_id: eventId },
+    });
   }
 
   /** Counts the failed attempts of an event so far and when the next one is due. */
@@ -112,10 +122,7 @@ export class DeadLetterStore {
 
   /** The event was delivered after failed attempts: they are forgotten. */
   async attemptsSettled(destination: string, eventId: string): Promise<void> {
-    await this.database.dataSource.query(
-      `DELETE FROM event_delivery_attempts WHERE destination = $1 AND event_id = $2`,
-      [destination, eventId],
-    );
+    await this.attempts.delete({ destination, event_id: eventId });
   }
 
   /** A purged conversation's letters (and its events' pending attempts); returns how many letters went. */
@@ -161,22 +168,21 @@ export class DeadLetterStore {
 
   /** Newest first; `tenantId` undefined covers every tenant, `redelivered` undefined both states. */
   async list(filter: { tenantId?: string; redelivered?: boolean; limit: number }): Promise<DeadLetter[]> {
-    const rows: DeadLetterRow[] = await this.database.dataSource.query(
-      `SELECT ${COLUMNS} FROM event_dead_letters
-        WHERE ($1::text IS NULL OR tenant_id = $1)
-          AND ($2::boolean IS NULL OR (redelivered_at IS NOT NULL) = $2)
-        ORDER BY id DESC LIMIT $3`,
-      [filter.tenantId ?? null, filter.redelivered ?? null, filter.limit],
-    );
+    const rows = await this.letters.find({
+      where: {
+        tenant_id: filter.tenantId,
+        redelivered_at:
+          filter.redelivered === undefined ? undefined : filter.redelivered ? Not(IsNull()) : IsNull(),
+      },
+      order: { id: 'DESC' },
+      take: filter.limit,
+    });
     return rows.map(view);
   }
 
   async get(id: string): Promise<DeadLetter | null> {
-    const rows: DeadLetterRow[] = await this.database.dataSource.query(
-      `SELECT ${COLUMNS} FROM event_dead_letters WHERE id = $1::bigint`,
-      [id],
-    );
-    return rows.length > 0 ? view(rows[0]) : null;
+    const row = await this.letters.findOneBy({ id });
+    return row ? view(row) : null;
   }
 
   /** Counts one more attempt; a successful one marks the letter redelivered. */

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { ConfigType } from '@nestjs/config';
+import { TypeOrmModule } from '@nestjs/typeorm';
 import { ConfigFileError, ConfigFilesService, eventsConfig, loadYamlFile } from '@agent/config';
 import { MetricsService } from '@agent/observability';
 import { DeadLetterRetentionService } from './dead-letter-retention.service';
@@ -7,6 +8,7 @@ import { DeadLetterService } from './dead-letter.service';
 import { DeadLetterStore } from './dead-letter.store';
 import { EventRelayService } from './event-relay.service';
 import { EventRelayStore } from './event-relay.store';
+import { EVENTS_ENTITIES } from './events.entities';
 import { HandoffDeskService } from './handoff-desk.service';
 import { NatsDestination } from './nats.destination';
 import { EVENT_DESTINATIONS, EventDestination } from './outbound-event';
@@ -54,6 +56,7 @@ function destinations(
 
 /** DatabaseService (@agent/database) and the event bus (@agent/observability) come from their global modules. */
 @Module({
+  imports: [TypeOrmModule.forFeature(EVENTS_ENTITIES)],
   providers: [
     HandoffDeskService,
     EventRelayStore,

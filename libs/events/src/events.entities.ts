@@ -1,0 +1,112 @@
+import { Column, Entity, Index, PrimaryColumn, PrimaryGeneratedColumn } from 'typeorm';
+import type { EventDocument } from './outbound-event';
+
+/*
+ * The event relay's tables as migrations/ creates them; the schema-drift test fails when the two disagree.
+ * TypeORM has no xid8 type: event_relay_destinations.watermark and event_relay_positions.delivered_xid exist
+ * only in the migrations and the relay's SQL (EventRelayStore).
+ */
+
+@Entity({ name: 'event_relay_destinations' })
+export class EventRelayDestinationEntity {
+  @PrimaryColumn({ type: 'text', primaryKeyConstraintName: 'event_relay_destinations_pkey' })
+  destination!: string;
+
+  @Column({ type: 'timestamptz', default: () => 'now()' })
+  created_at!: Date;
+}
+
+@Entity({ name: 'event_relay_positions' })
+export class EventRelayPositionEntity {
+  @PrimaryColumn({ type: 'text', primaryKeyConstraintName: 'event_relay_positions_pkey' })
+  destination!: string;
+
+  @PrimaryColumn({ type: 'text', primaryKeyConstraintName: 'event_relay_positions_pkey' })
+  conversation_key!: string;
+
+  @Column({ type: 'integer', nullable: true })
+  delivered_version!: number | null;
+
+  @Column({ type: 'text', nullable: true })
+  lease_owner!: string | null;
+
+  @Column({ type: 'timestamptz', nullable: true })
+  lease_expires_at!: Date | null;
+
+  @Column({ type: 'timestamptz', default: () => 'now()' })
+  updated_at!: Date;
+}
+
+@Entity({ name: 'event_dead_letters' })
+@Index('event_dead_letters_tenant_idx', ['tenant_id', 'id'])
+@Index('event_dead_letters_conversation_idx', ['conversation_key'])
+@Index('event_dead_letters_created_idx', ['created_at'])
+export class DeadLetterEntity {
+  @PrimaryGeneratedColumn('increment', {
+    type: 'bigint',
+    primaryKeyConstraintName: 'event_dead_letters_pkey',
+  })
+  id!: string;
+
+  @Column({ type: 'text' })
+  destination!: string;
+
+  @Column({ type: 'text' })
+  tenant_id!: string;
+
+  @Column({ type: 'text' })
+  conversation_key!: string;
+
+  @Column({ type: 'text' })
+  event_id!: string;
+
+  @Column({ type: 'text' })
+  event_name!: string;
+
+  @Column({ type: 'jsonb' })
+  body!: EventDocument;
+
+  @Column({ type: 'integer' })
+  attempts!: number;
+
+  @Column({ type: 'text' })
+  last_error!: string;
+
+  @Column({ type: 'timestamptz', default: () => 'now()' })
+  created_at!: Date;
+
+  @Column({ type: 'timestamptz', nullable: true })
+  redelivered_at!: Date | null;
+}
+
+@Entity({ name: 'event_delivery_attempts' })
+@Index('event_delivery_attempts_conversation_idx', ['conversation_key'])
+export class DeliveryAttemptEntity {
+  @PrimaryColumn({ type: 'text', primaryKeyConstraintName: 'event_delivery_attempts_pkey' })
+  destination!: string;
+
+  @PrimaryColumn({ type: 'text', primaryKeyConstraintName: 'event_delivery_attempts_pkey' })
+  event_id!: string;
+
+  @Column({ type: 'text' })
+  conversation_key!: string;
+
+  @Column({ type: 'integer' })
+  attempts!: number;
+
+  @Column({ type: 'timestamptz' })
+  next_attempt_at!: Date;
+
+  @Column({ type: 'text' })
+  last_error!: string;
+
+  @Column({ type: 'timestamptz', default: () => 'now()' })
+  updated_at!: Date;
+}
+
+export const EVENTS_ENTITIES = [
+  EventRelayDestinationEntity,
+  EventRelayPositionEntity,
+  DeadLetterEntity,
+  DeliveryAttemptEntity,
+];
