@@ -130,12 +130,19 @@ describe('per-agent policy (e2e)', () => {
           tool_policy: 'policies/retail_tools.yaml',
         },
         retail_outlet: { mcp_servers: 'policies/outlet_mcp.yaml' },
-        retail_express: { routing: 'policies/express_routing.yaml' },
+        retail_express: {
+          routing: 'policies/express_routing.yaml',
+          mcp_servers: 'policies/express_mcp.yaml',
+        },
       },
       {
         ...RETAIL_POLICY,
         // Its router asks a profile llm_profiles.yaml lacks: the `default` model answers for it.
         'policies/express_routing.yaml': expressRouting(),
+        // The deployment's retail server again, and no telecom one: readiness lists it once.
+        'policies/express_mcp.yaml': {
+          servers: { retail: { transport: 'streamable_http', url: mcp.url } },
+        },
         'policies/outlet_mcp.yaml': {
           servers: { retail: { transport: 'streamable_http', url: `http://127.0.0.1:${downPort}/mcp` } },
         },
@@ -411,14 +418,14 @@ describe('per-agent policy (e2e)', () => {
       expect.objectContaining({
         ...shared,
         name: 'telecom',
-        agents: ['telecom_contas', 'retail_orders', 'retail_express'],
+        agents: ['telecom_contas', 'retail_orders'],
         files: global,
       }),
       expect.objectContaining({
         ...shared,
         name: 'retail',
         agents: ['telecom_contas', 'retail_orders', 'retail_express'],
-        files: global,
+        files: [...global, join(dir, 'policies/express_mcp.yaml')],
         state: 'up',
         last_success_at: expect.any(String),
       }),
