@@ -1,6 +1,7 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { ZodRawShapeCompat } from '@modelcontextprotocol/sdk/server/zod-compat.js';
 import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
-import { z } from 'zod';
+import { z } from 'zod/v3';
 import { ExecutionRecord, ReferenceStore, ToolOutcome } from './store';
 
 export const SERVER_NAME = 'reference-mcp-server';
@@ -60,15 +61,11 @@ interface ToolDefinition<S extends z.ZodRawShape> {
   annotations: ToolAnnotations;
 }
 
-type PlainRegisterTool = (
-  name: string,
-  config: ToolDefinition<z.ZodRawShape>,
-  handler: (args: Record<string, unknown>) => Promise<CallToolResult>,
-) => unknown;
-
 /**
- * registerTool through a plain signature: the SDK's generic overloads (written for zod 3 and 4) make the type
- * checker crawl for minutes per call; the SDK still validates the arguments against `inputSchema` at run time.
+ * registerTool for one tool: the SDK validates a call against the shape, and the handler gets the arguments
+ * parsed by the same shape, typed. The shape goes to the SDK as its plain `ZodRawShapeCompat` (a generic `S`
+ * leaves its callback type unresolved), and zod comes from `zod/v3`, the declarations the SDK's types name:
+ * checking the root entry's copy of them against those is too deep for the type checker.
  */
 function register<S extends z.ZodRawShape>(
   server: McpServer,
@@ -76,8 +73,13 @@ function register<S extends z.ZodRawShape>(
   definition: ToolDefinition<S>,
   handler: (args: z.infer<z.ZodObject<S>>) => Promise<CallToolResult>,
 ): void {
-  const plain = server.registerTool.bind(server) as unknown as PlainRegisterTool;
-  plain(name, definition, (args) => handler(args as z.infer<z.ZodObject<S>>));
+  const schema = z.object(definition.inputSchema);
+  const inputSchema: ZodRawShapeCompat = definition.inputSchema;
+  server.registerTool<ZodRawShapeCompat, ZodRawShapeCompat>(
+    name,
+    { ...definition, inputSchema },
+    (args: unknown) => handler(schema.parse(args)),
+  );
 }
 
 /** One MCP server instance with the ten reference tools over `store`. */

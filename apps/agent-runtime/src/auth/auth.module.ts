@@ -41,8 +41,9 @@ export class ApiKeysModule {}
           ? new SharedRateLimitStorage(auth.REDIS_URL, auth.RATE_LIMIT_KEY_PREFIX)
           : undefined,
         // One bucket per valid key (whatever route it calls); requests without a valid key share their address's bucket.
-        getTracker: (req: Record<string, unknown>) => {
-          const request = req as unknown as FastifyRequest;
+        getTracker: (_req, context) => {
+          // The same request, typed: the throttler hands it over as an untyped record.
+          const request = context.switchToHttp().getRequest<FastifyRequest>();
           const match = requestKeyMatch(registry, request);
           const principal = match?.admin ?? match?.channel;
           return principal?.key_id ? `key:${principal.key_id}` : `ip:${request.ip}`;
