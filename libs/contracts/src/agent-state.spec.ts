@@ -51,6 +51,83 @@ describe('agentStateSchema', () => {
   });
 
   it.each([
+    [
+      'a fail-closed rail decision on a regenerated answer',
+      {
+        output_supervisor_results: [
+          {
+            ...decision,
+            stage: 'output',
+            allowed: false,
+            action: 'block',
+            error: 'rail REVPREC timed out after 1000 ms',
+            metadata: { fail_closed: true, error_kind: 'timeout', cause: 'timeout' },
+            attempt: 1,
+          },
+        ],
+      },
+    ],
+    [
+      'a judge that could not decide',
+      {
+        judge_results: [
+          {
+            name: 'groundedness',
+            type: 'llm',
+            threshold: 0.7,
+            enforce: true,
+            score: 0,
+            passed: false,
+            reason: 'judge failed',
+            latency_ms: 1000,
+            error: 'LLM profile judge timed out after 1000 ms',
+            metadata: { fail_closed: true, skipped: false },
+          },
+        ],
+      },
+    ],
+    [
+      'an agent whose retrieval is disabled',
+      {
+        context: {
+          agent: 'product_agent',
+          rag: {
+            enabled: false,
+            attempted: false,
+            status: 'disabled',
+            reason: 'rag_disabled',
+            provider: 'postgres_fts',
+          },
+        },
+      },
+    ],
+    [
+      'a memory stored without provenance',
+      {
+        long_term_memories: [
+          {
+            memory_id: '7',
+            tenant_id: 'acme',
+            agent_id: 'telecom_contas',
+            subject_key: 'u-1',
+            category: 'profile',
+            key: 'preferred_name',
+            value: 'Ana',
+            confidence: 0.9,
+            source_session_id: null,
+            source_message_id: null,
+            metadata: {},
+            created_at: '2026-01-01T00:00:00.000Z',
+            updated_at: '2026-01-01T00:00:00.000Z',
+          },
+        ],
+      },
+    ],
+  ])('reads %s unchanged', (_case, state) => {
+    expect(agentStateSchema.parse(state)).toEqual(state);
+  });
+
+  it.each([
     ['a route that names no node', { route_decision: { route: 'nowhere' } }, 'route_decision'],
     ['a pending topic without its fields', { pending_topics: [{ intent: 'x' }] }, 'pending_topics'],
     [
