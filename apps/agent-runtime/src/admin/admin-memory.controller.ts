@@ -28,7 +28,7 @@ export class AdminMemoryController {
   @Delete(':subject_key')
   @ApiOperation({
     summary:
-      'Forget a subject: every long-term memory fact of the subject in the tenant (or of one agent_id)',
+      'Forget a subject: every long-term memory fact of the subject in the tenant (or of one agent_id), and the webhook dead letters of the sessions whose user_id is the subject',
   })
   @ApiOkResponse({ type: MemoryPurgeResultDto })
   purge(

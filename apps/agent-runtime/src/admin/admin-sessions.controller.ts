@@ -214,7 +214,7 @@ export class AdminSessionsController {
   @Delete(':session_id')
   @ApiOperation({
     summary:
-      'Purge the session: checkpoints, events, idempotency records and (unless purge_memory=false) the long-term memory facts it produced',
+      'Purge the session: checkpoints, events, idempotency records, webhook dead letters and (unless purge_memory=false) the long-term memory facts it produced',
   })
   @ApiOkResponse({ type: DeleteResultDto })
   async remove(

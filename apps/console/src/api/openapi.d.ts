@@ -117,7 +117,7 @@ export interface paths {
         get: operations["AdminSessionsController_detail"];
         put?: never;
         post?: never;
-        /** Purge the session: checkpoints, events, idempotency records and (unless purge_memory=false) the long-term memory facts it produced */
+        /** Purge the session: checkpoints, events, idempotency records, webhook dead letters and (unless purge_memory=false) the long-term memory facts it produced */
         delete: operations["AdminSessionsController_remove"];
         options?: never;
         head?: never;
@@ -253,7 +253,7 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Forget a subject: every long-term memory fact of the subject in the tenant (or of one agent_id) */
+        /** Forget a subject: every long-term memory fact of the subject in the tenant (or of one agent_id), and the webhook dead letters of the sessions whose user_id is the subject */
         delete: operations["AdminMemoryController_purge"];
         options?: never;
         head?: never;
