@@ -199,11 +199,16 @@ describe('operator console in Chromium', () => {
         );
       }
       // Last activity one second apart in the order of `all`, so the order of the list is known; the idle ones
-      // two hours back, out of the last hour.
-      const ago = all.map((id, index) => index + (idle.includes(id) ? 7200 : 0));
+      // two hours back, out of the last hour. The first of page 2 is 200 µs older than the last of page 1, in
+      // the same millisecond, as concurrent turns commit: the pager must not skip it.
+      const ago = all.map(
+        (id, index) => index + (idle.includes(id) ? 7200 : 0) - (index === PAGE_SIZE ? 0.9998 : 0),
+      );
       await app.dataSource.query(
-        `UPDATE sessions s SET updated_at = now() - make_interval(secs => v.ago)
-           FROM unnest($1::text[], $2::int[]) AS v(conversation_key, ago)
+        `UPDATE sessions s
+            SET updated_at = date_trunc('milliseconds', now()) + interval '500 microseconds'
+                             - make_interval(secs => v.ago)
+           FROM unnest($1::text[], $2::float8[]) AS v(conversation_key, ago)
           WHERE s.conversation_key = v.conversation_key`,
         [all.map((id) => `${LIST_TENANT}:${id}`), ago],
       );

@@ -260,7 +260,9 @@ export class InMemoryCheckpointStore extends CheckpointStore {
     const items = rows.slice(0, filter.limit).map((s) => ({ ...s }));
     const last = items[items.length - 1];
     const next_cursor =
-      rows.length > filter.limit && last ? encodeSessionCursor(last.updated_at, last.conversation_key) : null;
+      rows.length > filter.limit && last
+        ? encodeSessionCursor(last.updated_at.toISOString(), last.conversation_key)
+        : null;
     return { items, next_cursor };
   }
 

@@ -323,15 +323,21 @@ export class PostgresCheckpointStore extends CheckpointStore {
         cursorKey: cursor.conversation_key,
       });
     }
-    const rows = await query
+    // The cursor needs updated_at to the microsecond, which a JavaScript Date cannot hold.
+    const { entities: rows, raw } = await query
+      .addSelect(`to_char(s.updated_at AT TIME ZONE 'UTC', :instantFormat)`, 'cursor_at')
+      .setParameter('instantFormat', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
       .orderBy('s.updated_at', 'DESC')
       .addOrderBy('s.conversation_key', 'DESC')
       .limit(filter.limit + 1)
-      .getMany();
+      .getRawAndEntities<{ cursor_at: string }>();
     const items = rows.slice(0, filter.limit);
     const last = items[items.length - 1];
+    const lastAt = raw[items.length - 1]?.cursor_at;
     const next_cursor =
-      rows.length > filter.limit && last ? encodeSessionCursor(last.updated_at, last.conversation_key) : null;
+      rows.length > filter.limit && last && lastAt
+        ? encodeSessionCursor(lastAt, last.conversation_key)
+        : null;
     return { items, next_cursor };
   }
 

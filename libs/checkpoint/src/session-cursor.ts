@@ -1,18 +1,28 @@
 import { InvalidCursorError } from './checkpoint.errors';
 
-/** The opaque cursor of the admin session list: the last row's `updated_at` and `conversation_key`. */
+/**
+ * The opaque cursor of the admin session list: the last row's `updated_at` and `conversation_key`. The instant
+ * keeps the database's microseconds: cut to milliseconds, it would skip the rows of the next page that fall in
+ * the same millisecond as the last row (concurrent turns commit that close together).
+ */
 export interface SessionCursor {
   updated_at: string;
   conversation_key: string;
 }
 
-export function encodeSessionCursor(updatedAt: Date, conversationKey: string): string {
-  return Buffer.from(JSON.stringify([updatedAt.toISOString(), conversationKey])).toString('base64url');
+/** `updatedAt` as the store keeps it: Postgres's microseconds, or a JavaScript date's milliseconds. */
+export function encodeSessionCursor(updatedAt: string, conversationKey: string): string {
+  return Buffer.from(JSON.stringify([updatedAt, conversationKey])).toString('base64url');
 }
 
+/** UTC ISO-8601 with milliseconds and, optionally, three more digits of microseconds. */
+const INSTANT = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})(?:\d{3})?Z$/;
+
 function isCanonicalTimestamp(value: string): boolean {
-  const time = Date.parse(value);
-  return !Number.isNaN(time) && new Date(time).toISOString() === value;
+  const milliseconds = INSTANT.exec(value)?.[1];
+  if (milliseconds === undefined) return false;
+  const time = Date.parse(`${milliseconds}Z`);
+  return !Number.isNaN(time) && new Date(time).toISOString() === `${milliseconds}Z`;
 }
 
 export function decodeSessionCursor(cursor: string): SessionCursor {
