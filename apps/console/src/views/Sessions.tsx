@@ -122,9 +122,11 @@ export function Sessions({ filters }: { filters: SessionFilters }) {
         >
           Previous page
         </button>
+        {/* While a page loads, the page before it is still on show with its cursor: a second click (a double
+            click) would ask for the same page again and count it as one more. */}
         <button
           type="button"
-          disabled={!sessions.data?.next_cursor}
+          disabled={sessions.isPlaceholderData || !sessions.data?.next_cursor}
           onClick={() => sessions.data?.next_cursor && setCursors([...cursors, sessions.data.next_cursor])}
         >
           Next page
