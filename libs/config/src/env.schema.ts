@@ -383,7 +383,6 @@ export const ragEnvSchema = z
     /** Ingested at start-up into each graph agent's rag_namespace; CONFIG_DIR/knowledge when unset. */
     RAG_KNOWLEDGE_DIR: optionalString,
     RAG_INGEST_ON_START: envBoolean(true),
-    RAG_GENERATION_PROFILE: envString('rag_generation'),
   })
   .superRefine((env, ctx) => {
     if (env.RAG_CHUNK_OVERLAP >= env.RAG_CHUNK_SIZE) {

@@ -3,10 +3,10 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RagEnv } from '@agent/config';
 import type { RagOutcome, RagRetrieval, RetrievedChunk, SearchMode } from '@agent/contracts';
-import type { ChatMessage, LlmService } from '@agent/llm';
+import type { LlmService } from '@agent/llm';
 import { chunkText, validateChunking } from './chunking';
 import { loadDirectory } from './loader';
-import { RagError, RagIngestError } from './rag.errors';
+import { RagIngestError } from './rag.errors';
 import { RagStore } from './rag.store';
 
 export interface IngestOptions {
@@ -254,29 +254,6 @@ export class RagService {
         query,
       };
     }
-  }
-
-  /** Retrieves and answers from the passages with the RAG_GENERATION_PROFILE model; an error without an LLM. */
-  async generateAnswer(
-    query: string,
-    namespace: string,
-  ): Promise<{ answer: string; documents: RetrievedChunk[] }> {
-    const profile = this.llm?.resolveProfile(this.env.RAG_GENERATION_PROFILE) ?? null;
-    if (!this.llm || !profile?.reachable) {
-      throw new RagError('RagService.generateAnswer needs an LLM: no endpoint is configured for it');
-    }
-    const { documents } = await this.retrieve(query, namespace);
-    const messages: ChatMessage[] = [
-      {
-        role: 'system',
-        content:
-          'Answer only from the passages below; when they do not contain the answer, say so.\n\n' +
-          formatPassages(documents),
-      },
-      { role: 'user', content: query },
-    ];
-    const result = await this.llm.chat({ profile: this.env.RAG_GENERATION_PROFILE, messages });
-    return { answer: (result.content ?? '').trim(), documents };
   }
 
   /**

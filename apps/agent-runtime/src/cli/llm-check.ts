@@ -103,7 +103,6 @@ function profileUses(files: ConfigFilesService): Map<string, ProfileUse> {
     example: { values: { value: 'ok' } },
   });
   for (const agent of Object.values(files.agents.graph_agents)) use(agent.llm_profile, everyAgent);
-  use(parseEnvNamespace('rag').RAG_GENERATION_PROFILE, everyAgent);
   use(EMBEDDING_PROFILE, everyAgent);
   use('judge', [], JUDGE_CHECK);
   use('guardrail', [], GUARDRAIL_CHECK);

@@ -165,10 +165,6 @@ const STATUS_OF_CODE: { readonly [C in ErrorCode]: ErrorStatus } = {
     status: 500,
     meaning: 'a knowledge namespace that is not an identifier',
   },
-  RAG_NO_LLM: {
-    status: 500,
-    meaning: 'an answer from knowledge asked without a model endpoint',
-  },
 };
 
 export const ERROR_STATUSES: ReadonlyMap<string, ErrorStatus> = new Map(Object.entries(STATUS_OF_CODE));
