@@ -85,7 +85,7 @@ describe('npm run llm:check', () => {
     expect(row(stdout, 'judge')[4]).toBe('all');
     expect(row(stdout, 'default')[4]).toBe('—');
     // One call per profile, and only to the three configured models.
-    expect(fake.requests).toHaveLength(11);
+    expect(fake.requests).toHaveLength(10);
     expect([...new Set(fake.requests.map((r) => r.model))].sort()).toEqual(['big-x', 'embed-z', 'small-y']);
   }, 150000);
 
@@ -113,7 +113,7 @@ describe('npm run llm:check', () => {
     expect(row(stdout, 'router')[3]).toBe('invalid output: no JSON object in the answer');
     expect(row(stdout, 'judge')[3]).toMatch(/^invalid output: score: Expected number, received string/);
     expect(row(stdout, 'route_continuity')[3]).toBe('ok (continuity_decision)');
-    expect(stdout).toMatch(/5 of 11 profiles did not answer/);
+    expect(stdout).toMatch(/4 of 10 profiles did not answer/);
   }, 150000);
 
   it('passes as the README shows for vLLM: one served model does every chat stage', async () => {
@@ -126,7 +126,7 @@ describe('npm run llm:check', () => {
       'not configured: no model (set LLM_EMBEDDING_MODEL or model); RAG uses full-text search',
     );
     expect(stdout).toContain('every configured profile answered (1 optional skipped)');
-    expect(fake.requests).toHaveLength(10);
+    expect(fake.requests).toHaveLength(9);
     expect([...new Set(fake.requests.map((r) => r.model))]).toEqual([served]);
   }, 150000);
 
@@ -172,7 +172,7 @@ describe('npm run llm:check', () => {
       fake.script({ model: 'big-x', reply: (request) => repeatExample(requestText(request)) });
       const { code, stdout } = await runCheck({ LLM_BASE_URL: fake.baseUrl, ...MODELS, CONFIG_DIR: dir });
       expect(code).toBe(0);
-      expect(stdout).toContain('11 profiles from');
+      expect(stdout).toContain('10 profiles from');
       expect(stdout).toContain('3 more named by the configuration');
       // Names llm_profiles.yaml lacks are called as their stage calls them: with `default`'s model.
       expect(row(stdout, 'retail_router → default')).toEqual([
@@ -191,7 +191,7 @@ describe('npm run llm:check', () => {
       expect(row(stdout, 'router')[4]).toBe('telecom_contas');
       expect(row(stdout, 'guardrail')[4]).toBe('telecom_contas');
       expect(row(stdout, 'judge')[4]).toBe('all');
-      expect(fake.requests).toHaveLength(14);
+      expect(fake.requests).toHaveLength(13);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
