@@ -1,5 +1,5 @@
 import { connect } from 'node:net';
-import { FakeLlmServer } from '../support/fake-llm';
+import { FakeLlmServer, GUARDRAILS_ALLOW } from '../support/fake-llm';
 import { rowsForConversation, rowsForTenant } from '../support/stored-rows';
 import { startTestApp, TestApp, uniqueId } from '../support/test-app';
 
@@ -263,6 +263,29 @@ describe('hostile input on the channel and admin endpoints', () => {
     expect(text).not.toMatch(/llm_profiles|profiles_path|config_dir/);
     expect(text).not.toMatch(/"model"/);
     expect((res.body as { status: string }).status).toBe('ok');
+  });
+
+  it('shows a model the endpoint does not know as down with its 404 to admins only, and stays ready', async () => {
+    const body = '{"error":{"message":"The model `agent` does not exist","code":"model_not_found"}}';
+    fake.script(GUARDRAILS_ALLOW);
+    fake.script({ model: 'agent', reply: { status: 404, rawBody: body } });
+    const turn = await app.post('/v1/channels/web/messages', message(), bearer(KEYS.channel));
+    expect(turn.status).toBe(200);
+    const admin = await app.get<{ info: { llm: { profiles: { name: string }[] } } }>(
+      '/health/ready',
+      bearer(KEYS.admin),
+    );
+    expect(admin.status).toBe(200);
+    const profiles = new Map(admin.body.info.llm.profiles.map((p) => [p.name, p]));
+    expect(profiles.get('agent')).toMatchObject({
+      model: 'agent',
+      state: 'down',
+      last_failure: { kind: 'http_error', status: 404, body, at: expect.any(String) },
+    });
+    expect(profiles.get('guardrail')).toMatchObject({ state: 'up', last_failure: null });
+    const open = await app.get<Record<string, unknown>>('/health/ready');
+    expect(open.status).toBe(200);
+    expect(JSON.stringify(open.body)).not.toMatch(/"model"|agent|down|404|last_failure/);
   });
 
   /** Sends `chunks` on a raw connection and returns everything the server wrote until it closed. */

@@ -148,6 +148,49 @@ describe(LlmService.name, () => {
     }
   });
 
+  it('reports per profile what its last real call said: unknown, down with the HTTP status, then up', async () => {
+    const fresh = await buildService({ LLM_BASE_URL: fake.baseUrl, LLM_API_KEY: 'k' });
+    const health = (name: string) => fresh.llm.describe().profiles.find((p) => p.name === name);
+    try {
+      expect(health('router')).toMatchObject({ state: 'unknown', last_success_at: null, last_failure: null });
+      const body = '{"object":"error","message":"The model `router` does not exist.","code":404}';
+      fake.script({ model: 'router', reply: { status: 404, rawBody: body }, times: 1 });
+      const ask = (profile: string) =>
+        fresh.llm.chat({ profile, messages: [{ role: 'user', content: 'hi' }] }).catch(() => null);
+      // A name missing from the file calls `default`: the state is the profile really called.
+      fake.script({ model: 'default', reply: { content: 'ok' } });
+      await ask('not_in_the_file');
+      await ask('router');
+      expect(health('router')).toMatchObject({
+        state: 'down',
+        model: 'router',
+        last_success_at: null,
+        last_failure: { kind: 'http_error', status: 404, body, at: expect.any(String) },
+      });
+      expect(health('default')).toMatchObject({ state: 'up', last_success_at: expect.any(String) });
+      expect(health('judge')?.state).toBe('unknown');
+      // A cancelled call says nothing about the model; the next answer turns it up and keeps the last failure.
+      fake.script({ model: 'router', reply: { content: 'late', delayMs: 500 }, times: 1 });
+      await fresh.llm
+        .chat({
+          profile: 'router',
+          messages: [{ role: 'user', content: 'hi' }],
+          signal: AbortSignal.timeout(50),
+        })
+        .catch(() => null);
+      expect(health('router')?.state).toBe('down');
+      fake.script({ model: 'router', reply: { content: 'back' } });
+      await ask('router');
+      expect(health('router')).toMatchObject({
+        state: 'up',
+        last_success_at: expect.any(String),
+        last_failure: { status: 404 },
+      });
+    } finally {
+      await fresh.close();
+    }
+  });
+
   it('maps a malformed body to an invalid response', async () => {
     fake.script({ model: 'router', reply: { rawBody: '{"choices": []}' } });
     await expect(

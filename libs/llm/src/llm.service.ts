@@ -130,12 +130,33 @@ export interface ProfileStatus {
   missing: string | null;
 }
 
+/**
+ * What the real calls of a profile said, never a probe: `unknown` until one ends, then `up` or `down` by the
+ * last one that ended (a call the caller cancelled says nothing about the model).
+ */
+export interface ProfileCallHealth {
+  state: 'unknown' | 'up' | 'down';
+  last_success_at: string | null;
+  last_failure: {
+    at: string;
+    kind: LlmErrorKind;
+    error: string;
+    /** The HTTP status and the start of the body of an `http_error` (404: the endpoint has no such model). */
+    status?: number;
+    body?: string;
+  } | null;
+}
+
+const NO_CALL_YET: ProfileCallHealth = { state: 'unknown', last_success_at: null, last_failure: null };
+
 /** OpenAI-compatible chat completions and embeddings for every provider, with per-profile limits and accounting. */
 @Injectable()
 export class LlmService implements OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger(LlmService.name);
   private readonly clients = new Map<string, OpenAI>();
   private readonly pools = new ConnectionPools();
+  /** By the profile really called (a name missing from the file calls `default`). */
+  private readonly callHealth = new Map<string, ProfileCallHealth>();
 
   constructor(
     @Inject(llmConfig.KEY) private readonly env: ConfigType<typeof llmConfig>,
@@ -167,11 +188,15 @@ export class LlmService implements OnModuleInit, OnModuleDestroy {
     this.pools.destroy();
   }
 
-  /** What readiness reports: configuration only, never a model call. */
-  describe(): { configured: boolean; profiles_path: string; profiles: ProfileStatus[] } {
+  /** What readiness reports: the configuration and what the last real calls said, never a model call. */
+  describe(): {
+    configured: boolean;
+    profiles_path: string;
+    profiles: (ProfileStatus & ProfileCallHealth)[];
+  } {
     const profiles = Object.keys(this.files.llmProfiles.profiles).flatMap((name) => {
       const profile = this.resolveProfile(name);
-      return profile ? [statusOf(profile)] : [];
+      return profile ? [{ ...statusOf(profile), ...(this.callHealth.get(profile.name) ?? NO_CALL_YET) }] : [];
     });
     return {
       configured: profiles.some((p) => p.reachable),
@@ -382,6 +407,7 @@ export class LlmService implements OnModuleInit, OnModuleDestroy {
             'ok',
             sent.cachedPromptTokens,
           );
+          this.noteCall(profile.name, null);
           return sent.result(latencyMs);
         } catch (error) {
           const mapped = signal?.aborted
@@ -397,6 +423,7 @@ export class LlmService implements OnModuleInit, OnModuleDestroy {
           if (mapped instanceof LlmHttpError) this.logger.warn(mapped.message);
           const outcome: LlmCallOutcome = mapped.kind === 'not_configured' ? 'error' : mapped.kind;
           this.record(profile.requested, profile.model, performance.now() - started, 0, 0, outcome);
+          if (mapped.kind !== 'cancelled') this.noteCall(profile.name, mapped);
           throw mapped;
         }
       },
@@ -423,6 +450,26 @@ export class LlmService implements OnModuleInit, OnModuleDestroy {
       `LLM profile ${name} failed: ${error instanceof Error ? error.message : String(error)}`,
       undefined,
       { cause: error },
+    );
+  }
+
+  private noteCall(profile: string, failure: LlmError | null): void {
+    const at = new Date().toISOString();
+    const previous = this.callHealth.get(profile) ?? NO_CALL_YET;
+    this.callHealth.set(
+      profile,
+      failure
+        ? {
+            state: 'down',
+            last_success_at: previous.last_success_at,
+            last_failure: {
+              at,
+              kind: failure.kind,
+              error: failure.message,
+              ...(failure instanceof LlmHttpError ? { status: failure.status, body: failure.body } : {}),
+            },
+          }
+        : { state: 'up', last_success_at: at, last_failure: previous.last_failure },
     );
   }
 

@@ -45,10 +45,10 @@ export class HealthController {
   }
 
   /**
-   * Postgres reachable, migrations applied, config loaded; LLM and MCP configuration reported, never called. The
-   * probe is public, so it says up or down and nothing else; with an admin key (or authentication off) it also
-   * shows the configuration: directory, agents, each routing file with its agents and model, LLM profiles and
-   * models, the MCP servers of every agent.
+   * Postgres reachable, migrations applied, config loaded; LLM and MCP set-up and last contacts reported, never
+   * called. The probe is public, so it says up or down and nothing else; with an admin key (or authentication
+   * off) it also shows the configuration: directory, agents, each routing file with its agents and model, LLM
+   * profiles with their models and states, the MCP servers of every agent.
    */
   @Get('ready')
   @HealthCheck()
@@ -144,7 +144,11 @@ export class HealthController {
     return indicator.up({ destinations });
   }
 
-  /** Informational: a missing endpoint does not fail readiness (every LLM stage has a fallback). */
+  /**
+   * Informational: a missing endpoint or a model that fails does not fail readiness (every LLM stage has a
+   * fallback, and every replica shares the model). Each profile's state is that of its last real call, like the
+   * MCP servers'; models and errors need the admin view.
+   */
   private llmConfiguration(detailed: boolean): HealthIndicatorResult {
     const status = this.llm.describe();
     const indicator = this.indicators.check('llm');
