@@ -7,6 +7,7 @@ import { Retention1764979200000 } from './1764979200000-retention';
 import { EventRelay1765065600000 } from './1765065600000-event-relay';
 import { DeadLetterPrivacy1765152000000 } from './1765152000000-dead-letter-privacy';
 import { WebhookAttempts1765238400000 } from './1765238400000-webhook-attempts';
+import { CompactTurnStorage1765324800000 } from './1765324800000-compact-turn-storage';
 
 /** Every migration, in order. Listed explicitly so compiled and test builds load the same set. */
 export const ALL_MIGRATIONS = [
@@ -19,4 +20,5 @@ export const ALL_MIGRATIONS = [
   EventRelay1765065600000,
   DeadLetterPrivacy1765152000000,
   WebhookAttempts1765238400000,
+  CompactTurnStorage1765324800000,
 ];

@@ -2,7 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DataSource } from 'typeorm';
-import { CHECKPOINT_ENTITIES } from '@agent/checkpoint';
+import { CHECKPOINT_ENTITIES, serializeCheckpoint } from '@agent/checkpoint';
+import type { AgentState } from '@agent/contracts';
 import {
   createDataSource,
   DatabaseService,
@@ -26,7 +27,7 @@ function harness(db: DatabaseService, close: () => Promise<void>): CheckpointSto
     store: postgresCheckpointStore(db),
     turnLog: (conversationKey) =>
       dataSource.query(
-        'SELECT version, turn, summary, nodes, events FROM turn_log WHERE conversation_key = $1 ORDER BY version',
+        'SELECT version, turn, summary, nodes, events::jsonb AS events FROM turn_log WHERE conversation_key = $1 ORDER BY version',
         [conversationKey],
       ),
     backdate: async (conversationKey, days) => {
@@ -41,8 +42,9 @@ function harness(db: DatabaseService, close: () => Promise<void>): CheckpointSto
   };
 }
 
-describeCheckpointStoreContract('embedded PGlite', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'checkpoint-contract-'));
+/** A migrated embedded PGlite in a directory of its own. */
+async function openEmbedded(prefix: string): Promise<{ db: DatabaseService; close(): Promise<void> }> {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
   const embedded = await EmbeddedPostgres.start(dir, 170000);
   const dataSource = await createDataSource({
     url: embedded.url,
@@ -52,10 +54,18 @@ describeCheckpointStoreContract('embedded PGlite', async () => {
   });
   await dataSource.runMigrations({ transaction: 'each' });
   const db = new DatabaseService(dataSource, embedded);
-  return harness(db, async () => {
-    await db.onApplicationShutdown();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  return {
+    db,
+    close: async () => {
+      await db.onApplicationShutdown();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+describeCheckpointStoreContract('embedded PGlite', async () => {
+  const { db, close } = await openEmbedded('checkpoint-contract-');
+  return harness(db, close);
 });
 
 const url = process.env.DATABASE_URL;
@@ -77,3 +87,95 @@ if (url) {
     it.skip('needs DATABASE_URL (CI sets it); only the embedded backend ran', () => undefined);
   });
 }
+
+/**
+ * How a turn's documents are stored (the CompactTurnStorage migration): compressed, and inline in their rows
+ * rather than moved to the TOAST table. On the embedded backend, which no other suite writes to.
+ */
+describe('turn storage on embedded PGlite', () => {
+  let embedded: { db: DatabaseService; close(): Promise<void> };
+
+  beforeAll(async () => {
+    embedded = await openEmbedded('turn-storage-');
+  }, 180000);
+
+  afterAll(async () => {
+    await embedded?.close();
+  });
+
+  it('compresses the turn log row, the checkpoint and the stored response inline', async () => {
+    const { db } = embedded;
+    const store = postgresCheckpointStore(db);
+    // Keys longer than a TOAST pointer, which the toaster could otherwise move out of line on their own.
+    const session = 'session-with-a-key-longer-than-a-toast-pointer';
+    const who = {
+      conversation_key: `storage:${session}`,
+      tenant_id: 'storage',
+      session_id: session,
+      agent_id: 'telecom_contas',
+    };
+    const payload = (index: number) => ({
+      at: new Date(0).toISOString(),
+      code: `RAIL_${index}`,
+      reason: 'within the size limit',
+      metadata: { source: 'screen', estimated_tokens: index },
+      conversation_key: who.conversation_key,
+    });
+    const history = Array.from({ length: 40 }, (_, turn) => ({
+      role: 'user' as const,
+      content: `Quero entender a cobrança da minha fatura deste mês (${turn})`,
+    }));
+    const state: AgentState = { user_text: 'fatura', turn: 1, history };
+    const { text, checksum } = serializeCheckpoint(state, null);
+    expect((await store.acquireLease(who, { token: 't:1', leaseMs: 60000 })).session).not.toBeNull();
+    await store.commitTurn(
+      {
+        identity: who,
+        leaseToken: 't:1',
+        parentVersion: null,
+        turn: 1,
+        state,
+        status: 'active',
+        events: Array.from({ length: 40 }, (_, index) => ({
+          name: 'GRL.002',
+          payload: payload(index),
+          at: new Date(0).toISOString(),
+        })),
+        idempotency: {
+          message_id: 'm-1',
+          response: { answer: 'Sua fatura está no aplicativo. '.repeat(80) },
+        },
+      },
+      { expectedHead: 0, serializedState: text, checksum },
+    );
+
+    const stored: { method: string | null; size: number; raw: number }[] = await db.dataSource.query(
+      `SELECT pg_column_compression(events) AS method, pg_column_size(events) AS size,
+              octet_length(events) AS raw FROM turn_log WHERE conversation_key = $1
+       UNION ALL
+       SELECT pg_column_compression(state), pg_column_size(state), octet_length(state)
+         FROM checkpoints WHERE conversation_key = $1
+       UNION ALL
+       SELECT pg_column_compression(response), pg_column_size(response), octet_length(response::text)
+         FROM processed_messages WHERE conversation_key = $1`,
+      [who.conversation_key],
+    );
+    expect(stored).toHaveLength(3);
+    for (const column of stored) {
+      expect(column.method).toBe('pglz');
+      expect(column.size).toBeLessThan(column.raw / 2);
+    }
+    const toastTables: { name: string }[] = await db.dataSource.query(
+      `SELECT reltoastrelid::regclass::text AS name FROM pg_class
+        WHERE relname IN ('turn_log', 'checkpoints', 'processed_messages')`,
+    );
+    expect(toastTables).toHaveLength(3);
+    for (const { name } of toastTables) {
+      const [{ chunks }]: { chunks: number }[] = await db.dataSource.query(
+        `SELECT count(*)::integer AS chunks FROM ${name}`,
+      );
+      expect(chunks).toBe(0);
+    }
+    expect(await store.listEvents(who.conversation_key)).toHaveLength(40);
+  });
+});

@@ -160,7 +160,7 @@ export async function expectedEventIds(
   tenantId: string,
 ): Promise<string[]> {
   const rows = await query(
-    `SELECT conversation_key, version, jsonb_array_length(events) AS n FROM turn_log WHERE tenant_id = $1`,
+    `SELECT conversation_key, version, jsonb_array_length(events::jsonb) AS n FROM turn_log WHERE tenant_id = $1`,
     [tenantId],
   );
   return rows.flatMap((row) =>

@@ -130,8 +130,9 @@ export class TurnLogEntity {
   @Column({ type: 'jsonb', default: [] })
   nodes!: NodeTiming[];
 
-  @Column({ type: 'jsonb' })
-  events!: { name: string; payload: Record<string, unknown> }[];
+  /** The events as JSON text (readers cast it to jsonb): an array of { name, payload }. */
+  @Column({ type: 'text' })
+  events!: string;
 
   @Column({ type: 'timestamptz', default: () => 'now()' })
   created_at!: Date;

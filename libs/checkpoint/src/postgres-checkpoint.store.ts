@@ -241,7 +241,7 @@ export class PostgresCheckpointStore extends CheckpointStore {
          SELECT conversation_key, $3::integer, $12::integer, $13::text, 2, $14::text, $15::integer FROM fenced
        ), turn_row AS (
          INSERT INTO turn_log (conversation_key, version, turn, tenant_id, agent_id, summary, nodes, events)
-         SELECT conversation_key, $3::integer, $4::integer, $16::text, $17::text, $18::jsonb, $19::jsonb, $20::jsonb
+         SELECT conversation_key, $3::integer, $4::integer, $16::text, $17::text, $18::jsonb, $19::jsonb, $20::text
            FROM fenced
        ), processed AS (
          INSERT INTO processed_messages (conversation_key, message_id, turn, response, fingerprint)

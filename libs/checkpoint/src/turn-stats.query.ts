@@ -97,7 +97,7 @@ export class TurnStatsQuery {
       `WITH events AS MATERIALIZED (
          SELECT t.conversation_key, t.turn, t.agent_id, e.event->>'name' AS name, e.event->'payload' AS payload,
                 t.created_at
-           FROM turn_log t CROSS JOIN LATERAL jsonb_array_elements(t.events) AS e(event)
+           FROM turn_log t CROSS JOIN LATERAL jsonb_array_elements(t.events::jsonb) AS e(event)
           WHERE t.created_at >= $1::timestamptz AND t.created_at < $2::timestamptz ${tenant}
             AND e.event->>'name' = ANY($3::text[])),
        router_turns AS (SELECT DISTINCT conversation_key, turn FROM events WHERE ${routerCall})

@@ -59,7 +59,7 @@ export class EventRelayStore {
     limit: number,
   ): Promise<PendingCommit[]> {
     return this.database.dataSource.query(
-      `SELECT t.conversation_key, t.version, t.commit_xid::text AS commit_xid, t.tenant_id, t.events
+      `SELECT t.conversation_key, t.version, t.commit_xid::text AS commit_xid, t.tenant_id, t.events::jsonb AS events
        ${PENDING}
          AND (p.lease_owner IS NULL OR p.lease_expires_at < now() OR p.lease_owner = $3)
        ORDER BY t.commit_xid, t.version
@@ -129,7 +129,7 @@ export class EventRelayStore {
     const rows: { commits: number; events: number; oldest: Date | null }[] =
       await this.database.dataSource.query(
         `WITH pending AS (
-           SELECT t.commit_xid, t.created_at, jsonb_array_length(t.events) AS events ${PENDING}
+           SELECT t.commit_xid, t.created_at, jsonb_array_length(t.events::jsonb) AS events ${PENDING}
          ), target AS (
            SELECT least(pg_snapshot_xmin(pg_current_snapshot()), (SELECT min(commit_xid) FROM pending)) AS watermark
          ), advanced AS (
