@@ -14,7 +14,7 @@ describe('validateEnv', () => {
       ROUTE_STICKINESS_MAX_TOKENS: 80,
     });
     expect(parseEnvNamespace('checkpoint', {})).toMatchObject({
-      CHECKPOINT_RETENTION: 20,
+      CHECKPOINT_RETENTION: 3,
       TURN_LOCK_TIMEOUT_MS: 10000,
     });
     expect(parseEnvNamespace('app', {}).PORT).toBe(3000);
