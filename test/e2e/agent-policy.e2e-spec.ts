@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { MCP_UNAVAILABLE_ERROR } from '@agent/mcp';
@@ -9,8 +10,8 @@ import {
   lastUserMessage,
   requestText,
 } from '../support/fake-llm';
-import { freePort, ReferenceMcpProcess } from '../support/reference-mcp';
-import { startTestApp, TestApp, uniqueId } from '../support/test-app';
+import { freePort, ReferenceMcpProcess, TS_NODE_ENV, TS_NODE_EXEC_ARGV } from '../support/reference-mcp';
+import { REPO_ROOT, startTestApp, TestApp, testDatabaseEnv, uniqueId } from '../support/test-app';
 
 /**
  * Per-agent policy on one runtime: `retail_orders` names its own guardrails, judges and tool policy files in
@@ -541,6 +542,39 @@ describe('per-agent policy files at start-up (e2e)', () => {
     expect(message).toContain(join(dir, 'policies/g.yaml'));
     expect(message).toContain('output[0].params.forbidden[0].pattern');
   });
+
+  it('a start that fails after the database opened lets the process end at once', async () => {
+    const dir = configDir(
+      { telecom_contas: { judges: 'policies/j.yaml' } },
+      { 'policies/j.yaml': { sample_rate: 2 } },
+    );
+    dirs.push(dir);
+    const database = testDatabaseEnv();
+    const env: Record<string, string> = { ...TS_NODE_ENV, CONFIG_DIR: dir, LOG_LEVEL: 'silent' };
+    for (const [key, value] of Object.entries({ ...process.env, ...database })) {
+      if (value !== undefined && !(key in env)) env[key] = value;
+    }
+    // No process.exit: the child ends only when nothing the failed start opened keeps it alive (an idle pool
+    // connection would, until the pool's 10 s idle timeout).
+    const script =
+      "require('./apps/agent-runtime/src/bootstrap').createApp().catch((e) => console.error(e.message))";
+    const child = spawn(process.execPath, [...TS_NODE_EXEC_ARGV, '-e', script], {
+      cwd: REPO_ROOT,
+      env,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    let failedAt = 0;
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString('utf8');
+      if (stderr.includes('policies/j.yaml')) failedAt ||= Date.now();
+    });
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    if (database.DATA_DIR) rmSync(database.DATA_DIR, { recursive: true, force: true });
+    expect(stderr).toContain(join(dir, 'policies/j.yaml'));
+    expect(code).toBe(0);
+    expect(Date.now() - failedAt).toBeLessThan(6000);
+  }, 60000);
 
   it("a bad agent's judges file fails the start naming the file and the key path", async () => {
     const { dir, message } = await startupError(

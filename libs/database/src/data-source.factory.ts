@@ -29,6 +29,9 @@ export function buildDataSourceOptions(settings: DataSourceSettings): DataSource
       // Bounded statements: a hung query must not hold a turn forever.
       statement_timeout: 30000,
       application_name: 'agent-runtime',
+      // Idle connections never keep the process alive: the server (or a tool's own work) does. A start that
+      // fails after the pool opened (a bad policy file) cannot close it, and must still let the process end.
+      allowExitOnIdle: true,
     },
   };
 }
