@@ -4,8 +4,9 @@ import { startTestApp, TestApp, uniqueId } from '../support/test-app';
 
 /** Booting the app with a fresh embedded PGlite can take minutes on a busy machine. */
 const APP_START_TIMEOUT_MS = 240_000;
-const TENANT = 'acme';
-const OTHER = 'globex';
+// Tenants of this run only: the queue of a shared database holds other runs' waiting conversations, oldest first.
+const TENANT = uniqueId('acme');
+const OTHER = uniqueId('globex');
 const AGENT_ID = 'telecom_contas';
 const ADMIN = { authorization: 'Bearer desk-admin-global' };
 const ADMIN_SCOPED = { authorization: 'Bearer desk-admin-acme' };
@@ -101,9 +102,9 @@ describe('the handoff desk over HTTP (HUMAN_HANDOFF_MODE=hold)', () => {
     await say(TENANT, second, 'I want to talk to a person');
     expect((await say(TENANT, first, 'hello?')).answer).toBe(PENDING_MESSAGE);
 
-    const all = (await waiting(ADMIN)).filter((w) => [first, second, foreign].includes(w.session_id));
-    expect(all.map((w) => w.session_id)).toEqual([first, foreign, second]);
-    const [item] = all;
+    const own = await waiting(ADMIN, `?tenant_id=${TENANT}`);
+    expect(own.map((w) => w.session_id)).toEqual([first, second]);
+    const [item] = own;
     expect(item).toMatchObject({
       conversation_key: `${TENANT}:${first}`,
       tenant_id: TENANT,
@@ -121,7 +122,9 @@ describe('the handoff desk over HTTP (HUMAN_HANDOFF_MODE=hold)', () => {
     ]);
     expect(item.active_agent).toEqual(expect.any(String));
     expect(item.waiting_seconds).toBeGreaterThanOrEqual(0);
-    expect(all[1]).toMatchObject({ tenant_id: OTHER, source: 'admin', reason: 'called the hotline' });
+    expect(await waiting(ADMIN, `?tenant_id=${OTHER}`)).toEqual([
+      expect.objectContaining({ session_id: foreign, source: 'admin', reason: 'called the hotline' }),
+    ]);
 
     // A tenant-scoped key sees its tenant only; another tenant is 403.
     const scoped = await waiting(ADMIN_SCOPED);
@@ -159,14 +162,16 @@ describe('the handoff desk over HTTP (HUMAN_HANDOFF_MODE=hold)', () => {
       source: 'admin',
       claimed_by: 'maria',
     });
-    expect((await waiting(ADMIN)).map((w) => w.session_id)).not.toContain(first);
+    expect((await waiting(ADMIN, `?tenant_id=${TENANT}`)).map((w) => w.session_id)).not.toContain(first);
     const back = await say(TENANT, first, 'What is my plan?');
     expect(back.blocked).toBe(false);
     expect(back.answer).not.toBe(PENDING_MESSAGE);
 
     // A new request after the resume is unclaimed again.
     await say(TENANT, first, 'I want to talk to a person');
-    expect((await waiting(ADMIN)).find((w) => w.session_id === first)?.claim).toBeNull();
+    expect(
+      (await waiting(ADMIN, `?tenant_id=${TENANT}`)).find((w) => w.session_id === first)?.claim,
+    ).toBeNull();
   });
 
   it('refuses a claim on a conversation nobody is waiting on, and a bad operator', async () => {
