@@ -399,10 +399,12 @@ describe('operator console in Chromium', () => {
 
     await signIn(ADMIN_KEY);
     await page.getByRole('link', { name: 'Stickiness and cost' }).click();
-    await page.getByLabel('Tenant').fill(STATS_TENANT);
-    await page.getByLabel('Period', { exact: true }).selectOption('24h');
+    // The period form itself: right after the click the previous view's tenant field may still be on the page.
+    const form = page.getByRole('search', { name: 'Choose the period' });
+    await form.getByLabel('Tenant').fill(STATS_TENANT);
+    await form.getByLabel('Period', { exact: true }).selectOption('24h');
     const asked = page.waitForRequest((request) => request.url().includes(`tenant_id=${STATS_TENANT}`));
-    await page.getByRole('button', { name: 'Show' }).click();
+    await form.getByRole('button', { name: 'Show' }).click();
     // The same period, asked of the API by the test.
     const period = new URL((await asked).url()).searchParams;
     expect(Date.parse(period.get('to') ?? '') - Date.parse(period.get('from') ?? '')).toBe(86_400_000);
