@@ -112,8 +112,10 @@ describe('operator console in Chromium', () => {
   const openDesk = async () => {
     await signIn(ADMIN_KEY);
     await page.getByRole('link', { name: 'Handoff desk' }).click();
-    await page.getByLabel('Tenant').fill(TENANT);
-    await page.getByRole('button', { name: 'Show' }).click();
+    // The desk's own form: the sessions view's tenant field may still be on the page right after the click.
+    const form = page.getByRole('search', { name: 'Filter the desk' });
+    await form.getByLabel('Tenant').fill(TENANT);
+    await form.getByRole('button', { name: 'Show' }).click();
   };
 
   const deskCard = (sessionId: string) =>
