@@ -75,8 +75,18 @@ describe('one process per embedded data directory', () => {
     expect(snapshot(dataDir)).toEqual(before);
 
     // A holder killed with -9 leaves its lock behind; the next start sees the process gone and takes over.
+    // Its embedded database child notices the parent's death and exits on its own: until then the directory
+    // is rightly still held, so wait for it (a busy machine can take a few seconds).
+    const serverPid = (JSON.parse(readFileSync(join(dataDir, LOCK_FILE), 'utf8')) as { server_pid?: number })
+      .server_pid;
     await stopAppProcess(holder, 'SIGKILL');
     expect(existsSync(join(dataDir, LOCK_FILE))).toBe(true);
+    for (const deadline = Date.now() + 30000; serverPid !== undefined && processAlive(serverPid);) {
+      if (Date.now() > deadline) {
+        throw new Error(`the killed holder's database child ${serverPid} did not exit`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
     const next = await startApp();
     expect((JSON.parse(readFileSync(join(dataDir, LOCK_FILE), 'utf8')) as { pid: number }).pid).toBe(
       next.child.pid,
@@ -87,3 +97,12 @@ describe('one process per embedded data directory', () => {
     expect(existsSync(join(dataDir, LOCK_FILE))).toBe(false);
   }, 300000);
 });
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
