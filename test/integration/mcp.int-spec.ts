@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import { Test, TestingModule } from '@nestjs/testing';
 import { EventEmitter2 } from '@nestjs/event-emitter';
 import { Server as McpServer } from '@modelcontextprotocol/sdk/server/index.js';
@@ -258,6 +259,33 @@ describe('McpService with the reference MCP server', () => {
       // tools/list failing too, the model is offered the tools.yaml schema.
       const [descriptor] = await other.mcp.describeTools(['consultar_pedido']);
       expect(descriptor.schema_source).toBe('tools.yaml');
+    });
+
+    it('warns when a server goes down, not again on every turn while it stays down', async () => {
+      const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+      try {
+        const down = await mcpModule(
+          {
+            telecom: { transport: 'stdio', command: 'true' },
+            retail: { transport: 'streamable_http', url: `http://127.0.0.1:${await freePort()}/mcp` },
+          },
+          {},
+        );
+        try {
+          for (let turn = 0; turn < 3; turn++) {
+            const [descriptor] = await down.mcp.describeTools(['consultar_pedido']);
+            expect(descriptor.schema_source).toBe('tools.yaml');
+          }
+        } finally {
+          await down.module.close();
+        }
+        const listings = warn.mock.calls.filter(([message]) =>
+          String(message).startsWith('tools/list of retail'),
+        );
+        expect(listings).toHaveLength(1);
+      } finally {
+        warn.mockRestore();
+      }
     });
 
     it('answers "MCP tools disabled" without calling when MCP_TOOLS_ENABLED=false', async () => {

@@ -386,10 +386,14 @@ export class McpService implements OnApplicationShutdown {
   private async remoteTools(set: ServerSet, server: string): Promise<Tool[] | null> {
     if (!this.enabled || !set.servers[server]?.enabled) return null;
     const connection = this.connection(set, server);
+    // Logged when the server goes down, not on every turn while it stays down (the health endpoint shows it).
+    const wasDown = connection.health().state === 'down';
     try {
       return await connection.listTools();
     } catch (error) {
-      this.logger.warn(`tools/list of ${server} failed, using tools.yaml schemas: ${describeError(error)}`);
+      if (!wasDown) {
+        this.logger.warn(`tools/list of ${server} failed, using tools.yaml schemas: ${describeError(error)}`);
+      }
       return connection.cachedTools();
     }
   }
