@@ -3,7 +3,8 @@
  * from /proc, WAL from the server, statement counts and CPU profiles from the service over IPC.
  */
 import { ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { Client } from 'pg';
 import { z } from 'zod';
 import type { QueryCounts } from './query-counter';
@@ -66,10 +67,16 @@ const cpuProfile = z.object({
 export async function profileCpu(
   service: ChildProcess,
   work: () => Promise<void>,
+  savePath?: string,
 ): Promise<Map<CpuArea, number>> {
   await ask(service, 'profile-start', z.object({ profiling: z.literal(true) }));
   await work();
-  const { profile } = await ask(service, 'profile-stop', z.object({ profile: cpuProfile }));
+  const { profile } = await ask(service, 'profile-stop', z.object({ profile: cpuProfile.passthrough() }));
+  // The whole profile, for Chrome DevTools or `node --cpu-prof`-style tools, when the split is not enough.
+  if (savePath) {
+    mkdirSync(dirname(savePath), { recursive: true });
+    writeFileSync(savePath, JSON.stringify(profile));
+  }
   return cpuSplit(profile);
 }
 

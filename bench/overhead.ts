@@ -2,7 +2,7 @@
  * npm run bench:overhead — what production pays per turn for the runtime itself. The service runs as in
  * production (`node dist/apps/agent-runtime/src/main.js`, NODE_ENV=production, API keys, the default pipeline
  * with route stickiness on) against a scripted OpenAI-compatible model in its own process that answers every
- * call instantly. Per turn: Node CPU of the service, CPU of its Postgres backends, SQL statements, transactions,
+ * call instantly, and the reference MCP server the shipped config names (its tool lists). Per turn: Node CPU of the service, CPU of its Postgres backends, SQL statements, transactions,
  * commit records and bytes of WAL, retained bytes, latency at 1 in flight and throughput at 16; beside it, in
  * the same run, the raw `pg` floor (one statement writing the same checkpoint and turn row). Growth: turn 1, 50
  * and 500 of one conversation, and 1,000 new conversations.
@@ -21,7 +21,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { z } from 'zod';
-import { consoleTable, mean, percentile, pool, REPO_ROOT, round, writeReport } from './lib';
+import { consoleTable, mean, percentile, pool, REPO_ROOT, reportDirectory, round, writeReport } from './lib';
 import {
   ask,
   CpuArea,
@@ -143,9 +143,47 @@ async function startModel(): Promise<{ model: ChildProcess; baseUrl: string }> {
   return { model, baseUrl: `http://127.0.0.1:${port}/v1` };
 }
 
+/**
+ * The reference MCP server the shipped config names, on the bench database (its own schema): the agents' tool
+ * lists come from it as in production, rather than from the fallback path of a server that is down.
+ */
+async function startToolServer(databaseUrl: string): Promise<{ tools: ChildProcess; url: string }> {
+  const port = await freePort();
+  const tools = spawn(
+    process.execPath,
+    [join(REPO_ROOT, 'dist', 'apps', 'reference-mcp-server', 'src', 'main.js')],
+    {
+      cwd: REPO_ROOT,
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: {
+        PATH: process.env.PATH,
+        MCP_HOST: '127.0.0.1',
+        MCP_PORT: String(port),
+        DATABASE_URL: databaseUrl,
+      },
+    },
+  );
+  let stderr = '';
+  tools.stderr?.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4000)));
+  const url = `http://127.0.0.1:${port}/mcp`;
+  const deadline = Date.now() + 60000;
+  for (;;) {
+    if (tools.exitCode !== null) throw new Error(`reference MCP server exited during start:\n${stderr}`);
+    // Any HTTP answer (a GET without a session is refused) means it listens.
+    const listening = await fetch(url).then(
+      () => true,
+      () => false,
+    );
+    if (listening) return { tools, url };
+    if (Date.now() > deadline) throw new Error(`reference MCP server not listening within 60 s:\n${stderr}`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
 async function startService(
   databaseUrl: string,
   modelUrl: string,
+  toolsUrl: string,
 ): Promise<{ service: ChildProcess; port: number }> {
   const port = await freePort();
   const service = spawn(
@@ -167,6 +205,8 @@ async function startService(
         LLM_BASE_URL: modelUrl,
         LLM_API_KEY: 'bench',
         LLM_PROFILES_PATH: join(REPO_ROOT, 'bench', 'config', 'llm_profiles.yaml'),
+        MCP_SERVER_TELECOM_URL: toolsUrl,
+        MCP_SERVER_RETAIL_URL: toolsUrl,
         CHANNEL_API_KEYS: `${TENANT}:${CHANNEL_KEY}`,
         ENABLE_ROUTE_STICKINESS: 'true',
         // The bench is one client sending as fast as it can; per-key limits would measure the limiter.
@@ -452,9 +492,12 @@ async function main(): Promise<void> {
   const database = await benchDatabase(baseUrl);
   const { model, baseUrl: modelUrl } = await startModel();
   let service: ChildProcess | null = null;
+  let tools: ChildProcess | null = null;
   let probe: DatabaseProbe | null = null;
   try {
-    const started = await startService(database.url, modelUrl);
+    const toolServer = await startToolServer(database.url);
+    tools = toolServer.tools;
+    const started = await startService(database.url, modelUrl, toolServer.url);
     service = started.service;
     const port = started.port;
     probe = await DatabaseProbe.connect(database.url);
@@ -466,8 +509,9 @@ async function main(): Promise<void> {
       `bench:overhead — database ${database.name} (Postgres ${serverVersion}), WAL attribution: ${probe.attributesWal ? 'pg_walinspect' : 'server-wide LSN only'}; load average ${loadAtStart}`,
     );
 
-    // Warm-up: connections, JIT, caches.
-    await run(port, interleaved(sessionsOf(tag, 'warm', 10), 10), 4);
+    // Warm-up: connections, caches, and enough turns for V8 to optimise the hot functions (a production process
+    // is warm; a cold one spends several ms per turn in the compiler threads).
+    await run(port, interleaved(sessionsOf(tag, 'warm', 40), 10), 8);
 
     const oneSessions = sessionsOf(tag, 'one', Math.max(1, Math.round(settings.turns / 10)));
     const one = await meter.phase('1 in flight', () => run(port, interleaved(oneSessions, 10), 1));
@@ -483,9 +527,13 @@ async function main(): Promise<void> {
     console.log(`${settings.concurrency} in flight: ${round(loaded.turns / loaded.seconds, 1)} turns/s`);
 
     const profileSessions = sessionsOf(tag, 'profile', 30);
-    const split = await profileCpu(service, async () => {
-      await run(port, interleaved(profileSessions, 10), 1);
-    });
+    const split = await profileCpu(
+      service,
+      async () => {
+        await run(port, interleaved(profileSessions, 10), 1);
+      },
+      join(reportDirectory('bench', false), 'overhead.cpuprofile'),
+    );
 
     // Growth with conversation length: one conversation, windows ending at turn 10, 50 and the last.
     const growthSession = `${tag}-growth`;
@@ -670,6 +718,7 @@ async function main(): Promise<void> {
     console.log(`report: ${path}`);
   } finally {
     if (service) await stop(service);
+    if (tools) await stop(tools);
     await stop(model);
     await probe?.close();
     agent.destroy();
