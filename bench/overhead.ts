@@ -686,7 +686,7 @@ async function main(): Promise<void> {
       '',
       `Run: ${new Date().toISOString()} · Postgres ${serverVersion} on the same machine · Node ${process.version} · ${cpus().length} cores shared by the service, Postgres, the scripted model and the load · load average ${loadAtStart} at start, ${loadAtEnd} at the end.`,
       '',
-      'The model is a scripted OpenAI-compatible server in its own process that answers every call at once: what remains is the runtime itself (HTTP, auth, validation, lease, checkpoint load, the graph with three input rails, the continuity classifier and the agent, events, the commit). The service runs as in production (`NODE_ENV=production`, API keys, `ENABLE_ROUTE_STICKINESS=true`). Each turn carries a `message_id`.',
+      'The model is a scripted OpenAI-compatible server in its own process that answers every call at once: what remains is the runtime itself (HTTP, auth, validation, lease, checkpoint load, the graph with the input guardrail verdict, the continuity classifier and the agent, events, the commit). The service runs as in production (`NODE_ENV=production`, API keys, `ENABLE_ROUTE_STICKINESS=true`) with the reference MCP server the shipped configuration names. Each turn carries a `message_id`.',
       '',
       perTurnHeading,
       '',
