@@ -46,6 +46,9 @@ export class NatsDestination implements EventDestination {
   private connection: NatsConnection | null = null;
   private client: JetStreamClient | null = null;
   private streamChecked = false;
+  /** The connection (and stream check) in progress, shared by every delivery waiting for it. */
+  private readying: Promise<JetStreamClient> | null = null;
+  private closed = false;
 
   constructor(private readonly config: EventsEnv & { EVENTS_NATS_URL: string }) {
     this.name = `nats:${config.EVENTS_NATS_STREAM}`;
@@ -67,29 +70,57 @@ export class NatsDestination implements EventDestination {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
+    await this.readying?.catch(() => undefined);
     const connection = this.connection;
     this.connection = null;
     this.client = null;
-    if (connection && !connection.isClosed()) await connection.drain().catch(() => connection.close());
+    // Every publish was acknowledged or failed before the relay closes its destinations: nothing to drain, and
+    // close() also ends a reconnect loop that drain() would wait on.
+    if (connection && !connection.isClosed()) await connection.close();
   }
 
-  private async ready(): Promise<JetStreamClient> {
-    if (!this.connection || this.connection.isClosed()) {
-      this.connection = await connect({
+  /**
+   * The client, connecting and checking the stream first when needed. The relay delivers several conversations
+   * at once: they share one attempt, so a (re)connection opens one connection, not one per waiting delivery.
+   */
+  private ready(): Promise<JetStreamClient> {
+    const client = this.client;
+    if (client && this.streamChecked && this.connection && !this.connection.isClosed()) {
+      return Promise.resolve(client);
+    }
+    if (!this.readying) {
+      const attempt = this.connectAndCheck();
+      const settled = () => {
+        if (this.readying === attempt) this.readying = null;
+      };
+      attempt.then(settled, settled);
+      this.readying = attempt;
+    }
+    return this.readying;
+  }
+
+  private async connectAndCheck(): Promise<JetStreamClient> {
+    if (this.closed) throw new Error(`${this.name} is closed`);
+    let connection = this.connection;
+    let client = this.client;
+    if (!connection || !client || connection.isClosed()) {
+      connection = await connect({
         servers: this.config.EVENTS_NATS_URL,
         name: 'agent-runtime-event-relay',
         timeout: CONNECT_TIMEOUT_MS,
         maxReconnectAttempts: -1,
       });
-      this.client = jetstream(this.connection, { timeout: PUBLISH_TIMEOUT_MS });
+      client = jetstream(connection, { timeout: PUBLISH_TIMEOUT_MS });
+      this.connection = connection;
+      this.client = client;
       this.streamChecked = false;
     }
     if (!this.streamChecked) {
-      await this.ensureStream(this.connection);
+      await this.ensureStream(connection);
       this.streamChecked = true;
     }
-    if (!this.client) throw new Error('NATS client not ready');
-    return this.client;
+    return client;
   }
 
   private async ensureStream(connection: NatsConnection): Promise<void> {
