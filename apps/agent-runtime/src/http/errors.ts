@@ -269,7 +269,8 @@ export class HttpErrorFilter implements ExceptionFilter {
       this.logger.error({ err: exception, request_id: requestId }, 'unexpected error');
     } else if (code === 'RATE_LIMIT_UNAVAILABLE') {
       this.logger.warn({ request_id: requestId, err: String(exception) }, 'rate limit store unavailable');
-    } else if (status === 503) {
+    } else if (code === 'DATABASE_UNAVAILABLE') {
+      // Not SERVICE_UNAVAILABLE: a failed readiness probe says why in its own body, every few seconds.
       this.logger.warn(
         { request_id: requestId, err: exception instanceof Error ? exception.message : String(exception) },
         'database unavailable',
