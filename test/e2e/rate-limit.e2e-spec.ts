@@ -1,4 +1,5 @@
 import Redis from 'ioredis';
+import { AddressInfo, createServer } from 'node:net';
 import { startTestApp, TestApp } from '../support/test-app';
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -72,8 +73,16 @@ describe('rate limits across replicas', () => {
   });
 
   it('answers 503 with Retry-After, not an unlimited pass, when Redis is unreachable', async () => {
+    // A "Redis" that drops every connection at once: the client keeps trying, and the test sees each try.
+    let attempts = 0;
+    const dropping = createServer((socket) => {
+      attempts += 1;
+      socket.destroy();
+    });
+    await new Promise<void>((resolve) => dropping.listen(0, '127.0.0.1', resolve));
+    const { port } = dropping.address() as AddressInfo;
     const app = await startTestApp({
-      env: { ADMIN_API_KEYS: KEY, REDIS_URL: 'redis://127.0.0.1:1', RAG_INGEST_ON_START: 'false' },
+      env: { ADMIN_API_KEYS: KEY, REDIS_URL: `redis://127.0.0.1:${port}`, RAG_INGEST_ON_START: 'false' },
     });
     try {
       const res = await app.get<ErrorBody>(`/v1/admin/sessions?tenant_id=${TENANT}`, bearer(KEY));
@@ -85,6 +94,12 @@ describe('rate limits across replicas', () => {
     } finally {
       await app.close();
     }
+    // Closing the app stops the client's reconnecting (it retries at least every 2 s while it runs).
+    expect(attempts).toBeGreaterThan(0);
+    const atClose = attempts;
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+    expect(attempts).toBe(atClose);
+    await new Promise<void>((resolve) => dropping.close(() => resolve()));
   });
 
   it('believes X-Forwarded-For only from a proxy named in TRUST_PROXY (item 4)', async () => {
