@@ -66,6 +66,12 @@ describe('event relay to NATS JetStream', () => {
     const tenant = uniqueId('t');
     const reader = await DurableReader.open(NATS_URL, nats.stream, 'reader', `${nats.prefix}.${tenant}.>`);
     try {
+      // Registered before the app served: the commits of its very first turns are the destination's too.
+      const registered = await app.dataSource.query(
+        'SELECT destination FROM event_relay_destinations WHERE destination = $1',
+        [`nats:${nats.stream}`],
+      );
+      expect(registered).toHaveLength(1);
       await runTurns(app, tenant, 20, 10);
       const expected = await expectedEventIds((sql, params) => app.dataSource.query(sql, params), tenant);
       expect(expected.length).toBeGreaterThan(200);

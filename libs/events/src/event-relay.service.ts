@@ -53,7 +53,18 @@ export class EventRelayService implements OnApplicationBootstrap, BeforeApplicat
     @Inject(EVENT_DESTINATIONS) private readonly destinations: EventDestination[],
   ) {}
 
-  onApplicationBootstrap(): void {
+  async onApplicationBootstrap(): Promise<void> {
+    // A new destination starts with the commits that follow its registration: registered before the app serves,
+    // so its first turns are delivered too (the loop registers again if the database was away just now).
+    await Promise.all(
+      this.destinations.map((destination) =>
+        this.store
+          .register(destination.name)
+          .catch((error: unknown) =>
+            this.logger.warn(`${destination.name}: registration failed, will retry: ${String(error)}`),
+          ),
+      ),
+    );
     for (const destination of this.destinations) {
       this.status.set(destination.name, {
         destination: destination.name,
