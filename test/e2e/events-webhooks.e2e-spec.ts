@@ -258,9 +258,11 @@ describe('webhook retries across a restart', () => {
             timeout_ms: 400,
           }),
           TEST_WEBHOOK_SECRET: SECRET,
-          // Waits of 1 to 2 s: the restart happens inside one.
-          EVENTS_WEBHOOK_BACKOFF_BASE_MS: '2000',
-          EVENTS_WEBHOOK_BACKOFF_MAX_MS: '2000',
+          // Waits of 2.5 to 5 s: the restart happens inside one. An attempt the shutdown aborts in flight is not
+          // counted (the endpoint may or may not have seen it), so the close must not overlap a third attempt,
+          // which waits of 1 to 2 s allowed on a loaded machine.
+          EVENTS_WEBHOOK_BACKOFF_BASE_MS: '5000',
+          EVENTS_WEBHOOK_BACKOFF_MAX_MS: '5000',
           EVENTS_RELAY_POLL_MS: '50',
         },
       });
