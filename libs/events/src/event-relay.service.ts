@@ -44,6 +44,8 @@ export class EventRelayService implements OnApplicationBootstrap, BeforeApplicat
   private readonly wakers = new Map<string, () => void>();
   private readonly woken = new Set<string>();
   private unsubscribe: (() => void) | null = null;
+  /** Destinations whose row exists: registered once, not on every poll. */
+  private readonly registered = new Set<string>();
 
   constructor(
     private readonly store: EventRelayStore,
@@ -58,11 +60,9 @@ export class EventRelayService implements OnApplicationBootstrap, BeforeApplicat
     // so its first turns are delivered too (the loop registers again if the database was away just now).
     await Promise.all(
       this.destinations.map((destination) =>
-        this.store
-          .register(destination.name)
-          .catch((error: unknown) =>
-            this.logger.warn(`${destination.name}: registration failed, will retry: ${String(error)}`),
-          ),
+        this.register(destination.name).catch((error: unknown) =>
+          this.logger.warn(`${destination.name}: registration failed, will retry: ${String(error)}`),
+        ),
       ),
     );
     for (const destination of this.destinations) {
@@ -99,7 +99,7 @@ export class EventRelayService implements OnApplicationBootstrap, BeforeApplicat
     while (!signal.aborted) {
       let delay = this.config.EVENTS_RELAY_POLL_MS;
       try {
-        await this.store.register(destination.name);
+        await this.register(destination.name);
         const fetched = await this.relayOnce(destination, signal);
         if (failures > 0) this.logger.log(`${destination.name}: delivering again`);
         failures = 0;
@@ -118,6 +118,12 @@ export class EventRelayService implements OnApplicationBootstrap, BeforeApplicat
       // A failing destination keeps its backoff: commits do not hurry retries against it.
       await this.pause(destination.name, delay, failures === 0, signal);
     }
+  }
+
+  private async register(name: string): Promise<void> {
+    if (this.registered.has(name)) return;
+    await this.store.register(name);
+    this.registered.add(name);
   }
 
   private wake(): void {

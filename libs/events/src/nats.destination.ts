@@ -89,14 +89,9 @@ export class NatsDestination implements EventDestination {
     if (client && this.streamChecked && this.connection && !this.connection.isClosed()) {
       return Promise.resolve(client);
     }
-    if (!this.readying) {
-      const attempt = this.connectAndCheck();
-      const settled = () => {
-        if (this.readying === attempt) this.readying = null;
-      };
-      attempt.then(settled, settled);
-      this.readying = attempt;
-    }
+    this.readying ??= this.connectAndCheck().finally(() => {
+      this.readying = null;
+    });
     return this.readying;
   }
 
