@@ -21,11 +21,23 @@ function filesUnder(dir) {
     .map((entry) => join(entry.parentPath, entry.name));
 }
 
-if (isStale(join(ROOT, 'dist', 'apps', 'agent-runtime', 'src', 'main.js'), serverInputs())) {
-  execFileSync(process.execPath, [join(__dirname, 'build.js')], { cwd: ROOT, stdio: 'inherit' });
+/** Compiles the server to dist/ when a source is newer than the build (the test set-up runs the compiled entry points). */
+function buildServerIfNeeded() {
+  if (isStale(join(ROOT, 'dist', 'apps', 'agent-runtime', 'src', 'main.js'), serverInputs())) {
+    execFileSync(process.execPath, [join(__dirname, 'build.js')], { cwd: ROOT, stdio: 'inherit' });
+  }
 }
-const consoleDir = join(ROOT, 'apps', 'console');
-if (existsSync(consoleDir) && isStale(join(ROOT, 'dist', 'console', 'index.html'), filesUnder(consoleDir))) {
-  console.log('[build] building the operator console');
-  execFileSync('npm', ['run', '--silent', 'build:console'], { cwd: ROOT, stdio: 'inherit' });
+
+module.exports = { buildServerIfNeeded };
+
+if (require.main === module) {
+  buildServerIfNeeded();
+  const consoleDir = join(ROOT, 'apps', 'console');
+  if (
+    existsSync(consoleDir) &&
+    isStale(join(ROOT, 'dist', 'console', 'index.html'), filesUnder(consoleDir))
+  ) {
+    console.log('[build] building the operator console');
+    execFileSync('npm', ['run', '--silent', 'build:console'], { cwd: ROOT, stdio: 'inherit' });
+  }
 }

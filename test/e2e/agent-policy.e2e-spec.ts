@@ -10,8 +10,9 @@ import {
   lastUserMessage,
   requestText,
 } from '../support/fake-llm';
-import { freePort, ReferenceMcpProcess, TS_NODE_ENV, TS_NODE_EXEC_ARGV } from '../support/reference-mcp';
-import { REPO_ROOT, startTestApp, TestApp, testDatabaseEnv, uniqueId } from '../support/test-app';
+import { freePort, ReferenceMcpProcess } from '../support/reference-mcp';
+import { compiledEntry } from '../support/repo-root';
+import { REPO_ROOT, startTestApp, TestApp, testDatabase, uniqueId } from '../support/test-app';
 
 /**
  * Per-agent policy on one runtime: `retail_orders` names its own guardrails, judges and tool policy files in
@@ -549,16 +550,17 @@ describe('per-agent policy files at start-up (e2e)', () => {
       { 'policies/j.yaml': { sample_rate: 2 } },
     );
     dirs.push(dir);
-    const database = testDatabaseEnv();
-    const env: Record<string, string> = { ...TS_NODE_ENV, CONFIG_DIR: dir, LOG_LEVEL: 'silent' };
-    for (const [key, value] of Object.entries({ ...process.env, ...database })) {
+    const database = await testDatabase();
+    const env: Record<string, string> = { CONFIG_DIR: dir, LOG_LEVEL: 'silent' };
+    for (const [key, value] of Object.entries({ ...process.env, ...database.env })) {
       if (value !== undefined && !(key in env)) env[key] = value;
     }
     // No process.exit: the child ends only when nothing the failed start opened keeps it alive (an idle pool
     // connection would, until the pool's 10 s idle timeout).
     const script =
-      "require('./apps/agent-runtime/src/bootstrap').createApp().catch((e) => console.error(e.message))";
-    const child = spawn(process.execPath, [...TS_NODE_EXEC_ARGV, '-e', script], {
+      `require(${JSON.stringify(compiledEntry('apps/agent-runtime/src/bootstrap.ts'))})` +
+      '.createApp().catch((e) => console.error(e.message))';
+    const child = spawn(process.execPath, ['-e', script], {
       cwd: REPO_ROOT,
       env,
       stdio: ['ignore', 'ignore', 'pipe'],
@@ -570,7 +572,7 @@ describe('per-agent policy files at start-up (e2e)', () => {
       if (stderr.includes('policies/j.yaml')) failedAt ||= Date.now();
     });
     const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
-    if (database.DATA_DIR) rmSync(database.DATA_DIR, { recursive: true, force: true });
+    database.release();
     expect(stderr).toContain(join(dir, 'policies/j.yaml'));
     expect(code).toBe(0);
     expect(Date.now() - failedAt).toBeLessThan(6000);

@@ -1,5 +1,4 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { LOCK_FILE } from '@agent/database';
 import {
@@ -9,6 +8,7 @@ import {
   stopAppProcess,
   waitUntilReady,
 } from '../support/app-process';
+import { embeddedDataDir } from '../support/embedded-servers';
 import { REPO_ROOT } from '../support/test-app';
 
 const MAIN = 'apps/agent-runtime/src/main.ts';
@@ -36,7 +36,7 @@ function snapshot(dir: string): Record<string, string> {
  * entry points, one DATA_DIR.
  */
 describe('one process per embedded data directory', () => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'agent-runtime-lock-'));
+  const dataDir = embeddedDataDir('agent-runtime-lock-');
   const started: AppProcess[] = [];
   const embedded = { DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
 

@@ -1,8 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { rmSync } from 'node:fs';
 import { Webhook } from 'standardwebhooks';
 import { DeadLetterRetentionService } from '@agent/events';
-import { startTestApp, TestApp, testDatabaseEnv, uniqueId } from '../support/test-app';
+import { startTestApp, TestApp, testDatabase, uniqueId } from '../support/test-app';
 import { eventually, WebhookReceiver } from '../support/webhook-receiver';
 
 /**
@@ -243,12 +242,12 @@ describe('webhook retries across a restart', () => {
     const session = uniqueId('s');
     const receiver = await WebhookReceiver.start();
     receiver.answer = () => 'fail';
-    // Both processes share one database: CI's server, or one embedded data directory used in turn.
-    const database = testDatabaseEnv();
+    // Both apps share one database: CI's server, or one embedded server held by this test.
+    const database = await testDatabase();
     const start = () =>
       startTestApp({
         env: {
-          ...database,
+          ...database.env,
           EVENTS_WEBHOOKS_PATH: receiver.webhooksFile('/crm', {
             id: `${tenant}-crm`,
             tenant_id: tenant,
@@ -299,7 +298,7 @@ describe('webhook retries across a restart', () => {
     } finally {
       await app.close();
       await receiver.stop();
-      if (database.DATA_DIR) rmSync(database.DATA_DIR, { recursive: true, force: true });
+      database.release();
     }
   }, 120000);
 });

@@ -284,7 +284,7 @@ describe('long-term memory', () => {
 
     /**
      * An app whose memory table the test may break without touching anyone else: on Postgres, an app on a
-     * database of its own; on the embedded default, this file's app (its PGlite already is private to this file).
+     * database of its own; on the embedded default, this file's app (its embedded server is held by this file alone).
      */
     async function startIsolated(): Promise<typeof isolated> {
       const base = process.env.DATABASE_URL;

@@ -1,8 +1,7 @@
 import { ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { portAnswers } from '../support/app-process';
+import { embeddedDataDir } from '../support/embedded-servers';
 import { freePort } from '../support/reference-mcp';
 import { REPO_ROOT } from '../support/test-app';
 
@@ -19,7 +18,8 @@ interface Started {
 
 async function npmStart(): Promise<Started> {
   const port = await freePort();
-  const dataDir = mkdtempSync(join(tmpdir(), 'npm-start-test-'));
+  // Migrated already: the first start of an empty directory is the CI smoke test's (scripts/smoke-embedded.sh).
+  const dataDir = embeddedDataDir('npm-start-test-');
   const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), DATA_DIR: dataDir, LOG_LEVEL: 'info' };
   delete env.DATABASE_URL;
   delete env.LLM_BASE_URL;

@@ -3,10 +3,11 @@ import { join } from 'node:path';
 import { Client } from 'pg';
 import { freePort } from '../support/app-process';
 import { FakeLlmServer, GUARDRAILS_ALLOW, lastUserMessage } from '../support/fake-llm';
+import { compiledEntry } from '../support/repo-root';
 import { REPO_ROOT, TEST_LLM_PROFILES, uniqueId } from '../support/test-app';
 
 /**
- * One writer per conversation across real OS processes: two app processes (ts-node, transpile-only) on one
+ * One writer per conversation across real OS processes: two app processes (the compiled entry point) on one
  * Postgres, hammered on the same conversation at once.
  */
 const databaseUrl = process.env.DATABASE_URL;
@@ -18,34 +19,22 @@ const describeWithPostgres = databaseUrl
 const HANGS = 'esta resposta nunca chega';
 
 async function startProcess(port: number, fake: FakeLlmServer): Promise<ChildProcess> {
-  const child = spawn(
-    process.execPath,
-    [
-      '-r',
-      'ts-node/register',
-      '-r',
-      'tsconfig-paths/register',
-      join(REPO_ROOT, 'apps/agent-runtime/src/main.ts'),
-    ],
-    {
-      cwd: REPO_ROOT,
-      env: {
-        PATH: process.env.PATH,
-        PORT: String(port),
-        DATABASE_URL: databaseUrl,
-        CONFIG_DIR: join(REPO_ROOT, 'config'),
-        LLM_PROFILES_PATH: TEST_LLM_PROFILES,
-        LLM_BASE_URL: fake.baseUrl,
-        LLM_API_KEY: 'test-key',
-        LOG_LEVEL: 'error',
-        TURN_LOCK_TIMEOUT_MS: '60000',
-        RAG_INGEST_ON_START: 'false',
-        TS_NODE_TRANSPILE_ONLY: 'true',
-        TS_NODE_PROJECT: join(REPO_ROOT, 'tsconfig.json'),
-      },
-      stdio: ['ignore', 'ignore', 'inherit'],
+  const child = spawn(process.execPath, [compiledEntry('apps/agent-runtime/src/main.ts')], {
+    cwd: REPO_ROOT,
+    env: {
+      PATH: process.env.PATH,
+      PORT: String(port),
+      DATABASE_URL: databaseUrl,
+      CONFIG_DIR: join(REPO_ROOT, 'config'),
+      LLM_PROFILES_PATH: TEST_LLM_PROFILES,
+      LLM_BASE_URL: fake.baseUrl,
+      LLM_API_KEY: 'test-key',
+      LOG_LEVEL: 'error',
+      TURN_LOCK_TIMEOUT_MS: '60000',
+      RAG_INGEST_ON_START: 'false',
     },
-  );
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   const deadline = Date.now() + 120000;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`app process exited with ${child.exitCode}`);

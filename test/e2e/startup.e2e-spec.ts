@@ -2,6 +2,7 @@ import { mkdtempSync, cpSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeLlmServer, GUARDRAILS_ALLOW } from '../support/fake-llm';
+import { embeddedDataDir } from '../support/embedded-servers';
 import { REPO_ROOT, startTestApp, uniqueId } from '../support/test-app';
 
 describe('start-up', () => {
@@ -40,7 +41,7 @@ describe('start-up', () => {
 
   it('keeps a conversation across a restart of the embedded default', async () => {
     const fake = await FakeLlmServer.start();
-    const dataDir = mkdtempSync(join(tmpdir(), 'restart-'));
+    const dataDir = embeddedDataDir('restart-');
     fake.script({ model: 'agent', reply: (req) => ({ content: `resposta ${req.messages.length}` }) });
     fake.script(GUARDRAILS_ALLOW);
     fake.setFallback({ json: { intent: 'unknown', confidence: 0 } });

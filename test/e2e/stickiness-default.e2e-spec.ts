@@ -1,4 +1,3 @@
-import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawnAppProcess, stopAppProcess, waitUntilReady } from '../support/app-process';
 import {
@@ -9,7 +8,7 @@ import {
   requestText,
 } from '../support/fake-llm';
 import { freePort } from '../support/reference-mcp';
-import { REPO_ROOT, startTestApp, TestApp, testDatabaseEnv, uniqueId } from '../support/test-app';
+import { REPO_ROOT, startTestApp, TestApp, testDatabase, TestDatabase, uniqueId } from '../support/test-app';
 
 const SHIPPED_PROFILES = join(REPO_ROOT, 'config', 'llm_profiles.yaml');
 
@@ -36,18 +35,17 @@ describe('route stickiness by default', () => {
   describe('with no model configured', () => {
     let fake: FakeLlmServer;
     let port: number;
-    let dataDir: string | undefined;
+    let database: TestDatabase;
     let app: ReturnType<typeof spawnAppProcess>;
 
     beforeAll(async () => {
       fake = await FakeLlmServer.start();
       port = await freePort();
-      const database = testDatabaseEnv();
-      dataDir = database.DATA_DIR;
+      database = await testDatabase();
       const closed = `http://127.0.0.1:${await freePort()}/mcp`;
       app = spawnAppProcess('apps/agent-runtime/src/main.ts', [], {
         ...Object.fromEntries(
-          Object.entries(database).filter((entry): entry is [string, string] => entry[1] !== undefined),
+          Object.entries(database.env).filter((entry): entry is [string, string] => entry[1] !== undefined),
         ),
         PORT: String(port),
         LOG_LEVEL: 'info',
@@ -64,7 +62,7 @@ describe('route stickiness by default', () => {
     afterAll(async () => {
       await stopAppProcess(app);
       await fake.stop();
-      if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+      database.release();
     });
 
     it('makes no classifier call, says so once at start-up and logs nothing about it per turn', async () => {

@@ -1,6 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { DataSource } from 'typeorm';
 import { CHECKPOINT_ENTITIES, serializeCheckpoint } from '@agent/checkpoint';
 import type { AgentState } from '@agent/contracts';
@@ -14,6 +12,7 @@ import {
   CheckpointStoreHarness,
   describeCheckpointStoreContract,
 } from '../support/checkpoint-store-contract';
+import { embeddedDataDir } from '../support/embedded-servers';
 import { postgresCheckpointStore } from '../support/postgres-checkpoint-store';
 
 /**
@@ -44,7 +43,7 @@ function harness(db: DatabaseService, close: () => Promise<void>): CheckpointSto
 
 /** A migrated embedded PGlite in a directory of its own. */
 async function openEmbedded(prefix: string): Promise<{ db: DatabaseService; close(): Promise<void> }> {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
+  const dir = embeddedDataDir(prefix);
   const embedded = await EmbeddedPostgres.start(dir, 170000);
   const dataSource = await createDataSource({
     url: embedded.url,

@@ -3,15 +3,14 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { agentPolicyConfigDir, shippedConfig } from '../support/agent-policy-config';
 import { FakeLlmServer, FakeReply, requestText } from '../support/fake-llm';
-import { REPO_ROOT } from '../support/repo-root';
-import { TS_NODE_ENV, TS_NODE_EXEC_ARGV } from '../support/reference-mcp';
+import { compiledEntry, REPO_ROOT } from '../support/repo-root';
 
 /**
  * npm run llm:check against the scripted server, with the shipped profiles and the three model variables: it
  * calls every profile once, validates the JSON-answering ones against their stage's contract, and reports an
  * HTTP error with its status and the start of its body.
  */
-const CLI = join(REPO_ROOT, 'apps', 'agent-runtime', 'src', 'cli', 'llm-check.ts');
+const CLI = compiledEntry('apps/agent-runtime/src/cli/llm-check.ts');
 const MODELS = { LLM_MODEL: 'big-x', LLM_SMALL_MODEL: 'small-y', LLM_EMBEDDING_MODEL: 'embed-z' };
 
 /** Runs the CLI with the shipped config and only these model variables (none inherited from the shell). */
@@ -20,14 +19,10 @@ function runCheck(env: Record<string, string>): Promise<{ code: number; stdout: 
   for (const [key, value] of Object.entries(process.env)) {
     if (value !== undefined && !key.startsWith('LLM_')) childEnv[key] = value;
   }
-  Object.assign(childEnv, TS_NODE_ENV, { CONFIG_DIR: join(REPO_ROOT, 'config') }, env);
+  Object.assign(childEnv, { CONFIG_DIR: join(REPO_ROOT, 'config') }, env);
   return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [...TS_NODE_EXEC_ARGV, CLI],
-      { cwd: REPO_ROOT, env: childEnv, timeout: 120000 },
-      (error, stdout) =>
-        resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout }),
+    execFile(process.execPath, [CLI], { cwd: REPO_ROOT, env: childEnv, timeout: 120000 }, (error, stdout) =>
+      resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout }),
     );
   });
 }

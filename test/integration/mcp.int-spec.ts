@@ -20,7 +20,8 @@ import { stringify } from 'yaml';
 import { AppConfigModule } from '@agent/config';
 import { MCP_UNAVAILABLE_ERROR, McpModule, McpService } from '@agent/mcp';
 import { ObservabilityModule } from '@agent/observability';
-import { freePort, REFERENCE_MCP_ENTRY, ReferenceMcpProcess, TS_NODE_ENV } from '../support/reference-mcp';
+import { embeddedDataDir } from '../support/embedded-servers';
+import { freePort, REFERENCE_MCP_ENTRY, ReferenceMcpProcess } from '../support/reference-mcp';
 
 /**
  * McpService against real reference server processes: `telecom` over stdio (spawned by the service itself),
@@ -74,7 +75,7 @@ describe('McpService with the reference MCP server', () => {
   let mcp: McpService;
   let events: { name: string; payload: Record<string, unknown> }[];
   const stdioSchema = `reference_mcp_stdio_${Date.now().toString(36)}`;
-  const stdioDataDir = mkdtempSync(join(tmpdir(), 'mcp-stdio-'));
+  const stdioDataDir = embeddedDataDir('mcp-stdio-');
 
   beforeAll(async () => {
     http = await ReferenceMcpProcess.start();
@@ -83,9 +84,8 @@ describe('McpService with the reference MCP server', () => {
         telecom: {
           transport: 'stdio',
           command: process.execPath,
-          args: ['-r', 'ts-node/register', '-r', 'tsconfig-paths/register', REFERENCE_MCP_ENTRY, '--stdio'],
+          args: [REFERENCE_MCP_ENTRY, '--stdio'],
           env: {
-            ...TS_NODE_ENV,
             REFERENCE_MCP_SCHEMA: stdioSchema,
             REFERENCE_MCP_DATA_DIR: stdioDataDir,
             REFERENCE_MCP_RESET: 'true',

@@ -1,6 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { parseEnvNamespace } from '@agent/config';
 import type { AgentState } from '@agent/contracts';
 import { createDataSource, DatabaseService, EmbeddedPostgres } from '@agent/database';
@@ -13,6 +11,7 @@ import {
   MEMORY_ENTITIES,
   PostgresLongTermMemoryStore,
 } from '@agent/memory';
+import { embeddedDataDir } from '../support/embedded-servers';
 import { FakeLlmServer, FakeReply } from '../support/fake-llm';
 import { createTestLlm } from '../support/test-llm';
 
@@ -30,7 +29,7 @@ const backends: Backend[] = [
   {
     name: 'embedded PGlite',
     open: async () => {
-      const dir = mkdtempSync(join(tmpdir(), 'memory-store-'));
+      const dir = embeddedDataDir('memory-store-');
       const embedded = await EmbeddedPostgres.start(dir, 170000);
       const dataSource = await createDataSource({
         url: embedded.url,

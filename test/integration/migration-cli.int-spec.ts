@@ -4,14 +4,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { ALL_MIGRATIONS } from '@agent/migrations';
-import { TS_NODE_ENV, TS_NODE_EXEC_ARGV } from '../support/reference-mcp';
-import { REPO_ROOT } from '../support/repo-root';
+import { compiledEntry, REPO_ROOT } from '../support/repo-root';
 
 /**
  * npm run migration:run|revert|show on a database of their own: a fresh database on DATABASE_URL's server, or a
  * fresh embedded data directory. They read the migration list the app runs at start-up.
  */
-const CLI = join(REPO_ROOT, 'apps', 'agent-runtime', 'src', 'cli', 'migrate.ts');
+const CLI = compiledEntry('apps/agent-runtime/src/cli/migrate.ts');
 const NAMES = ALL_MIGRATIONS.map((migration) => migration.name);
 
 interface Outcome {
@@ -25,11 +24,11 @@ function migrate(args: string[], database: Record<string, string>): Promise<Outc
   for (const [key, value] of Object.entries(process.env)) {
     if (value !== undefined && key !== 'DATABASE_URL' && key !== 'DATA_DIR') env[key] = value;
   }
-  Object.assign(env, TS_NODE_ENV, database);
+  Object.assign(env, database);
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      [...TS_NODE_EXEC_ARGV, CLI, ...args],
+      [CLI, ...args],
       { cwd: REPO_ROOT, env, timeout: 120000 },
       (error, stdout, stderr) =>
         resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr }),

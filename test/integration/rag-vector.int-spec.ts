@@ -9,6 +9,7 @@ import { createDataSource, EmbeddedPostgres } from '@agent/database';
 import { LlmModule, LlmService } from '@agent/llm';
 import { ObservabilityModule } from '@agent/observability';
 import { RAG_ENTITIES, RagService, RagStore } from '@agent/rag';
+import { embeddedDataDir } from '../support/embedded-servers';
 import { FakeLlmServer } from '../support/fake-llm';
 
 /**
@@ -77,7 +78,7 @@ describe('RAG vector search (pgvector)', () => {
         entities: RAG_ENTITIES,
       });
     } else {
-      dataDir = mkdtempSync(join(tmpdir(), 'rag-vec-int-'));
+      dataDir = embeddedDataDir('rag-vec-int-');
       embedded = await EmbeddedPostgres.start(dataDir, 170000);
       dataSource = await createDataSource({
         url: embedded.url,

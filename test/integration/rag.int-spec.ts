@@ -6,27 +6,28 @@ import { DataSource } from 'typeorm';
 import { parseEnvNamespace } from '@agent/config';
 import { createDataSource, EmbeddedPostgres } from '@agent/database';
 import { chunkText, RAG_ENTITIES, RagIngestError, RagService, RagStore, validateChunking } from '@agent/rag';
-import { TS_NODE_ENV, TS_NODE_EXEC_ARGV } from '../support/reference-mcp';
+import { embeddedDataDir } from '../support/embedded-servers';
+import { compiledEntry } from '../support/repo-root';
 
 /**
  * RAG on a real database (DATABASE_URL, else embedded PGlite): chunking rules, ingestion of md/txt/json/yaml,
  * language-aware full-text retrieval, re-ingestion, the technical error object, and the rag:ingest CLI.
  */
 const REPO_ROOT = resolve(__dirname, '..', '..');
-const CLI = join(REPO_ROOT, 'apps', 'agent-runtime', 'src', 'cli', 'rag-ingest.ts');
+const CLI = compiledEntry('apps/agent-runtime/src/cli/rag-ingest.ts');
 
 function runCli(
   args: string[],
   env: Record<string, string | undefined>,
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   const childEnv: Record<string, string> = {};
-  for (const [key, value] of Object.entries({ ...process.env, ...TS_NODE_ENV, ...env })) {
+  for (const [key, value] of Object.entries({ ...process.env, ...env })) {
     if (value !== undefined) childEnv[key] = value;
   }
   return new Promise((resolveRun) => {
     execFile(
       process.execPath,
-      [...TS_NODE_EXEC_ARGV, CLI, ...args],
+      [CLI, ...args],
       { cwd: REPO_ROOT, env: childEnv, timeout: 180000 },
       (error, stdout, stderr) => {
         const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
@@ -81,7 +82,7 @@ describe('RAG ingestion and retrieval', () => {
         entities: RAG_ENTITIES,
       });
     } else {
-      dataDir = mkdtempSync(join(tmpdir(), 'rag-int-'));
+      dataDir = embeddedDataDir('rag-int-');
       embedded = await EmbeddedPostgres.start(dataDir, 170000);
       dataSource = await createDataSource({
         url: embedded.url,
@@ -307,7 +308,7 @@ describe('RAG ingestion and retrieval', () => {
         );
       } else {
         // Embedded mode: the CLI opens its own PGlite directory; read it back once the CLI has exited.
-        const cliData = mkdtempSync(join(tmpdir(), 'rag-cli-'));
+        const cliData = embeddedDataDir('rag-cli-');
         const run = await runCli([dir, '--namespace', namespace], {
           DATABASE_URL: undefined,
           DATA_DIR: cliData,

@@ -1,12 +1,11 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { Column, DataSource, Entity, Index } from 'typeorm';
 import { CHECKPOINT_ENTITIES, ProcessedMessageEntity } from '@agent/checkpoint';
 import { buildDataSourceOptions, EmbeddedPostgres, runMigrationsExclusively } from '@agent/database';
 import { EVENTS_ENTITIES } from '@agent/events';
 import { MEMORY_ENTITIES } from '@agent/memory';
 import { RAG_ENTITIES, RagChunkEmbeddingEntity } from '@agent/rag';
+import { embeddedDataDir } from '../support/embedded-servers';
 
 /**
  * The schema-drift check: on a database migrated with migrations/, the SQL TypeORM would generate from the
@@ -24,7 +23,7 @@ const backends: Backend[] = [
   {
     name: 'embedded PGlite',
     open: async () => {
-      const dir = mkdtempSync(join(tmpdir(), 'schema-drift-'));
+      const dir = embeddedDataDir('schema-drift-');
       const embedded = await EmbeddedPostgres.start(dir, 170000);
       return {
         url: embedded.url,

@@ -1,9 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { CheckpointStore, CHECKPOINT_ENTITIES, serializeCheckpoint, TurnStatsQuery } from '@agent/checkpoint';
 import type { AgentState, StoredEvent } from '@agent/contracts';
 import { createDataSource, DatabaseService, EmbeddedPostgres } from '@agent/database';
+import { embeddedDataDir } from '../support/embedded-servers';
 import { postgresCheckpointStore } from '../support/postgres-checkpoint-store';
 
 const MIGRATION_LOCK = 727073690;
@@ -27,7 +26,7 @@ async function open(): Promise<{ db: DatabaseService; close: () => Promise<void>
     const db = new DatabaseService(dataSource, null);
     return { db, close: () => db.onApplicationShutdown() };
   }
-  const dir = mkdtempSync(join(tmpdir(), 'turn-stats-'));
+  const dir = embeddedDataDir('turn-stats-');
   const embedded = await EmbeddedPostgres.start(dir, 170000);
   const dataSource = await createDataSource({
     url: embedded.url,

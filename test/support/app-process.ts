@@ -1,6 +1,7 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { connect, createServer } from 'node:net';
 import { join } from 'node:path';
+import { compiledEntry } from './repo-root';
 import { REPO_ROOT, TEST_LLM_PROFILES } from './test-app';
 
 /** A TCP port nobody listens on right now. */
@@ -37,29 +38,23 @@ export interface AppProcess {
 }
 
 /**
- * Runs an entry point of the app (`apps/agent-runtime/src/main.ts`, `cli/rag-ingest.ts`) as its own OS process
- * through ts-node (transpile-only), with only the given environment on top of PATH and the test config.
+ * Runs an entry point of the app (`apps/agent-runtime/src/main.ts`, `cli/rag-ingest.ts`) as its own OS process,
+ * compiled (see `compiledEntry`), with only the given environment on top of PATH and the test config.
  */
 export function spawnAppProcess(entry: string, args: string[], env: Record<string, string>): AppProcess {
-  const child = spawn(
-    process.execPath,
-    ['-r', 'ts-node/register', '-r', 'tsconfig-paths/register', join(REPO_ROOT, entry), ...args],
-    {
-      cwd: REPO_ROOT,
-      env: {
-        PATH: process.env.PATH,
-        CONFIG_DIR: join(REPO_ROOT, 'config'),
-        LLM_PROFILES_PATH: TEST_LLM_PROFILES,
-        RAG_INGEST_ON_START: 'false',
-        // On by default in the product; the process tests are about the process, not about routing.
-        ENABLE_ROUTE_STICKINESS: 'false',
-        TS_NODE_TRANSPILE_ONLY: 'true',
-        TS_NODE_PROJECT: join(REPO_ROOT, 'tsconfig.json'),
-        ...env,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
+  const child = spawn(process.execPath, [compiledEntry(entry), ...args], {
+    cwd: REPO_ROOT,
+    env: {
+      PATH: process.env.PATH,
+      CONFIG_DIR: join(REPO_ROOT, 'config'),
+      LLM_PROFILES_PATH: TEST_LLM_PROFILES,
+      RAG_INGEST_ON_START: 'false',
+      // On by default in the product; the process tests are about the process, not about routing.
+      ENABLE_ROUTE_STICKINESS: 'false',
+      ...env,
     },
-  );
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
   child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));

@@ -1,4 +1,5 @@
 import 'tsconfig-paths/register';
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { basename, join } from 'node:path';
@@ -31,13 +32,18 @@ async function buildTemplate(dir: string): Promise<void> {
 }
 
 /**
- * On the embedded default, initialising a PGlite database and running the migrations is most of a test app's
- * start. The migrated database is built once and kept in node_modules/.cache until the migrations change; each
- * test app copies it (`testDatabaseEnv`).
+ * On the embedded default, initialising a PGlite database and running the migrations took seconds per test. The
+ * migrated database is built once and kept in node_modules/.cache until the migrations change; the embedded servers
+ * the tests share and every data directory a test makes start from a copy of it (embedded-servers.ts).
  */
 export default async function prepareEmbeddedTemplate(): Promise<void> {
   createRunDir();
-  if (process.env.DATABASE_URL) return;
+  // The processes the tests start run the compiled entry points (compiledEntry).
+  execFileSync(process.execPath, ['-e', "require('./scripts/build-if-needed').buildServerIfNeeded()"], {
+    cwd: REPO_ROOT,
+    stdio: 'inherit',
+  });
+  // Also with DATABASE_URL: the integration tests run each store on the embedded backend as well.
   const template = join(CACHE_DIR, PREFIX + templateKey());
   if (!existsSync(template)) {
     mkdirSync(CACHE_DIR, { recursive: true });

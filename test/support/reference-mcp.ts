@@ -2,21 +2,14 @@ import { ChildProcess, fork } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Client as PgClient } from 'pg';
+import { embeddedDataDir } from './embedded-servers';
+import { compiledEntry, REPO_ROOT } from './repo-root';
 
-const REPO_ROOT = resolve(__dirname, '..', '..');
-export const REFERENCE_MCP_ENTRY = join(REPO_ROOT, 'apps', 'reference-mcp-server', 'src', 'main.ts');
-
-/** Node flags that run the TypeScript entry point directly (swc transpile, path aliases). */
-export const TS_NODE_EXEC_ARGV = ['-r', 'ts-node/register', '-r', 'tsconfig-paths/register'];
-export const TS_NODE_ENV: Record<string, string> = {
-  TS_NODE_PROJECT: join(REPO_ROOT, 'tsconfig.json'),
-  TS_NODE_SWC: 'true',
-  TS_NODE_TRANSPILE_ONLY: 'true',
-};
+export const REFERENCE_MCP_ENTRY = compiledEntry('apps/reference-mcp-server/src/main.ts');
 
 export interface ReferenceMcpOptions {
   /** Fixed port (to restart on the same URL); a free one when absent. */
@@ -49,7 +42,7 @@ export class ReferenceMcpProcess {
       `reference_mcp_t_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 7)}`;
     const dataDir = process.env.DATABASE_URL
       ? null
-      : (options.dataDir ?? mkdtempSync(join(tmpdir(), 'reference-mcp-test-')));
+      : (options.dataDir ?? embeddedDataDir('reference-mcp-test-'));
     const logs: string[] = [];
     const child = await spawnServer(port, schema, dataDir, options, logs);
     return new ReferenceMcpProcess(child, port, schema, dataDir, { ...options, port, schema }, logs);
@@ -123,7 +116,6 @@ async function spawnServer(
       string,
       string
     >),
-    ...TS_NODE_ENV,
     MCP_TRANSPORT: 'http',
     MCP_HOST: '127.0.0.1',
     MCP_PORT: String(port),
@@ -135,7 +127,8 @@ async function spawnServer(
   const child = fork(REFERENCE_MCP_ENTRY, [], {
     cwd: REPO_ROOT,
     env,
-    execArgv: TS_NODE_EXEC_ARGV,
+    // Not the jest worker's flags.
+    execArgv: [],
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
   const collect = (chunk: Buffer) => logs.push(...chunk.toString('utf8').split('\n').filter(Boolean));

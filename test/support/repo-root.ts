@@ -18,3 +18,12 @@ export function findRepoRoot(start: string = __dirname): string {
 }
 
 export const REPO_ROOT = findRepoRoot(__dirname);
+
+/**
+ * The compiled JavaScript of an entry point given by its source path (`apps/agent-runtime/src/main.ts` →
+ * `dist/apps/agent-runtime/src/main.js`). The jest set-up compiles dist/ when a source is newer than it; a test
+ * process starts from it in about a second, where ts-node needed three or four more to transpile the app.
+ */
+export function compiledEntry(source: string): string {
+  return join(REPO_ROOT, 'dist', source.replace(/\.ts$/, '.js'));
+}

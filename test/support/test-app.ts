@@ -1,9 +1,8 @@
-import { cpSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DataSource } from 'typeorm';
 import { createApp } from '../../apps/agent-runtime/src/bootstrap';
+import { leaseEmbeddedServer } from './embedded-servers';
 import { FakeLlmServer } from './fake-llm';
 import { REPO_ROOT } from './repo-root';
 import { withEnv } from './with-env';
@@ -43,21 +42,36 @@ export interface TestAppOptions {
   fakeLlm?: FakeLlmServer;
 }
 
+/** The database settings of a test app, and how to give the database back when the test is done with it. */
+export interface TestDatabase {
+  env: Record<string, string | undefined>;
+  release(): void;
+}
+
 /**
- * The database the tests use: DATABASE_URL when set (CI's Postgres), else a fresh embedded PGlite, copied from the
- * run's migrated template when the jest set-up made one (see jest-embedded-template.ts).
+ * The database the tests use: DATABASE_URL when set (CI's Postgres), else a migrated embedded PGlite server this
+ * test holds alone until it releases it (see embedded-servers.ts), reached with a pool of one connection as the
+ * embedded default does. A test that needs the embedded default itself (its data directory, its lock, its child
+ * process) passes `DATA_DIR` in the app's env instead (`embeddedDataDir`).
  */
-export function testDatabaseEnv(): Record<string, string | undefined> {
-  if (process.env.DATABASE_URL) return { DATABASE_URL: process.env.DATABASE_URL };
-  const dataDir = mkdtempSync(join(tmpdir(), 'agent-runtime-test-'));
-  const template = process.env.TEST_EMBEDDED_TEMPLATE;
-  if (template) cpSync(template, dataDir, { recursive: true });
-  return { DATABASE_URL: undefined, DATA_DIR: dataDir };
+export async function testDatabase(): Promise<TestDatabase> {
+  if (process.env.DATABASE_URL) {
+    return { env: { DATABASE_URL: process.env.DATABASE_URL }, release: () => undefined };
+  }
+  const lease = await leaseEmbeddedServer();
+  return {
+    env: { DATABASE_URL: lease.url, DATABASE_POOL_SIZE: '1', DATA_DIR: undefined },
+    release: lease.release,
+  };
 }
 
 /** Boots the whole Nest app on an ephemeral port with test config and the fake LLM. */
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
-  const database = testDatabaseEnv();
+  // An app told where its database is (DATABASE_URL or DATA_DIR in its env) gets no other.
+  const database =
+    options.env && ('DATABASE_URL' in options.env || 'DATA_DIR' in options.env)
+      ? { env: {}, release: () => undefined }
+      : await testDatabase();
   const env: Record<string, string | undefined> = {
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     NODE_ENV: 'test',
@@ -67,13 +81,16 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     LLM_API_KEY: 'test-key',
     // On by default in the product; the tests about stickiness turn it on, the others script the router alone.
     ENABLE_ROUTE_STICKINESS: 'false',
-    ...database,
+    ...database.env,
     ...options.env,
   };
   const app = await withEnv(env, async () => {
     const created = await createApp();
     await created.listen({ port: 0, host: '127.0.0.1' });
     return created;
+  }).catch((error: unknown) => {
+    database.release();
+    throw error;
   });
   const address = app.getHttpServer().address();
   const port = typeof address === 'object' && address ? address.port : 0;
@@ -107,7 +124,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     get: (path, headers) => request('GET', path, undefined, headers),
     close: async () => {
       await app.close();
-      if (database.DATA_DIR) rmSync(database.DATA_DIR, { recursive: true, force: true });
+      database.release();
     },
   };
 }
