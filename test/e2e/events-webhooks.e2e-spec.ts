@@ -257,9 +257,8 @@ describe('webhook retries across a restart', () => {
             timeout_ms: 400,
           }),
           TEST_WEBHOOK_SECRET: SECRET,
-          // Waits of 2.5 to 5 s: the restart happens inside one. An attempt the shutdown aborts in flight is not
-          // counted (the endpoint may or may not have seen it), so the close must not overlap a third attempt,
-          // which waits of 1 to 2 s allowed on a loaded machine.
+          // Waits of 2.5 to 5 s: the restart happens inside one. A stop lets an attempt in flight finish and
+          // counts it, so with waits of 1 to 2 s a loaded machine could close after a third attempt, not two.
           EVENTS_WEBHOOK_BACKOFF_BASE_MS: '5000',
           EVENTS_WEBHOOK_BACKOFF_MAX_MS: '5000',
           EVENTS_RELAY_POLL_MS: '50',
@@ -295,6 +294,61 @@ describe('webhook retries across a restart', () => {
         [eventId],
       );
       expect(pending).toEqual([]);
+    } finally {
+      await app.close();
+      await receiver.stop();
+      database.release();
+    }
+  }, 120000);
+
+  it('lets an attempt in flight finish when the app stops, and counts it', async () => {
+    const tenant = uniqueId('r');
+    const receiver = await WebhookReceiver.start();
+    // The first request is not answered: the app is stopped while it waits; later ones fail.
+    receiver.answer = (_request, earlier) => (earlier === 0 ? 'hang' : 'fail');
+    const database = await testDatabase();
+    const start = () =>
+      startTestApp({
+        env: {
+          ...database.env,
+          EVENTS_WEBHOOKS_PATH: receiver.webhooksFile('/crm', {
+            id: `${tenant}-crm`,
+            tenant_id: tenant,
+            secret_env: 'TEST_WEBHOOK_SECRET',
+            events: ['AGENT_COMPLETED'],
+            max_attempts: 3,
+            timeout_ms: 1500,
+          }),
+          TEST_WEBHOOK_SECRET: SECRET,
+          EVENTS_WEBHOOK_BACKOFF_BASE_MS: '50',
+          EVENTS_WEBHOOK_BACKOFF_MAX_MS: '100',
+          EVENTS_RELAY_POLL_MS: '50',
+        },
+      });
+    let app = await start();
+    try {
+      const response = await app.post('/v1/channels/web/messages', {
+        tenant_id: tenant,
+        agent_id: 'telecom_contas',
+        session_id: uniqueId('s'),
+        text: 'Qual é o meu plano?',
+      });
+      expect(response.status).toBe(200);
+      const eventId = await eventually('the first attempt', () => receiver.received[0]?.document.id);
+      await app.close();
+      // Aborting it would have left it uncounted: the next start would send three more.
+      expect(receiver.attempts(eventId).length).toBe(1);
+
+      app = await start();
+      const letter = await eventually('the dead letter', async () => {
+        const listed = await app.get<{ items: DeadLetter[] }>(
+          `/v1/admin/events/dead-letters?tenant_id=${tenant}`,
+        );
+        return listed.body.items.find((item) => item.event_id === eventId);
+      });
+      expect(letter.attempts).toBe(3);
+      expect(letter.last_error).toBe('HTTP 500');
+      expect(receiver.attempts(eventId).length).toBe(3);
     } finally {
       await app.close();
       await receiver.stop();

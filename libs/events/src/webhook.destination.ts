@@ -55,9 +55,12 @@ export class WebhookDestination implements EventDestination {
     let error = earlier?.last_error ?? '';
     let due = earlier?.next_attempt_at.getTime() ?? 0;
     while (attempts < this.retry.maxAttempts) {
-      // Stopping the service rejects here: the conversation is left for the next replica, nothing is lost.
+      // Stopping the service rejects here, between attempts: the conversation is left for the next replica, which
+      // continues the count. An attempt in flight is not aborted but let finish (its timeout bounds it) and
+      // counted, so a stop never lets an endpoint see more than max_attempts requests for one event.
+      signal.throwIfAborted();
       if (due > Date.now()) await sleep(due - Date.now(), undefined, { signal });
-      const result = await this.send(document, signal);
+      const result = await this.send(document);
       if (result.ok) {
         if (attempts > 0) await this.deadLetters.attemptsSettled(this.name, event.id);
         return;
@@ -88,7 +91,7 @@ export class WebhookDestination implements EventDestination {
   }
 
   /** One signed request; never throws. */
-  async send(document: EventDocument, signal?: AbortSignal): Promise<AttemptResult> {
+  async send(document: EventDocument): Promise<AttemptResult> {
     const body = JSON.stringify(document);
     const now = new Date();
     const timeout = AbortSignal.timeout(this.retry.timeoutMs);
@@ -102,12 +105,11 @@ export class WebhookDestination implements EventDestination {
           'webhook-signature': this.signer.sign(document.id, now, body),
         },
         body,
-        signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+        signal: timeout,
       });
       await response.body?.cancel();
       return response.ok ? { ok: true } : { ok: false, error: `HTTP ${response.status}` };
     } catch (error) {
-      if (signal?.aborted) throw error;
       if (timeout.aborted) return { ok: false, error: `no answer within ${this.retry.timeoutMs} ms` };
       // fetch reports a refused connection as `fetch failed` with the reason as its cause.
       return { ok: false, error: String(error instanceof Error ? (error.cause ?? error.message) : error) };
