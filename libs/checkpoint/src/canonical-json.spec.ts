@@ -1,4 +1,10 @@
-import { canonicalJson, checkpointChecksum, jsonbText } from './canonical-json';
+import {
+  canonicalJson,
+  checkpointChecksum,
+  jsonbText,
+  readCheckpoint,
+  serializeCheckpoint,
+} from './canonical-json';
 
 describe('canonicalJson', () => {
   it('sorts keys at every level and drops undefined values', () => {
@@ -34,5 +40,41 @@ describe('checkpointChecksum', () => {
     expect(checkpointChecksum(state, 2)).not.toBe(checkpointChecksum(state, 1));
     expect(checkpointChecksum(state, null)).not.toBe(checkpointChecksum(state, 1));
     expect(checkpointChecksum({ user_text: 'oi!' }, 1)).not.toBe(checkpointChecksum(state, 1));
+  });
+});
+
+describe('readCheckpoint', () => {
+  const stored = (state: unknown) => {
+    const { text, checksum } = serializeCheckpoint(state, 3);
+    return { state_text: text, format: 2, checksum, parent_version: 3 };
+  };
+  const history = [{ role: 'user' as const, content: 'oi', turn: 1 }];
+
+  it("reads what a turn carries over without validating or returning the last turn's scratch", () => {
+    // A scratch key this release cannot read: the next turn clears it, so it must not cost the history.
+    const row = stored({
+      history,
+      active_agent: 'billing_agent',
+      guardrail_decisions: 'not a list',
+      answer: 'x',
+    });
+    expect(readCheckpoint(row, 'carried over')).toEqual({
+      state: { history, active_agent: 'billing_agent' },
+    });
+    expect(readCheckpoint(row)).toEqual({
+      problem: expect.stringMatching(/^state does not match the schema at guardrail_decisions/),
+    });
+  });
+
+  it('still refuses a carried-over key that does not fit, and any change to the stored text', () => {
+    expect(readCheckpoint(stored({ history: 'not a list' }), 'carried over')).toEqual({
+      problem: expect.stringMatching(/^state does not match the schema at history/),
+    });
+    const row = stored({ history });
+    expect(
+      readCheckpoint({ ...row, state_text: row.state_text.replace('oi', 'ok') }, 'carried over'),
+    ).toEqual({
+      problem: 'checksum mismatch',
+    });
   });
 });

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { AgentState, agentStateSchema } from '@agent/contracts';
+import { z } from 'zod';
+import { AgentState, agentStateSchema, conversationStateSchema } from '@agent/contracts';
 
 /**
  * JSON with object keys sorted at every level, so equal states hash equally, and with the strings Postgres
@@ -65,15 +66,29 @@ export function serializeCheckpoint(state: unknown, parentVersion: number | null
 }
 
 /**
+ * How much of a stored state a reader validates and gets back: the whole of it, or what a turn carries over (the
+ * scratch keys, which the next turn clears, are then left out unread).
+ */
+export type CheckpointReading = 'whole state' | 'carried over';
+
+const READING_SCHEMAS: Record<CheckpointReading, z.ZodType<AgentState, z.ZodTypeDef, unknown>> = {
+  'whole state': agentStateSchema,
+  'carried over': conversationStateSchema,
+};
+
+/**
  * The parsed state when the stored row passes integrity and the state schema, else why not: a state this
  * release cannot read is skipped like a corrupt one, never half-used.
  */
-export function readCheckpoint(row: {
-  state_text: string;
-  format: number;
-  checksum: string;
-  parent_version: number | null;
-}): { state: AgentState } | { problem: string } {
+export function readCheckpoint(
+  row: {
+    state_text: string;
+    format: number;
+    checksum: string;
+    parent_version: number | null;
+  },
+  reading: CheckpointReading = 'whole state',
+): { state: AgentState } | { problem: string } {
   let state: unknown;
   try {
     state = JSON.parse(row.state_text);
@@ -88,7 +103,7 @@ export function readCheckpoint(row: {
       ? storedTextChecksum(row.state_text, row.parent_version)
       : checkpointChecksum(state, row.parent_version);
   if (checksum !== row.checksum) return { problem: 'checksum mismatch' };
-  const parsed = agentStateSchema.safeParse(state);
+  const parsed = READING_SCHEMAS[reading].safeParse(state);
   if (parsed.success) return { state: parsed.data };
   const issue = parsed.error.issues[0];
   return {

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { checkpointConfig } from '@agent/config';
 import { DatabaseUnavailableError, isConnectionError } from '@agent/database';
 import { EventBusService, MetricsService } from '@agent/observability';
-import { readCheckpoint, serializeCheckpoint } from './canonical-json';
+import { CheckpointReading, readCheckpoint, serializeCheckpoint } from './canonical-json';
 import { AgentMismatchError, CheckpointFencingError, TurnLockTimeoutError } from './checkpoint.errors';
 import { CheckpointStore } from './checkpoint.store';
 import type {
@@ -154,19 +154,22 @@ export class CheckpointService implements BeforeApplicationShutdown {
    * The state a turn under `lease` starts from: the head read with the lease when it passes integrity (no
    * further read), else the newest valid version below it (see `loadLatest`). A head version without its row
    * (deleted by hand, lost in a restore), or any missing version above the one restored, emits
-   * `checkpoint.recovery.version_gap`.
+   * `checkpoint.recovery.version_gap`. A turn reads only what it carries over (`'carried over'`).
    */
-  async load(lease: ConversationLease): Promise<LoadedCheckpoint | null> {
+  async load(
+    lease: ConversationLease,
+    reading: CheckpointReading = 'whole state',
+  ): Promise<LoadedCheckpoint | null> {
     const key = lease.session.conversation_key;
     const headVersion = lease.session.head_version;
     if (headVersion === 0) return null;
     if (lease.head) {
-      const read = readCheckpoint(lease.head);
+      const read = readCheckpoint(lease.head, reading);
       if ('state' in read) return { version: lease.head.version, state: read.state, skipped: 0 };
       this.skipCorrupt(key, lease.head.version, read.problem);
-      return this.scan(key, lease.head.version, 1, lease.head.version - 1);
+      return this.scan(key, lease.head.version, 1, lease.head.version - 1, reading);
     }
-    return this.scan(key, headVersion + 1, 0, headVersion);
+    return this.scan(key, headVersion + 1, 0, headVersion, reading);
   }
 
   /**
@@ -337,6 +340,7 @@ export class CheckpointService implements BeforeApplicationShutdown {
     beforeVersion: number | undefined,
     scanned: number,
     expected: number | null,
+    reading: CheckpointReading = 'whole state',
   ): Promise<LoadedCheckpoint | null> {
     const limit = this.config.CHECKPOINT_RECOVERY_SCAN_LIMIT;
     let skipped = scanned;
@@ -357,7 +361,7 @@ export class CheckpointService implements BeforeApplicationShutdown {
         scanned++;
         if (next !== null && row.version < next) this.versionGap(conversationKey, next, row.version);
         next = row.version - 1;
-        const read = readCheckpoint(row);
+        const read = readCheckpoint(row, reading);
         if ('state' in read) return { version: row.version, state: read.state, skipped };
         skipped++;
         this.skipCorrupt(conversationKey, row.version, read.problem);

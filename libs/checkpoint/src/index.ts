@@ -15,5 +15,6 @@ export {
   CheckpointFormat,
   jsonbText,
   readCheckpoint,
+  type CheckpointReading,
   serializeCheckpoint,
 } from './canonical-json';

@@ -220,8 +220,12 @@ export const turnScratchSchema = z
 export type TurnScratch = z.output<typeof turnScratchSchema>;
 export const TURN_SCRATCH_KEYS: readonly (keyof TurnScratch)[] = turnScratchSchema.keyof().options;
 
-/** Keys that carry over from turn to turn. */
-const conversationStateSchema = z
+/**
+ * Keys that carry over from turn to turn: all a turn starts from, since it clears the scratch keys of the state
+ * it loads. Validating only these when a turn loads its checkpoint skips most of the work (the scratch holds the
+ * last turn's rail, judge and tool records).
+ */
+export const conversationStateSchema = z
   .object({
     tenant_id: z.string(),
     agent_id: z.string(),

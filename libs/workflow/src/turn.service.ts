@@ -127,7 +127,7 @@ export class TurnService {
         nodes: [],
       };
       return await TurnContextStore.run(context, async () => {
-        const loaded = await this.checkpoints.load(lease);
+        const loaded = await this.checkpoints.load(lease, 'carried over');
         const messageId = input.message_id ?? randomUUID();
         const initial = this.initialState(loaded?.state ?? {}, input, conversationKey, turn, messageId);
         let final: AgentState;
