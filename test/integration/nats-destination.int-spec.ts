@@ -66,6 +66,6 @@ describe('NATS destination', () => {
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
     expect(proxy.connections).toBe(0);
-    await expect(destination.deliver(event(0))).rejects.toThrow(/closed/);
+    await expect(destination.deliver(event(0))).rejects.toMatchObject({ code: 'EVENT_DESTINATION_CLOSED' });
   });
 });

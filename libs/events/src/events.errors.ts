@@ -5,6 +5,7 @@ export const EVENTS_ERROR_CODES = [
   'DEAD_LETTER_NOT_FOUND',
   'WEBHOOK_ENDPOINT_UNKNOWN',
   'WEBHOOK_DELIVERY_FAILED',
+  'EVENT_DESTINATION_CLOSED',
 ] as const;
 export type EventsErrorCode = (typeof EVENTS_ERROR_CODES)[number];
 
@@ -27,5 +28,12 @@ export class WebhookDeliveryFailedError extends CodedError<EventsErrorCode> {
     super('WEBHOOK_DELIVERY_FAILED', `the endpoint did not accept the event: ${letter.last_error}`, {
       details: { attempts: letter.attempts, last_error: letter.last_error },
     });
+  }
+}
+
+/** A delivery asked of a destination the service has already closed (it is stopping). */
+export class EventDestinationClosedError extends CodedError<EventsErrorCode> {
+  constructor(destination: string) {
+    super('EVENT_DESTINATION_CLOSED', `${destination} is closed`);
   }
 }

@@ -11,6 +11,7 @@ import {
 import { connect, nanos, NatsConnection } from '@nats-io/transport-node';
 import type { EventsEnv } from '@agent/config';
 import { EventDestination, eventDocument, OutboundEvent } from './outbound-event';
+import { EventDestinationClosedError } from './events.errors';
 
 const RETENTION: Record<EventsEnv['EVENTS_NATS_RETENTION'], RetentionPolicy> = {
   limits: RetentionPolicy.Limits,
@@ -96,7 +97,7 @@ export class NatsDestination implements EventDestination {
   }
 
   private async connectAndCheck(): Promise<JetStreamClient> {
-    if (this.closed) throw new Error(`${this.name} is closed`);
+    if (this.closed) throw new EventDestinationClosedError(this.name);
     let connection = this.connection;
     let client = this.client;
     if (!connection || !client || connection.isClosed()) {

@@ -146,6 +146,7 @@ const STATUS_OF_CODE: { readonly [C in ErrorCode]: ErrorStatus } = {
   LLM_ERROR: { status: 500, meaning: 'a model call failed otherwise' },
   MCP_UNAVAILABLE: { status: 500, meaning: 'an MCP server cannot be reached' },
   MCP_TIMEOUT: { status: 500, meaning: 'an MCP server did not answer in time' },
+  EVENT_DESTINATION_CLOSED: { status: 500, meaning: 'an event delivery after its destination closed' },
   RAIL_VERDICT_MISSING: { status: 500, meaning: 'the guardrail model gave no usable verdict' },
   RAIL_TIMEOUT: { status: 500, meaning: 'a guardrail timed out' },
   RAIL_CANCELLED: { status: 500, meaning: "a guardrail cancelled by another's terminal result" },
