@@ -343,22 +343,27 @@ function run(port: number, specs: TurnSpec[], concurrency: number): Promise<numb
   return pool(specs, concurrency, (spec) => postTurn(port, spec));
 }
 
-/** Live bytes (as stored, compressed) of the rows a set of conversations keeps in every table keyed by them. */
-async function liveBytes(probe: DatabaseProbe, keyPattern: string): Promise<number> {
+/** Live bytes (as stored, compressed) of the rows a set of conversations keeps, per table keyed by them. */
+async function liveBytesByTable(probe: DatabaseProbe, keyPattern: string): Promise<Map<string, number>> {
   const tables = await probe.client.query<{ table: string }>(
     `SELECT c.relname AS table FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
       WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p') AND NOT c.relispartition
         AND EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attname = 'conversation_key')`,
   );
-  let total = 0;
+  const bytes = new Map<string, number>();
   for (const { table } of tables.rows) {
     const rows = await probe.client.query<{ bytes: string | null }>(
       `SELECT sum(pg_column_size(t.*))::text AS bytes FROM "${table}" t WHERE conversation_key LIKE $1`,
       [keyPattern],
     );
-    total += Number(rows.rows[0].bytes ?? 0);
+    const stored = Number(rows.rows[0].bytes ?? 0);
+    if (stored > 0) bytes.set(table, stored);
   }
-  return total;
+  return bytes;
+}
+
+async function liveBytes(probe: DatabaseProbe, keyPattern: string): Promise<number> {
+  return [...(await liveBytesByTable(probe, keyPattern)).values()].reduce((sum, bytes) => sum + bytes, 0);
 }
 
 interface Floor {
@@ -604,7 +609,8 @@ async function main(): Promise<void> {
       nextConversation = to;
     }
     const manyLive = await liveBytes(probe, `${TENANT}:${tag}-many-%`);
-    const oneLive = await liveBytes(probe, `${TENANT}:${tag}-one-%`);
+    const oneLiveByTable = await liveBytesByTable(probe, `${TENANT}:${tag}-one-%`);
+    const oneLive = [...oneLiveByTable.values()].reduce((sum, bytes) => sum + bytes, 0);
     const nodes = await nodeDurations(probe, `${TENANT}:${tag}-one-%`);
 
     await stop(service);
@@ -639,7 +645,10 @@ async function main(): Promise<void> {
       `| WAL | ${walCell(one.wal, one.turns)} | ${walCell(loaded.wal, loaded.turns)} | ${walCell(f1.wal, f1.latencies.length)} | ${f1.wal.databaseBytes && one.wal.databaseBytes !== null ? ratio(one.wal.databaseBytes / one.turns, f1.wal.databaseBytes / f1.latencies.length) : ''} |`,
       `| of which full-page images | ${one.wal.fullPageBytes === null ? 'n/a' : kb(one.wal.fullPageBytes / one.turns)} | ${loaded.wal.fullPageBytes === null ? 'n/a' : kb(loaded.wal.fullPageBytes / loaded.turns)} | ${f1.wal.fullPageBytes === null ? 'n/a' : kb(f1.wal.fullPageBytes / f1.latencies.length)} | |`,
       `| retained: database growth | ${kb(one.diskBytes / one.turns)} | ${kb(loaded.diskBytes / loaded.turns)} | ${kb(f1.diskBytes / f1.latencies.length)} | |`,
-      `| retained: live rows (10-turn conversations) | ${kb(oneLive / one.turns)} | | | |`,
+      `| retained: live rows (10-turn conversations) | ${kb(oneLive / one.turns)}: ${[...oneLiveByTable]
+        .sort((a, b) => b[1] - a[1])
+        .map(([table, bytes]) => `${table} ${round(bytes / one.turns / 1024, 2)} KB`)
+        .join(', ')} | | | |`,
       `| latency p50 / p99 | ${p(one.latencies, 50)} / ${p(one.latencies, 99)} ms | ${p(loaded.latencies, 50)} / ${p(loaded.latencies, 99)} ms | ${p(f1.latencies, 50)} / ${p(f1.latencies, 99)} ms | ${ratio(percentile(one.latencies, 50), percentile(f1.latencies, 50))} |`,
       `| throughput | ${round(one.turns / one.seconds, 1)} turns/s | ${round(loaded.turns / loaded.seconds, 1)} turns/s | ${round(floorThroughput, 1)} /s at ${settings.concurrency} | ${ratio(floorThroughput, loaded.turns / loaded.seconds)} slower |`,
       `| model calls (scripted model's own CPU, not counted above) | ${perTurn(one.modelCalls, one.turns)} (${perTurn(one.modelCpuMs, one.turns)} ms) | ${perTurn(loaded.modelCalls, loaded.turns)} (${perTurn(loaded.modelCpuMs, loaded.turns)} ms) | | |`,
