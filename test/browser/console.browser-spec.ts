@@ -166,10 +166,13 @@ describe('operator console in Chromium', () => {
     await expectVisible(page.getByText('Signed in: all tenants'));
     await page.getByLabel('Tenant').fill(TENANT);
     await page.getByRole('button', { name: 'Apply filters' }).click();
+    // The unfiltered list (every tenant's sessions) shows both rows too: wait for the filtered one to replace it.
+    await page.waitForURL((url) => url.hash.includes(`tenant=${TENANT}`));
     await expectVisible(sessionRows(first));
     await expectVisible(sessionRows(second));
-    expect(await page.locator('tbody tr').count()).toBe(2);
-    expect(page.url()).toContain(`tenant=${TENANT}`);
+    await page.waitForFunction("document.querySelectorAll('tbody tr').length === 2", undefined, {
+      timeout: 15_000,
+    });
     await screenshot(page, 'sessions');
 
     await page.getByLabel('Status').selectOption('ended');
