@@ -8,7 +8,7 @@ import {
   stopAppProcess,
   waitUntilReady,
 } from '../support/app-process';
-import { embeddedDataDir } from '../support/embedded-servers';
+import { embeddedDataDir, processAlive } from '../support/embedded-servers';
 import { REPO_ROOT } from '../support/test-app';
 
 const MAIN = 'apps/agent-runtime/src/main.ts';
@@ -97,12 +97,3 @@ describe('one process per embedded data directory', () => {
     expect(existsSync(join(dataDir, LOCK_FILE))).toBe(false);
   }, 300000);
 });
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { DeadLetterRetentionService } from '@agent/events';
-import { startTestApp, TestApp, testDatabase, uniqueId } from '../support/test-app';
+import { startTestApp, TestApp, testDatabase, TestDatabase, uniqueId } from '../support/test-app';
 import { eventually, WebhookReceiver } from '../support/webhook-receiver';
 
 /**
@@ -237,14 +237,15 @@ describe('signed webhooks', () => {
 });
 
 describe('webhook retries across a restart', () => {
-  it('continues the count on the same database and dead-letters after the configured total', async () => {
-    const tenant = uniqueId('r');
-    const session = uniqueId('s');
-    const receiver = await WebhookReceiver.start();
-    receiver.answer = () => 'fail';
-    // Both apps share one database: CI's server, or one embedded server held by this test.
-    const database = await testDatabase();
-    const start = () =>
+  /** Starts an app with one endpoint of `tenant` on `database`; each call starts it again on the same database. */
+  function appWithEndpoint(
+    database: TestDatabase,
+    receiver: WebhookReceiver,
+    tenant: string,
+    endpoint: { max_attempts: number; timeout_ms: number },
+    backoffMs: { base: number; max: number },
+  ): () => Promise<TestApp> {
+    return () =>
       startTestApp({
         env: {
           ...database.env,
@@ -253,26 +254,53 @@ describe('webhook retries across a restart', () => {
             tenant_id: tenant,
             secret_env: 'TEST_WEBHOOK_SECRET',
             events: ['AGENT_COMPLETED'],
-            max_attempts: 4,
-            timeout_ms: 400,
+            ...endpoint,
           }),
           TEST_WEBHOOK_SECRET: SECRET,
-          // Waits of 2.5 to 5 s: the restart happens inside one. A stop lets an attempt in flight finish and
-          // counts it, so with waits of 1 to 2 s a loaded machine could close after a third attempt, not two.
-          EVENTS_WEBHOOK_BACKOFF_BASE_MS: '5000',
-          EVENTS_WEBHOOK_BACKOFF_MAX_MS: '5000',
+          EVENTS_WEBHOOK_BACKOFF_BASE_MS: String(backoffMs.base),
+          EVENTS_WEBHOOK_BACKOFF_MAX_MS: String(backoffMs.max),
           EVENTS_RELAY_POLL_MS: '50',
         },
       });
+  }
+
+  async function sendMessage(app: TestApp, tenant: string): Promise<void> {
+    const response = await app.post('/v1/channels/web/messages', {
+      tenant_id: tenant,
+      agent_id: 'telecom_contas',
+      session_id: uniqueId('s'),
+      text: 'Qual é o meu plano?',
+    });
+    expect(response.status).toBe(200);
+  }
+
+  function deadLetterOf(app: TestApp, tenant: string, eventId: string): Promise<DeadLetter> {
+    return eventually('the dead letter', async () => {
+      const listed = await app.get<{ items: DeadLetter[] }>(
+        `/v1/admin/events/dead-letters?tenant_id=${tenant}`,
+      );
+      return listed.body.items.find((item) => item.event_id === eventId);
+    });
+  }
+
+  it('continues the count on the same database and dead-letters after the configured total', async () => {
+    const tenant = uniqueId('r');
+    const receiver = await WebhookReceiver.start();
+    receiver.answer = () => 'fail';
+    // Both apps share one database: CI's server, or one embedded server held by this test.
+    const database = await testDatabase();
+    // Waits of 2.5 to 5 s: the restart happens inside one. A stop lets an attempt in flight finish and counts it,
+    // so with waits of 1 to 2 s a loaded machine could close after a third attempt, not two.
+    const start = appWithEndpoint(
+      database,
+      receiver,
+      tenant,
+      { max_attempts: 4, timeout_ms: 400 },
+      { base: 5000, max: 5000 },
+    );
     let app = await start();
     try {
-      const response = await app.post('/v1/channels/web/messages', {
-        tenant_id: tenant,
-        agent_id: 'telecom_contas',
-        session_id: session,
-        text: 'Qual é o meu plano?',
-      });
-      expect(response.status).toBe(200);
+      await sendMessage(app, tenant);
       const eventId = await eventually('the second attempt', () => {
         const [first] = receiver.received;
         return first && receiver.attempts(first.document.id).length >= 2 ? first.document.id : undefined;
@@ -281,12 +309,7 @@ describe('webhook retries across a restart', () => {
       expect(receiver.attempts(eventId).length).toBe(2);
 
       app = await start();
-      const letter = await eventually('the dead letter', async () => {
-        const listed = await app.get<{ items: DeadLetter[] }>(
-          `/v1/admin/events/dead-letters?tenant_id=${tenant}`,
-        );
-        return listed.body.items.find((item) => item.event_id === eventId);
-      });
+      const letter = await deadLetterOf(app, tenant, eventId);
       expect(letter.attempts).toBe(4);
       expect(receiver.attempts(eventId).length).toBe(4);
       const pending: unknown[] = await app.dataSource.query(
@@ -307,45 +330,23 @@ describe('webhook retries across a restart', () => {
     // The first request is not answered: the app is stopped while it waits; later ones fail.
     receiver.answer = (_request, earlier) => (earlier === 0 ? 'hang' : 'fail');
     const database = await testDatabase();
-    const start = () =>
-      startTestApp({
-        env: {
-          ...database.env,
-          EVENTS_WEBHOOKS_PATH: receiver.webhooksFile('/crm', {
-            id: `${tenant}-crm`,
-            tenant_id: tenant,
-            secret_env: 'TEST_WEBHOOK_SECRET',
-            events: ['AGENT_COMPLETED'],
-            max_attempts: 3,
-            timeout_ms: 1500,
-          }),
-          TEST_WEBHOOK_SECRET: SECRET,
-          EVENTS_WEBHOOK_BACKOFF_BASE_MS: '50',
-          EVENTS_WEBHOOK_BACKOFF_MAX_MS: '100',
-          EVENTS_RELAY_POLL_MS: '50',
-        },
-      });
+    const start = appWithEndpoint(
+      database,
+      receiver,
+      tenant,
+      { max_attempts: 3, timeout_ms: 1500 },
+      { base: 50, max: 100 },
+    );
     let app = await start();
     try {
-      const response = await app.post('/v1/channels/web/messages', {
-        tenant_id: tenant,
-        agent_id: 'telecom_contas',
-        session_id: uniqueId('s'),
-        text: 'Qual é o meu plano?',
-      });
-      expect(response.status).toBe(200);
+      await sendMessage(app, tenant);
       const eventId = await eventually('the first attempt', () => receiver.received[0]?.document.id);
       await app.close();
       // Aborting it would have left it uncounted: the next start would send three more.
       expect(receiver.attempts(eventId).length).toBe(1);
 
       app = await start();
-      const letter = await eventually('the dead letter', async () => {
-        const listed = await app.get<{ items: DeadLetter[] }>(
-          `/v1/admin/events/dead-letters?tenant_id=${tenant}`,
-        );
-        return listed.body.items.find((item) => item.event_id === eventId);
-      });
+      const letter = await deadLetterOf(app, tenant, eventId);
       expect(letter.attempts).toBe(3);
       expect(letter.last_error).toBe('HTTP 500');
       expect(receiver.attempts(eventId).length).toBe(3);

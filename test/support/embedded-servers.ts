@@ -42,7 +42,8 @@ function registry(): string {
   return dir;
 }
 
-function alive(pid: number): boolean {
+/** Whether a process of this pid exists on this machine. */
+export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
@@ -81,7 +82,7 @@ export async function leaseEmbeddedServer(): Promise<EmbeddedLease> {
   const dir = registry();
   for (const name of readdirSync(dir).filter((file) => file.endsWith('.json'))) {
     const entry = JSON.parse(readFileSync(join(dir, name), 'utf8')) as ServerEntry;
-    if (!alive(entry.pid)) {
+    if (!processAlive(entry.pid)) {
       rmSync(join(dir, name), { force: true });
       continue;
     }
