@@ -9,6 +9,7 @@ import { ApiKeyGuard } from './api-key.guard';
 import { KeyThrottlerGuard } from './key-throttler.guard';
 import { RequestSchemaGuard } from '../http/request-schema.guard';
 import { requestKeyMatch } from './request-principal';
+import { LocalRateLimitStorage } from './local-rate-limit.storage';
 import { SharedRateLimitStorage } from './shared-rate-limit.storage';
 
 /** The key registry on its own, so the throttler's async factory can inject it. */
@@ -39,7 +40,7 @@ export class ApiKeysModule {}
         // With REDIS_URL every replica counts in the same buckets; without it each replica counts alone.
         storage: auth.REDIS_URL
           ? new SharedRateLimitStorage(auth.REDIS_URL, auth.RATE_LIMIT_KEY_PREFIX)
-          : undefined,
+          : new LocalRateLimitStorage(),
         // One bucket per valid key (whatever route it calls); requests without a valid key share their address's bucket.
         getTracker: (_req, context) => {
           // The same request, typed: the throttler hands it over as an untyped record.
