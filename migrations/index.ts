@@ -8,6 +8,7 @@ import { EventRelay1765065600000 } from './1765065600000-event-relay';
 import { DeadLetterPrivacy1765152000000 } from './1765152000000-dead-letter-privacy';
 import { WebhookAttempts1765238400000 } from './1765238400000-webhook-attempts';
 import { CompactTurnStorage1765324800000 } from './1765324800000-compact-turn-storage';
+import { ResponseInTurnLog1765411200000 } from './1765411200000-response-in-turn-log';
 
 /** Every migration, in order. Listed explicitly so compiled and test builds load the same set. */
 export const ALL_MIGRATIONS = [
@@ -21,4 +22,5 @@ export const ALL_MIGRATIONS = [
   DeadLetterPrivacy1765152000000,
   WebhookAttempts1765238400000,
   CompactTurnStorage1765324800000,
+  ResponseInTurnLog1765411200000,
 ];

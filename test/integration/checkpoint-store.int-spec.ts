@@ -29,13 +29,19 @@ function harness(db: DatabaseService, close: () => Promise<void>): CheckpointSto
         'SELECT version, turn, summary, nodes, events::jsonb AS events FROM turn_log WHERE conversation_key = $1 ORDER BY version',
         [conversationKey],
       ),
-    backdate: async (conversationKey, days) => {
-      for (const table of ['turn_log', 'processed_messages']) {
+    backdate: async (conversationKey, days, tables = ['turn_log', 'processed_messages']) => {
+      for (const table of tables) {
         await dataSource.query(
           `UPDATE ${table} SET created_at = created_at - ($2::text || ' days')::interval WHERE conversation_key = $1`,
           [conversationKey, String(days)],
         );
       }
+    },
+    storeEarlierRecord: async (conversationKey, messageId, response) => {
+      await dataSource.query(
+        `INSERT INTO processed_messages (conversation_key, message_id, turn, response) VALUES ($1, $2, 1, $3)`,
+        [conversationKey, messageId, response],
+      );
     },
     close,
   };
@@ -155,8 +161,8 @@ describe('turn storage on embedded PGlite', () => {
        SELECT pg_column_compression(state), pg_column_size(state), octet_length(state)
          FROM checkpoints WHERE conversation_key = $1
        UNION ALL
-       SELECT pg_column_compression(response), pg_column_size(response), octet_length(response::text)
-         FROM processed_messages WHERE conversation_key = $1`,
+       SELECT pg_column_compression(response), pg_column_size(response), octet_length(response)
+         FROM turn_log WHERE conversation_key = $1`,
       [who.conversation_key],
     );
     expect(stored).toHaveLength(3);

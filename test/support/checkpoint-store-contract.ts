@@ -5,6 +5,7 @@ import {
   ConversationIdentity,
   InvalidCursorError,
   readCheckpoint,
+  RetainedTable,
   serializeCheckpoint,
   TurnCommit,
   turnSummary,
@@ -25,8 +26,14 @@ export interface CheckpointStoreHarness {
   store: CheckpointStore;
   /** The conversation's turn log rows, oldest first. */
   turnLog(conversationKey: string): Promise<StoredTurnLogRow[]>;
-  /** Moves the creation time of the conversation's turn log rows and idempotency records `days` back. */
-  backdate(conversationKey: string, days: number): Promise<void>;
+  /** Moves the creation time of the conversation's rows in `tables` (both by default) `days` back. */
+  backdate(conversationKey: string, days: number, tables?: RetainedTable[]): Promise<void>;
+  /** Stores an idempotency record the way releases before the response moved to the turn log did. */
+  storeEarlierRecord(
+    conversationKey: string,
+    messageId: string,
+    response: Record<string, unknown>,
+  ): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -452,14 +459,12 @@ export function describeCheckpointStoreContract(
       expect((await store.listVersions(other.conversation_key)).map((v) => v.version)).toEqual([1]);
     });
 
-    it('deletes turn log rows and idempotency records created before the cut-off, oldest first, up to the limit', async () => {
-      const older = identity();
-      const old = identity();
-      const recent = identity();
+    /** Two processed messages on each of three conversations; `older` and `old` backdated 401 and 400 days. */
+    async function agedConversations(tables?: RetainedTable[]) {
+      const [older, old, recent] = [identity(), identity(), identity()];
       for (const who of [older, old, recent]) {
         await take(who, 'a:1', 60000);
-        const turns = who === older ? 1 : 2;
-        for (let turn = 1; turn <= turns; turn++) {
+        for (let turn = 1; turn <= 2; turn++) {
           const state: AgentState = { user_text: `m-${turn}` };
           await store.commitTurn(
             turnCommit(who, 'a:1', turn, state, {
@@ -471,20 +476,26 @@ export function describeCheckpointStoreContract(
           await take(who, 'a:1', 60000);
         }
       }
-      await harness.backdate(older.conversation_key, 401);
-      await harness.backdate(old.conversation_key, 400);
+      await harness.backdate(older.conversation_key, 401, tables);
+      await harness.backdate(old.conversation_key, 400, tables);
       // Far enough back that no other suite's rows are that old.
-      const cutOff = new Date(Date.now() - 365 * 86_400_000);
+      return { older, old, recent, cutOff: new Date(Date.now() - 365 * 86_400_000) };
+    }
+
+    it('deletes turn log rows created before the cut-off, oldest first, up to the limit, with the idempotency records they answer', async () => {
+      const { older, old, recent, cutOff } = await agedConversations();
       expect(await store.deleteExpired('turn_log', cutOff, 1)).toBe(1);
-      expect(await store.listEvents(older.conversation_key)).toEqual([]);
-      expect(await store.listEvents(old.conversation_key)).toHaveLength(2);
-      expect(await store.deleteExpired('turn_log', cutOff, 1000)).toBeGreaterThanOrEqual(2);
-      expect(await store.deleteExpired('processed_messages', cutOff, 1)).toBe(1);
+      expect(await store.listEvents(older.conversation_key)).toHaveLength(1);
+      // The response of m-1 was in the deleted row: the message would run again, as after its record expired.
       expect(await store.findProcessedMessage(older.conversation_key, 'm-1')).toBeNull();
-      expect(await store.findProcessedMessage(old.conversation_key, 'm-1')).not.toBeNull();
-      expect(await store.deleteExpired('processed_messages', cutOff, 1000)).toBeGreaterThanOrEqual(2);
-      expect(await store.listEvents(old.conversation_key)).toEqual([]);
-      expect(await store.findProcessedMessage(old.conversation_key, 'm-2')).toBeNull();
+      expect(await store.findProcessedMessage(older.conversation_key, 'm-2')).not.toBeNull();
+      expect(await store.deleteExpired('turn_log', cutOff, 1000)).toBeGreaterThanOrEqual(3);
+      for (const who of [older, old]) {
+        expect(await store.listEvents(who.conversation_key)).toEqual([]);
+        expect(await store.findProcessedMessage(who.conversation_key, 'm-2')).toBeNull();
+      }
+      // Their records went with the rows, so the idempotency sweep finds nothing of them left.
+      expect(await store.deleteExpired('processed_messages', cutOff, 1000)).toBe(0);
       expect(await store.listEvents(recent.conversation_key)).toHaveLength(2);
       expect(await store.findProcessedMessage(recent.conversation_key, 'm-2')).toEqual({
         response: { turn: 2 },
@@ -493,6 +504,50 @@ export function describeCheckpointStoreContract(
       // Checkpoints and sessions do not age out.
       expect((await store.listVersions(old.conversation_key)).map((v) => v.version)).toEqual([2, 1]);
       expect((await store.getSession(old.conversation_key))?.head_version).toBe(2);
+    });
+
+    it('deletes idempotency records created before the cut-off on their own, leaving the turn log', async () => {
+      const { older, old, recent, cutOff } = await agedConversations(['processed_messages']);
+      expect(await store.deleteExpired('processed_messages', cutOff, 1)).toBe(1);
+      expect(await store.deleteExpired('processed_messages', cutOff, 1000)).toBeGreaterThanOrEqual(3);
+      expect(await store.deleteExpired('turn_log', cutOff, 1000)).toBe(0);
+      for (const who of [older, old]) {
+        expect(await store.listEvents(who.conversation_key)).toHaveLength(2);
+        expect(await store.findProcessedMessage(who.conversation_key, 'm-1')).toBeNull();
+        expect(await store.findProcessedMessage(who.conversation_key, 'm-2')).toBeNull();
+      }
+      expect(await store.findProcessedMessage(recent.conversation_key, 'm-1')).toEqual({
+        response: { turn: 1 },
+        fingerprint: null,
+      });
+      // The message whose record expired runs again: its new commit stores a new record.
+      await take(older, 'a:1', 60000);
+      const state: AgentState = { user_text: 'm-1 again' };
+      await store.commitTurn(
+        turnCommit(older, 'a:1', 3, state, { idempotency: { message_id: 'm-1', response: { turn: 3 } } }),
+        writeFor(state, 2, 2),
+      );
+      expect((await store.findProcessedMessage(older.conversation_key, 'm-1'))?.response).toEqual({
+        turn: 3,
+      });
+    });
+
+    it('replays a record of an earlier release, which holds its response itself', async () => {
+      const who = identity();
+      const token = await seed(who, 1);
+      await harness.storeEarlierRecord(who.conversation_key, 'legacy', { answer: 'from before' });
+      expect(await store.findProcessedMessage(who.conversation_key, 'legacy')).toEqual({
+        response: { answer: 'from before' },
+        fingerprint: null,
+      });
+      await store.releaseLease(who.conversation_key, token);
+      const attempt = await store.acquireLease(who, {
+        token: 'b:1',
+        leaseMs: 60000,
+        messageId: 'legacy',
+      });
+      expect(attempt.replay?.response).toEqual({ answer: 'from before' });
+      expect((await store.getSession(who.conversation_key))?.lease_owner).toBeNull();
     });
 
     it('lists sessions with at least one turn, filtered and paginated by cursor', async () => {

@@ -30,13 +30,20 @@ export interface TurnLogRow {
   summary: TurnSummary | null;
   nodes: NodeTiming[];
   events: { name: string; payload: Record<string, unknown> }[];
+  /** The response of the processed message this row committed. */
+  response: Record<string, unknown> | null;
   created_at: Date;
 }
 
-export interface ProcessedMessageRow extends StoredResponse {
+export interface ProcessedMessageRow {
   conversation_key: string;
   message_id: string;
   turn: number;
+  /** The turn log row holding the response (null in records of earlier releases). */
+  version: number | null;
+  /** The response, only in records of earlier releases. */
+  response: Record<string, unknown> | null;
+  fingerprint: string | null;
   created_at: Date;
 }
 
@@ -158,7 +165,7 @@ export class InMemoryCheckpointStore extends CheckpointStore {
       return Promise.reject(new Error(`duplicate key: turn log ${key}@${version}`));
     }
     const messageId = commit.idempotency?.message_id;
-    if (messageId !== undefined && this.processedRow(key, messageId)) {
+    if (messageId !== undefined && this.tables.processed.get(key)?.has(messageId)) {
       return Promise.reject(new Error(`duplicate key: processed message ${key}/${messageId}`));
     }
     const now = new Date();
@@ -194,6 +201,7 @@ export class InMemoryCheckpointStore extends CheckpointStore {
       summary: commit.summary ? asJsonb(commit.summary) : null,
       nodes: asJsonb(commit.nodes ?? []),
       events: asJsonb(commit.events.map((event) => ({ name: event.name, payload: event.payload }))),
+      response: commit.idempotency ? asJsonb(commit.idempotency.response) : null,
       created_at: now,
     });
     if (commit.idempotency) {
@@ -201,7 +209,8 @@ export class InMemoryCheckpointStore extends CheckpointStore {
         conversation_key: key,
         message_id: commit.idempotency.message_id,
         turn: commit.turn,
-        response: asJsonb(commit.idempotency.response),
+        version,
+        response: null,
         fingerprint: commit.idempotency.fingerprint ?? null,
         created_at: now,
       });
@@ -285,11 +294,18 @@ export class InMemoryCheckpointStore extends CheckpointStore {
   }
 
   deleteExpired(table: RetainedTable, before: Date, limit: number): Promise<number> {
-    return Promise.resolve(
-      table === 'turn_log'
-        ? deleteOldest(this.tables.turnLog, before, limit)
-        : deleteOldest(this.tables.processed, before, limit),
-    );
+    if (table === 'processed_messages') {
+      return Promise.resolve(deleteOldest(this.tables.processed, before, limit).length);
+    }
+    const gone = deleteOldest(this.tables.turnLog, before, limit);
+    // The idempotency records whose responses were in those rows go with them.
+    for (const { conversation_key, version } of gone) {
+      const records = this.tables.processed.get(conversation_key);
+      for (const [messageId, record] of records ?? []) {
+        if (record.version === version) records?.delete(messageId);
+      }
+    }
+    return Promise.resolve(gone.length);
   }
 
   deleteConversation(conversationKey: string): Promise<void> {
@@ -307,8 +323,13 @@ export class InMemoryCheckpointStore extends CheckpointStore {
   }
 
   private processedRow(conversationKey: string, messageId: string): StoredResponse | null {
-    const row = this.tables.processed.get(conversationKey)?.get(messageId);
-    return row ? { response: row.response, fingerprint: row.fingerprint } : null;
+    const record = this.tables.processed.get(conversationKey)?.get(messageId);
+    if (!record) return null;
+    const response =
+      record.version === null
+        ? record.response
+        : (this.tables.turnLog.get(conversationKey)?.get(record.version)?.response ?? null);
+    return response ? { response, fingerprint: record.fingerprint } : null;
   }
 }
 
@@ -330,18 +351,19 @@ function compareRecency(a: SessionRow, updatedAt: number, conversationKey: strin
 }
 
 /** Deletes up to `limit` rows created before `before`, oldest first; returns how many went. */
-function deleteOldest<K>(
-  table: Map<string, Map<K, { created_at: Date }>>,
+/** Deletes up to `limit` rows created before `before`, oldest first; returns them. */
+function deleteOldest<K, V extends { created_at: Date }>(
+  table: Map<string, Map<K, V>>,
   before: Date,
   limit: number,
-): number {
+): V[] {
   const expired = [...table.values()]
     .flatMap((rows) => [...rows.entries()].map(([id, row]) => ({ rows, id, row })))
     .filter(({ row }) => row.created_at < before)
     .sort((a, b) => a.row.created_at.getTime() - b.row.created_at.getTime())
     .slice(0, limit);
   for (const { rows, id } of expired) rows.delete(id);
-  return expired.length;
+  return expired.map(({ row }) => row);
 }
 
 function rowsOf<K, V>(table: Map<string, Map<K, V>>, conversationKey: string): Map<K, V> {

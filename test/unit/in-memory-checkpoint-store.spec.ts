@@ -13,12 +13,31 @@ describeCheckpointStoreContract('InMemoryCheckpointStore', () => {
           (a, b) => a.version - b.version,
         ),
       ),
-    backdate: (conversationKey, days) => {
+    backdate: (conversationKey, days, tables = ['turn_log', 'processed_messages']) => {
       const rows = [
-        ...(store.tables.turnLog.get(conversationKey)?.values() ?? []),
-        ...(store.tables.processed.get(conversationKey)?.values() ?? []),
+        ...(tables.includes('turn_log') ? (store.tables.turnLog.get(conversationKey)?.values() ?? []) : []),
+        ...(tables.includes('processed_messages')
+          ? (store.tables.processed.get(conversationKey)?.values() ?? [])
+          : []),
       ];
       for (const row of rows) row.created_at = new Date(row.created_at.getTime() - days * DAY_MS);
+      return Promise.resolve();
+    },
+    storeEarlierRecord: (conversationKey, messageId, response) => {
+      let records = store.tables.processed.get(conversationKey);
+      if (!records) {
+        records = new Map();
+        store.tables.processed.set(conversationKey, records);
+      }
+      records.set(messageId, {
+        conversation_key: conversationKey,
+        message_id: messageId,
+        turn: 1,
+        version: null,
+        response,
+        fingerprint: null,
+        created_at: new Date(),
+      });
       return Promise.resolve();
     },
     close: () => Promise.resolve(),

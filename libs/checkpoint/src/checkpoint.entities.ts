@@ -134,6 +134,10 @@ export class TurnLogEntity {
   @Column({ type: 'text' })
   events!: string;
 
+  /** The response of the processed message this row committed, as JSON text (null for other commits). */
+  @Column({ type: 'text', nullable: true })
+  response!: string | null;
+
   @Column({ type: 'timestamptz', default: () => 'now()' })
   created_at!: Date;
 }
@@ -150,8 +154,13 @@ export class ProcessedMessageEntity {
   @Column({ type: 'integer' })
   turn!: number;
 
-  @Column({ type: 'jsonb' })
-  response!: Record<string, unknown>;
+  /** The turn log row (its version) that holds the response. */
+  @Column({ type: 'integer', nullable: true })
+  version!: number | null;
+
+  /** The response itself, only in records written before it moved to the turn log row. */
+  @Column({ type: 'jsonb', nullable: true })
+  response!: Record<string, unknown> | null;
 
   /** The fingerprint of the request body (null for records of earlier releases). */
   @Column({ type: 'text', nullable: true })

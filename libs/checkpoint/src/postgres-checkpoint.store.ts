@@ -25,6 +25,18 @@ import type {
 const SESSION_COLUMNS = `conversation_key, tenant_id, session_id, agent_id, user_id, channel, status, active_agent, next_state,
   last_route, last_intent, turn_count, head_version, lease_owner, lease_expires_at, created_at, updated_at`;
 
+/**
+ * The stored response of a processed message and the fingerprint of its request: the response is in the turn log
+ * row the record names (records of earlier releases hold it themselves). A record whose row is gone replays
+ * nothing (the retention sweep deletes both together).
+ */
+const replayLookup = (conversationKey: string, messageId: string) => `
+  SELECT COALESCE(t.response::jsonb, p.response) AS response, p.fingerprint
+    FROM processed_messages p
+    LEFT JOIN turn_log t ON t.conversation_key = p.conversation_key AND t.version = p.version
+   WHERE p.conversation_key = ${conversationKey} AND p.message_id = ${messageId}
+     AND (t.response IS NOT NULL OR p.response IS NOT NULL)`;
+
 const CHECKPOINT_COLUMNS = `conversation_key, version, parent_version, state AS state_text, format, checksum, size_bytes,
   created_at`;
 
@@ -118,9 +130,7 @@ export class PostgresCheckpointStore extends CheckpointStore {
     // The lease upsert runs only when the message was not processed; the head is read by the version the upsert
     // returns (the statement's snapshot cannot see a checkpoint newer than that head).
     const rows: LeaseAttemptRow[] = await this.ds.query(
-      `WITH replay AS (
-         SELECT response, fingerprint FROM processed_messages WHERE conversation_key = $1 AND message_id = $10
-       ), lease AS (
+      `WITH replay AS (${replayLookup('$1', '$10')}), lease AS (
          INSERT INTO sessions (conversation_key, tenant_id, session_id, agent_id, user_id, channel, lease_owner, lease_expires_at)
          SELECT $1, $2, $3, $4, $5, $6, $7, now() + ($8::text || ' milliseconds')::interval
           WHERE NOT EXISTS (SELECT 1 FROM replay)
@@ -240,12 +250,13 @@ export class PostgresCheckpointStore extends CheckpointStore {
          INSERT INTO checkpoints (conversation_key, version, parent_version, state, format, checksum, size_bytes)
          SELECT conversation_key, $3::integer, $12::integer, $13::text, 2, $14::text, $15::integer FROM fenced
        ), turn_row AS (
-         INSERT INTO turn_log (conversation_key, version, turn, tenant_id, agent_id, summary, nodes, events)
-         SELECT conversation_key, $3::integer, $4::integer, $16::text, $17::text, $18::jsonb, $19::jsonb, $20::text
+         INSERT INTO turn_log (conversation_key, version, turn, tenant_id, agent_id, summary, nodes, events, response)
+         SELECT conversation_key, $3::integer, $4::integer, $16::text, $17::text, $18::jsonb, $19::jsonb, $20::text,
+                $22::text
            FROM fenced
        ), processed AS (
-         INSERT INTO processed_messages (conversation_key, message_id, turn, response, fingerprint)
-         SELECT conversation_key, $21::text, $4::integer, $22::jsonb, $23::text FROM fenced WHERE $21::text IS NOT NULL
+         INSERT INTO processed_messages (conversation_key, message_id, turn, version, fingerprint)
+         SELECT conversation_key, $21::text, $4::integer, $3::integer, $23::text FROM fenced WHERE $21::text IS NOT NULL
        )
        SELECT count(*)::integer AS committed FROM fenced`,
       [
@@ -292,10 +303,10 @@ export class PostgresCheckpointStore extends CheckpointStore {
 
   async findProcessedMessage(conversationKey: string, messageId: string): Promise<StoredResponse | null> {
     // Raw: read on the turn path when a commit raced the lease statement; two columns of one row.
-    const rows: StoredResponse[] = await this.ds.query(
-      `SELECT response, fingerprint FROM processed_messages WHERE conversation_key = $1 AND message_id = $2`,
-      [conversationKey, messageId],
-    );
+    const rows: StoredResponse[] = await this.ds.query(replayLookup('$1', '$2'), [
+      conversationKey,
+      messageId,
+    ]);
     return rows[0] ?? null;
   }
 
@@ -359,15 +370,27 @@ export class PostgresCheckpointStore extends CheckpointStore {
 
   async deleteExpired(table: RetainedTable, before: Date, limit: number): Promise<number> {
     const key = table === 'turn_log' ? 'version' : 'message_id';
-    // Raw: a batch picked by the created_at index with SKIP LOCKED, so replicas sweep side by side.
-    const result: [unknown[], number] = await this.ds.query(
-      `DELETE FROM ${table} t USING (
-         SELECT conversation_key, ${key} FROM ${table} WHERE created_at < $1
-          ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED) expired
-        WHERE t.conversation_key = expired.conversation_key AND t.${key} = expired.${key}`,
+    // Raw: a batch picked by the created_at index with SKIP LOCKED, so replicas sweep side by side. The
+    // idempotency records of deleted turn log rows go with them: their responses were in those rows.
+    const rows: { deleted: number }[] = await this.ds.query(
+      `WITH gone AS (
+         DELETE FROM ${table} t USING (
+           SELECT conversation_key, ${key} FROM ${table} WHERE created_at < $1
+            ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED) expired
+          WHERE t.conversation_key = expired.conversation_key AND t.${key} = expired.${key}
+         RETURNING t.conversation_key, t.${key}
+       )${
+         table === 'turn_log'
+           ? `, unreplayable AS (
+         DELETE FROM processed_messages p USING gone
+          WHERE p.conversation_key = gone.conversation_key AND p.version = gone.version
+       )`
+           : ''
+       }
+       SELECT count(*)::integer AS deleted FROM gone`,
       [before.toISOString(), limit],
     );
-    return result[1];
+    return rows[0].deleted;
   }
 
   async deleteConversation(conversationKey: string): Promise<void> {
