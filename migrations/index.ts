@@ -9,6 +9,7 @@ import { DeadLetterPrivacy1765152000000 } from './1765152000000-dead-letter-priv
 import { WebhookAttempts1765238400000 } from './1765238400000-webhook-attempts';
 import { CompactTurnStorage1765324800000 } from './1765324800000-compact-turn-storage';
 import { ResponseInTurnLog1765411200000 } from './1765411200000-response-in-turn-log';
+import { TurnLogEnvelope1765497600000 } from './1765497600000-turn-log-envelope';
 
 /** Every migration, in order. Listed explicitly so compiled and test builds load the same set. */
 export const ALL_MIGRATIONS = [
@@ -23,4 +24,5 @@ export const ALL_MIGRATIONS = [
   WebhookAttempts1765238400000,
   CompactTurnStorage1765324800000,
   ResponseInTurnLog1765411200000,
+  TurnLogEnvelope1765497600000,
 ];

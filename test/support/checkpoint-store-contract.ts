@@ -57,6 +57,12 @@ function writeFor(state: AgentState, expectedHead: number, parentVersion: number
 
 const stateOf = (row: CheckpointRow | null): unknown => (row ? JSON.parse(row.state_text) : null);
 
+/** The fields every published payload carries for its conversation and turn. */
+function envelopeOf(who: ConversationIdentity, turn: number) {
+  const { tenant_id, agent_id, session_id, conversation_key } = who;
+  return { tenant_id, agent_id, session_id, conversation_key, turn };
+}
+
 function turnCommit(
   who: ConversationIdentity,
   token: string,
@@ -261,8 +267,37 @@ export function describeCheckpointStoreContract(
         expect((await store.getSession(who.conversation_key))?.lease_owner).toBeNull();
         const events = await store.listEvents(who.conversation_key);
         expect(events.map((e) => [e.name, e.turn, e.seq, e.payload])).toEqual([
-          ['NOC.001', 1, 1, { n: 1 }],
-          ['AGENT_COMPLETED', 1, 2, { n: 2 }],
+          ['NOC.001', 1, 1, { ...envelopeOf(who, 1), n: 1 }],
+          ['AGENT_COMPLETED', 1, 2, { ...envelopeOf(who, 1), n: 2 }],
+        ]);
+      });
+
+      it('stores payloads without the envelope their row holds, and lists them with it', async () => {
+        const who = identity();
+        await take(who, 'a:1', 60000);
+        const state: AgentState = { user_text: 'oi' };
+        const published = [
+          { ...envelopeOf(who, 1), code: 'PINJ', at: '2026-01-01T00:00:00.000Z' },
+          // A payload whose envelope differs from its row's keeps its own values.
+          { ...envelopeOf(who, 1), turn: 7, session_id: 'another', agent_id: null },
+          { only: 'fields of its own' },
+        ];
+        await store.commitTurn(
+          turnCommit(who, 'a:1', 1, state, {
+            events: published.map((payload) => ({ name: 'GRL.002', payload, at: new Date().toISOString() })),
+          }),
+          writeFor(state, 0, null),
+        );
+        const [row] = await harness.turnLog(who.conversation_key);
+        expect(row.events).toEqual([
+          { name: 'GRL.002', payload: { code: 'PINJ', at: '2026-01-01T00:00:00.000Z' } },
+          { name: 'GRL.002', payload: { turn: 7, session_id: 'another', agent_id: null } },
+          { name: 'GRL.002', payload: { only: 'fields of its own' } },
+        ]);
+        expect((await store.listEvents(who.conversation_key)).map((e) => e.payload)).toEqual([
+          published[0],
+          published[1],
+          { ...envelopeOf(who, 1), only: 'fields of its own' },
         ]);
       });
 
@@ -420,7 +455,10 @@ export function describeCheckpointStoreContract(
           user_text: 'nul\u0000 and lone \ud800 surrogate, emoji 😀, acentuação',
           metadata: { at: '2025-01-02T03:04:05.000Z' },
         });
-        expect((await store.listEvents(who.conversation_key))[0].payload).toEqual({ text: 'x\ufffdy' });
+        expect((await store.listEvents(who.conversation_key))[0].payload).toEqual({
+          ...envelopeOf(who, 1),
+          text: 'x\ufffdy',
+        });
         expect((await store.findProcessedMessage(who.conversation_key, 'm'))?.response).toEqual({
           answer: '\ufffd',
         });

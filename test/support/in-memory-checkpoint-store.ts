@@ -18,6 +18,7 @@ import {
   StoredResponse,
   TurnCommit,
   TurnSummary,
+  turnLogEvents,
 } from '@agent/checkpoint';
 import type { NodeTiming } from '@agent/observability';
 
@@ -200,7 +201,7 @@ export class InMemoryCheckpointStore extends CheckpointStore {
       agent_id: commit.identity.agent_id,
       summary: commit.summary ? asJsonb(commit.summary) : null,
       nodes: asJsonb(commit.nodes ?? []),
-      events: asJsonb(commit.events.map((event) => ({ name: event.name, payload: event.payload }))),
+      events: asJsonb(turnLogEvents(commit)),
       response: commit.idempotency ? asJsonb(commit.idempotency.response) : null,
       created_at: now,
     });
@@ -286,7 +287,15 @@ export class InMemoryCheckpointStore extends CheckpointStore {
           turn: row.turn,
           seq: index + 1,
           name: event.name,
-          payload: event.payload,
+          // As the database's turn_log_events function gives the envelope back.
+          payload: {
+            tenant_id: row.tenant_id,
+            agent_id: row.agent_id,
+            session_id: row.conversation_key.slice(row.tenant_id.length + 1),
+            conversation_key: row.conversation_key,
+            turn: row.turn,
+            ...event.payload,
+          },
           created_at: row.created_at,
         })),
       ),

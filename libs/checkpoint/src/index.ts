@@ -9,6 +9,7 @@ export * from './turn-summary';
 export * from './retention.service';
 export { PostgresCheckpointStore } from './postgres-checkpoint.store';
 export * from './session-cursor';
+export * from './turn-log-events';
 export {
   canonicalJson,
   checkpointChecksum,

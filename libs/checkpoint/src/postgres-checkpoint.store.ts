@@ -7,6 +7,7 @@ import { CheckpointEntity, SessionEntity, SessionEventView } from './checkpoint.
 import { CheckpointFencingError } from './checkpoint.errors';
 import { CheckpointStore } from './checkpoint.store';
 import { decodeSessionCursor, encodeSessionCursor } from './session-cursor';
+import { turnLogEvents } from './turn-log-events';
 import type {
   CheckpointRow,
   CheckpointSummary,
@@ -279,7 +280,7 @@ export class PostgresCheckpointStore extends CheckpointStore {
         commit.identity.agent_id,
         commit.summary ? jsonbText(commit.summary) : null,
         jsonbText(commit.nodes ?? []),
-        jsonbText(commit.events.map((event) => ({ name: event.name, payload: event.payload }))),
+        jsonbText(turnLogEvents(commit)),
         commit.idempotency?.message_id ?? null,
         commit.idempotency ? jsonbText(commit.idempotency.response) : null,
         commit.idempotency?.fingerprint ?? null,

@@ -59,7 +59,8 @@ export class EventRelayStore {
     limit: number,
   ): Promise<PendingCommit[]> {
     return this.database.dataSource.query(
-      `SELECT t.conversation_key, t.version, t.commit_xid::text AS commit_xid, t.tenant_id, t.events::jsonb AS events
+      `SELECT t.conversation_key, t.version, t.commit_xid::text AS commit_xid, t.tenant_id,
+              turn_log_events(t.events, t.tenant_id, t.agent_id, t.conversation_key, t.turn) AS events
        ${PENDING}
          AND (p.lease_owner IS NULL OR p.lease_expires_at < now() OR p.lease_owner = $3)
        ORDER BY t.commit_xid, t.version
