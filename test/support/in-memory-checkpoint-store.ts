@@ -18,6 +18,7 @@ import {
   StoredResponse,
   TurnCommit,
   TurnSummary,
+  TurnLogEvent,
   turnLogEvents,
 } from '@agent/checkpoint';
 import type { NodeTiming } from '@agent/observability';
@@ -30,7 +31,8 @@ export interface TurnLogRow {
   agent_id: string;
   summary: TurnSummary | null;
   nodes: NodeTiming[];
-  events: { name: string; payload: Record<string, unknown> }[];
+  /** As stored: payloads without the envelope fields the row holds (listEvents puts them back). */
+  events: TurnLogEvent[];
   /** The response of the processed message this row committed. */
   response: Record<string, unknown> | null;
   created_at: Date;
