@@ -87,6 +87,59 @@ if (url) {
     const db = new DatabaseService(dataSource, null);
     return harness(db, () => db.onApplicationShutdown());
   });
+
+  describe('the turn statements on Postgres', () => {
+    /** Takes the lease and commits one turn through a pool of one, then lists that session's named statements. */
+    async function preparedAfterATurn(preparedStatements: boolean): Promise<string[]> {
+      const dataSource = await createDataSource({
+        url: url ?? '',
+        poolSize: 1,
+        embedded: false,
+        entities: CHECKPOINT_ENTITIES,
+      });
+      const db = new DatabaseService(dataSource, null, preparedStatements);
+      try {
+        await runMigrationsExclusively(dataSource);
+        const store = postgresCheckpointStore(db);
+        const session = `prepared-${process.pid}-${Date.now().toString(36)}-${preparedStatements}`;
+        const who = {
+          conversation_key: `prepared:${session}`,
+          tenant_id: 'prepared',
+          session_id: session,
+          agent_id: 'telecom_contas',
+        };
+        expect((await store.acquireLease(who, { token: 't:1', leaseMs: 60000 })).session).not.toBeNull();
+        const state: AgentState = { user_text: 'oi' };
+        const { text, checksum } = serializeCheckpoint(state, null);
+        const commit = {
+          identity: who,
+          leaseToken: 't:1',
+          parentVersion: null,
+          state,
+          status: 'active' as const,
+        };
+        await store.commitTurn(
+          { ...commit, turn: 1, events: [] },
+          { expectedHead: 0, serializedState: text, checksum },
+        );
+        const rows: { name: string }[] = await dataSource.query(
+          'SELECT name FROM pg_prepared_statements ORDER BY name',
+        );
+        await store.deleteConversation(who.conversation_key);
+        return rows.map((row) => row.name);
+      } finally {
+        await db.onApplicationShutdown();
+      }
+    }
+
+    it('names them, so each connection parses and plans them once', async () => {
+      expect(await preparedAfterATurn(true)).toEqual(['checkpoint_commit', 'checkpoint_lease']);
+    });
+
+    it('sends them unnamed with DATABASE_PREPARED_STATEMENTS off (a pooler that cannot keep them)', async () => {
+      expect(await preparedAfterATurn(false)).toEqual([]);
+    });
+  });
 } else {
   describe('CheckpointStore contract on Postgres', () => {
     it.skip('needs DATABASE_URL (CI sets it); only the embedded backend ran', () => undefined);

@@ -60,7 +60,13 @@ export async function testDatabase(): Promise<TestDatabase> {
   }
   const lease = await leaseEmbeddedServer();
   return {
-    env: { DATABASE_URL: lease.url, DATABASE_POOL_SIZE: '1', DATA_DIR: undefined },
+    // One session behind every connection, as the embedded default has: no named statements across them.
+    env: {
+      DATABASE_URL: lease.url,
+      DATABASE_POOL_SIZE: '1',
+      DATABASE_PREPARED_STATEMENTS: 'false',
+      DATA_DIR: undefined,
+    },
     release: lease.release,
   };
 }

