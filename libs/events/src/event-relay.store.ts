@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { StoredEvent } from '@agent/contracts';
-import { DatabaseService } from '@agent/database';
+import { DatabaseService, NamedStatement } from '@agent/database';
 
 /** A committed turn log row a destination has not acknowledged yet. */
 export interface PendingCommit {
@@ -34,6 +34,62 @@ const PENDING = `
  WHERE t.commit_xid >= d.watermark AND ($2::text IS NULL OR t.tenant_id = $2)
    AND (p.delivered_xid IS NULL OR (t.commit_xid, t.version) > (p.delivered_xid, p.delivered_version))`;
 
+/** The relay's statements, run for every commit it delivers: named, so each connection plans them once. */
+const PENDING_STATEMENT: NamedStatement = {
+  name: 'relay_pending',
+  text: `SELECT t.conversation_key, t.version, t.commit_xid::text AS commit_xid, t.tenant_id,
+                turn_log_events(t.events, t.tenant_id, t.agent_id, t.conversation_key, t.turn) AS events
+         ${PENDING}
+           AND (p.lease_owner IS NULL OR p.lease_expires_at < now() OR p.lease_owner = $3)
+         ORDER BY t.commit_xid, t.version
+         LIMIT $4`,
+};
+
+const CLAIM_STATEMENT: NamedStatement = {
+  name: 'relay_claim',
+  text: `INSERT INTO event_relay_positions AS p (destination, conversation_key, lease_owner, lease_expires_at)
+         SELECT $1, key, $3, now() + $4 * interval '1 millisecond' FROM unnest($2::text[]) AS key
+         ON CONFLICT (destination, conversation_key) DO UPDATE
+            SET lease_owner = EXCLUDED.lease_owner, lease_expires_at = EXCLUDED.lease_expires_at, updated_at = now()
+          WHERE p.lease_owner IS NULL OR p.lease_expires_at < now() OR p.lease_owner = EXCLUDED.lease_owner
+         RETURNING conversation_key, delivered_xid::text AS delivered_xid, delivered_version`,
+};
+
+const ACKNOWLEDGE_STATEMENT: NamedStatement = {
+  name: 'relay_acknowledge',
+  text: `UPDATE event_relay_positions
+            SET delivered_xid = $3::xid8, delivered_version = $4, updated_at = now(),
+                lease_expires_at = now() + $6 * interval '1 millisecond'
+          WHERE destination = $1 AND conversation_key = $2 AND lease_owner = $5
+         RETURNING 1`,
+};
+
+const RELEASE_STATEMENT: NamedStatement = {
+  name: 'relay_release',
+  text: `UPDATE event_relay_positions SET lease_owner = NULL, lease_expires_at = NULL
+          WHERE destination = $1 AND lease_owner = $2`,
+};
+
+const ADVANCE_STATEMENT: NamedStatement = {
+  name: 'relay_advance',
+  text: `WITH pending AS (
+           SELECT t.commit_xid, t.created_at, jsonb_array_length(t.events::jsonb) AS events ${PENDING}
+         ), target AS (
+           SELECT least(pg_snapshot_xmin(pg_current_snapshot()), (SELECT min(commit_xid) FROM pending)) AS watermark
+         ), advanced AS (
+           UPDATE event_relay_destinations d SET watermark = target.watermark FROM target
+            WHERE d.destination = $1 AND target.watermark > d.watermark
+           RETURNING d.watermark
+         ), forgotten AS (
+           DELETE FROM event_relay_positions p USING advanced a
+            WHERE p.destination = $1 AND (p.delivered_xid IS NULL OR p.delivered_xid < a.watermark)
+              AND (p.lease_owner IS NULL OR p.lease_expires_at < now())
+         )
+         SELECT count(*)::integer AS commits, COALESCE(sum(events), 0)::integer AS events,
+                min(created_at) AS oldest
+           FROM pending`,
+};
+
 /**
  * The relay's SQL. The turn log is the outbox; per destination a watermark (every commit below it is delivered)
  * and per conversation the last acknowledged commit with the claim of the replica relaying it.
@@ -58,15 +114,7 @@ export class EventRelayStore {
     owner: string,
     limit: number,
   ): Promise<PendingCommit[]> {
-    return this.database.dataSource.query(
-      `SELECT t.conversation_key, t.version, t.commit_xid::text AS commit_xid, t.tenant_id,
-              turn_log_events(t.events, t.tenant_id, t.agent_id, t.conversation_key, t.turn) AS events
-       ${PENDING}
-         AND (p.lease_owner IS NULL OR p.lease_expires_at < now() OR p.lease_owner = $3)
-       ORDER BY t.commit_xid, t.version
-       LIMIT $4`,
-      [destination, tenant, owner, limit],
-    );
+    return this.database.run<PendingCommit>(PENDING_STATEMENT, [destination, tenant, owner, limit]);
   }
 
   /** Claims the conversations nobody else holds (or whose holder's claim lapsed); returns those now held. */
@@ -76,15 +124,12 @@ export class EventRelayStore {
     owner: string,
     leaseMs: number,
   ): Promise<ClaimedPosition[]> {
-    return this.database.dataSource.query(
-      `INSERT INTO event_relay_positions AS p (destination, conversation_key, lease_owner, lease_expires_at)
-       SELECT $1, key, $3, now() + $4 * interval '1 millisecond' FROM unnest($2::text[]) AS key
-       ON CONFLICT (destination, conversation_key) DO UPDATE
-          SET lease_owner = EXCLUDED.lease_owner, lease_expires_at = EXCLUDED.lease_expires_at, updated_at = now()
-        WHERE p.lease_owner IS NULL OR p.lease_expires_at < now() OR p.lease_owner = EXCLUDED.lease_owner
-       RETURNING conversation_key, delivered_xid::text AS delivered_xid, delivered_version`,
-      [destination, conversationKeys, owner, leaseMs],
-    );
+    return this.database.run<ClaimedPosition>(CLAIM_STATEMENT, [
+      destination,
+      conversationKeys,
+      owner,
+      leaseMs,
+    ]);
   }
 
   /** Records a delivered commit and extends the claim; false when the claim was lost (another replica took over). */
@@ -94,14 +139,15 @@ export class EventRelayStore {
     owner: string,
     leaseMs: number,
   ): Promise<boolean> {
-    const [, updated]: [unknown[], number] = await this.database.dataSource.query(
-      `UPDATE event_relay_positions
-          SET delivered_xid = $3::xid8, delivered_version = $4, updated_at = now(),
-              lease_expires_at = now() + $6 * interval '1 millisecond'
-        WHERE destination = $1 AND conversation_key = $2 AND lease_owner = $5`,
-      [destination, commit.conversation_key, commit.commit_xid, commit.version, owner, leaseMs],
-    );
-    return updated > 0;
+    const updated = await this.database.run(ACKNOWLEDGE_STATEMENT, [
+      destination,
+      commit.conversation_key,
+      commit.commit_xid,
+      commit.version,
+      owner,
+      leaseMs,
+    ]);
+    return updated.length > 0;
   }
 
   /** Keeps the claims alive while a delivery takes long (webhook retries). */
@@ -114,11 +160,7 @@ export class EventRelayStore {
   }
 
   async release(destination: string, owner: string): Promise<void> {
-    await this.database.dataSource.query(
-      `UPDATE event_relay_positions SET lease_owner = NULL, lease_expires_at = NULL
-        WHERE destination = $1 AND lease_owner = $2`,
-      [destination, owner],
-    );
+    await this.database.run(RELEASE_STATEMENT, [destination, owner]);
   }
 
   /**
@@ -127,26 +169,10 @@ export class EventRelayStore {
    * serves the three, so a commit counted as delivered is one this statement saw delivered.
    */
   async advance(destination: string, tenant: string | null): Promise<RelayLag> {
-    const rows: { commits: number; events: number; oldest: Date | null }[] =
-      await this.database.dataSource.query(
-        `WITH pending AS (
-           SELECT t.commit_xid, t.created_at, jsonb_array_length(t.events::jsonb) AS events ${PENDING}
-         ), target AS (
-           SELECT least(pg_snapshot_xmin(pg_current_snapshot()), (SELECT min(commit_xid) FROM pending)) AS watermark
-         ), advanced AS (
-           UPDATE event_relay_destinations d SET watermark = target.watermark FROM target
-            WHERE d.destination = $1 AND target.watermark > d.watermark
-           RETURNING d.watermark
-         ), forgotten AS (
-           DELETE FROM event_relay_positions p USING advanced a
-            WHERE p.destination = $1 AND (p.delivered_xid IS NULL OR p.delivered_xid < a.watermark)
-              AND (p.lease_owner IS NULL OR p.lease_expires_at < now())
-         )
-         SELECT count(*)::integer AS commits, COALESCE(sum(events), 0)::integer AS events,
-                min(created_at) AS oldest
-           FROM pending`,
-        [destination, tenant],
-      );
+    const rows = await this.database.run<{ commits: number; events: number; oldest: Date | null }>(
+      ADVANCE_STATEMENT,
+      [destination, tenant],
+    );
     const row = rows[0];
     return { commits: row.commits, events: row.events, oldest: row.oldest ? new Date(row.oldest) : null };
   }
