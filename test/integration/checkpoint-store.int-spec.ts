@@ -89,8 +89,18 @@ if (url) {
   });
 
   describe('the turn statements on Postgres', () => {
-    /** Takes the lease and commits one turn through a pool of one, then lists that session's named statements. */
-    async function preparedAfterATurn(preparedStatements: boolean): Promise<string[]> {
+    /**
+     * A store on a pool of one connection; `turns(n)` takes the lease and commits `n` more turns of one
+     * conversation, `prepared()` lists the connection's named statements.
+     */
+    async function withStore(
+      preparedStatements: boolean,
+      work: (session: {
+        dataSource: DataSource;
+        turns(count: number): Promise<void>;
+        prepared(): Promise<string[]>;
+      }) => Promise<void>,
+    ): Promise<void> {
       const dataSource = await createDataSource({
         url: url ?? '',
         poolSize: 1,
@@ -98,46 +108,76 @@ if (url) {
         entities: CHECKPOINT_ENTITIES,
       });
       const db = new DatabaseService(dataSource, null, preparedStatements);
+      const store = postgresCheckpointStore(db);
+      const session = `prepared-${process.pid}-${Date.now().toString(36)}-${preparedStatements}`;
+      const who = {
+        conversation_key: `prepared:${session}`,
+        tenant_id: 'prepared',
+        session_id: session,
+        agent_id: 'telecom_contas',
+      };
+      let head = 0;
       try {
         await runMigrationsExclusively(dataSource);
-        const store = postgresCheckpointStore(db);
-        const session = `prepared-${process.pid}-${Date.now().toString(36)}-${preparedStatements}`;
-        const who = {
-          conversation_key: `prepared:${session}`,
-          tenant_id: 'prepared',
-          session_id: session,
-          agent_id: 'telecom_contas',
-        };
-        expect((await store.acquireLease(who, { token: 't:1', leaseMs: 60000 })).session).not.toBeNull();
-        const state: AgentState = { user_text: 'oi' };
-        const { text, checksum } = serializeCheckpoint(state, null);
-        const commit = {
-          identity: who,
-          leaseToken: 't:1',
-          parentVersion: null,
-          state,
-          status: 'active' as const,
-        };
-        await store.commitTurn(
-          { ...commit, turn: 1, events: [] },
-          { expectedHead: 0, serializedState: text, checksum },
-        );
-        const rows: { name: string }[] = await dataSource.query(
-          'SELECT name FROM pg_prepared_statements ORDER BY name',
-        );
-        await store.deleteConversation(who.conversation_key);
-        return rows.map((row) => row.name);
+        await work({
+          dataSource,
+          turns: async (count) => {
+            for (let i = 0; i < count; i++) {
+              expect(
+                (await store.acquireLease(who, { token: 't:1', leaseMs: 60000 })).session,
+              ).not.toBeNull();
+              const state: AgentState = { user_text: `turn ${head + 1}` };
+              const { text, checksum } = serializeCheckpoint(state, head || null);
+              await store.commitTurn(
+                {
+                  identity: who,
+                  leaseToken: 't:1',
+                  parentVersion: head || null,
+                  turn: head + 1,
+                  state,
+                  status: 'active',
+                  events: [],
+                },
+                { expectedHead: head, serializedState: text, checksum },
+              );
+              head++;
+            }
+          },
+          prepared: async () => {
+            const rows: { name: string }[] = await dataSource.query(
+              'SELECT name FROM pg_prepared_statements ORDER BY name',
+            );
+            return rows.map((row) => row.name);
+          },
+        });
       } finally {
+        await store.deleteConversation(who.conversation_key);
         await db.onApplicationShutdown();
       }
     }
 
     it('names them, so each connection parses and plans them once', async () => {
-      expect(await preparedAfterATurn(true)).toEqual(['checkpoint_commit', 'checkpoint_lease']);
+      await withStore(true, async ({ turns, prepared }) => {
+        await turns(2);
+        expect(await prepared()).toEqual(['checkpoint_commit', 'checkpoint_lease']);
+      });
     });
 
     it('sends them unnamed with DATABASE_PREPARED_STATEMENTS off (a pooler that cannot keep them)', async () => {
-      expect(await preparedAfterATurn(false)).toEqual([]);
+      await withStore(false, async ({ turns, prepared }) => {
+        await turns(2);
+        expect(await prepared()).toEqual([]);
+      });
+    });
+
+    it('goes on unnamed when the server loses them, as behind a pooler in transaction mode', async () => {
+      await withStore(true, async ({ dataSource, turns, prepared }) => {
+        await turns(1);
+        // The connection forgets its statements while the client still counts on them.
+        await dataSource.query('DEALLOCATE ALL');
+        await turns(2);
+        expect(await prepared()).toEqual([]);
+      });
     });
   });
 } else {

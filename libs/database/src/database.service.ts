@@ -63,6 +63,12 @@ export function isConnectionError(error: unknown): boolean {
   return false;
 }
 
+/**
+ * A prepared statement the server no longer has (26000) or already has under that name (42P05): what a pooler in
+ * transaction mode does to them, by handing the client's statements to another server connection.
+ */
+const PREPARED_STATEMENT_LOST = new Set(['26000', '42P05']);
+
 /** A statement run on every turn, under a name unique in the process. */
 export interface NamedStatement {
   name: string;
@@ -80,7 +86,7 @@ export class DatabaseService implements OnApplicationShutdown {
   constructor(
     readonly dataSource: DataSource,
     private readonly embedded: EmbeddedPostgres | null,
-    private readonly preparedStatements = true,
+    private preparedStatements = true,
   ) {}
 
   get isEmbedded(): boolean {
@@ -94,9 +100,22 @@ export class DatabaseService implements OnApplicationShutdown {
    */
   async run<T extends QueryResultRow>(statement: NamedStatement, params: unknown[]): Promise<T[]> {
     const pool = this.preparedStatementPool();
-    if (!pool) return this.dataSource.query(statement.text, params);
-    const result = await pool.query<T>({ name: statement.name, text: statement.text, values: params });
-    return result.rows;
+    if (pool) {
+      try {
+        const result = await pool.query<T>({ name: statement.name, text: statement.text, values: params });
+        return result.rows;
+      } catch (error) {
+        // Refused before it ran, so sending it again unnamed is safe; so are the statements after it.
+        const code = typeof error === 'object' && error !== null && 'code' in error ? error.code : null;
+        if (typeof code !== 'string' || !PREPARED_STATEMENT_LOST.has(code)) throw error;
+        this.preparedStatements = false;
+        this.logger.warn(
+          `prepared statement ${statement.name} lost (${String(error)}): a pooler in transaction mode? ` +
+            'Statements are sent unnamed from now on; set DATABASE_PREPARED_STATEMENTS=false to start that way.',
+        );
+      }
+    }
+    return this.dataSource.query(statement.text, params);
   }
 
   private preparedStatementPool(): Pool | null {
