@@ -208,8 +208,9 @@ export const databaseEnvSchema = z.object({
   DATA_DIR: envString('.data'),
   DATABASE_POOL_SIZE: envNumber(10, { min: 1, max: 200, int: true }),
   /**
-   * The statements every turn runs are named prepared statements, parsed and planned once per connection; off
-   * behind a pooler that cannot keep them across transactions (PgBouncer in transaction mode before 1.21).
+   * The statements every turn and every relayed commit run are named prepared statements, parsed and planned once
+   * per connection; off behind a pooler that cannot keep them across transactions (PgBouncer in transaction mode
+   * before 1.21).
    */
   DATABASE_PREPARED_STATEMENTS: envBoolean(true),
 });
