@@ -1,4 +1,5 @@
 import { rmSync } from 'node:fs';
+import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { CHECKPOINT_ENTITIES, serializeCheckpoint } from '@agent/checkpoint';
 import type { AgentState } from '@agent/contracts';
@@ -100,9 +101,10 @@ if (url) {
         turns(count: number): Promise<void>;
         prepared(): Promise<string[]>;
       }) => Promise<void>,
+      databaseUrl = url ?? '',
     ): Promise<void> {
       const dataSource = await createDataSource({
-        url: url ?? '',
+        url: databaseUrl,
         poolSize: 1,
         embedded: false,
         entities: CHECKPOINT_ENTITIES,
@@ -168,6 +170,31 @@ if (url) {
         await turns(2);
         expect(await prepared()).toEqual([]);
       });
+    });
+
+    it('prepares them again when a migration changed the type of a column they return (a rolling deploy)', async () => {
+      // A database of its own: the test changes a column's type.
+      const name = `prepared_stale_${process.pid}_${Date.now().toString(36)}`;
+      const admin = new Client({ connectionString: url });
+      await admin.connect();
+      await admin.query(`CREATE DATABASE "${name}"`);
+      try {
+        const scratch = new URL(url ?? '');
+        scratch.pathname = `/${name}`;
+        await withStore(
+          true,
+          async ({ dataSource, turns, prepared }) => {
+            await turns(1);
+            await dataSource.query('ALTER TABLE sessions ALTER COLUMN channel TYPE varchar(200)');
+            await turns(2);
+            expect(await prepared()).toEqual(['checkpoint_commit', 'checkpoint_lease']);
+          },
+          scratch.toString(),
+        );
+      } finally {
+        await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+        await admin.end();
+      }
     });
 
     it('goes on unnamed when the server loses them, as behind a pooler in transaction mode', async () => {

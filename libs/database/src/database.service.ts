@@ -1,5 +1,5 @@
 import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
-import { Pool, type QueryResultRow } from 'pg';
+import { Pool, type QueryConfig, type QueryResultRow } from 'pg';
 import {
   DataSource,
   EntityManager,
@@ -69,6 +69,17 @@ export function isConnectionError(error: unknown): boolean {
  */
 const PREPARED_STATEMENT_LOST = new Set(['26000', '42P05']);
 
+/**
+ * A migration changed the type of a column a prepared statement returns (a rolling deploy): the connection's plan
+ * is stale, and the server refuses it before running it.
+ */
+const STALE_PLAN = /cached plan must not change result type/;
+
+function errorCode(error: unknown): string | null {
+  const code = typeof error === 'object' && error !== null && 'code' in error ? error.code : null;
+  return typeof code === 'string' ? code : null;
+}
+
 /** A statement run on every turn, under a name unique in the process. */
 export interface NamedStatement {
   name: string;
@@ -102,12 +113,10 @@ export class DatabaseService implements OnApplicationShutdown {
     const pool = this.preparedStatementPool();
     if (pool) {
       try {
-        const result = await pool.query<T>({ name: statement.name, text: statement.text, values: params });
-        return result.rows;
+        return await this.prepared<T>(pool, { name: statement.name, text: statement.text, values: params });
       } catch (error) {
         // Refused before it ran, so sending it again unnamed is safe; so are the statements after it.
-        const code = typeof error === 'object' && error !== null && 'code' in error ? error.code : null;
-        if (typeof code !== 'string' || !PREPARED_STATEMENT_LOST.has(code)) throw error;
+        if (!PREPARED_STATEMENT_LOST.has(errorCode(error) ?? '')) throw error;
         this.preparedStatements = false;
         this.logger.warn(
           `prepared statement ${statement.name} lost (${String(error)}): a pooler in transaction mode? ` +
@@ -116,6 +125,17 @@ export class DatabaseService implements OnApplicationShutdown {
       }
     }
     return this.dataSource.query(statement.text, params);
+  }
+
+  /** A named statement, run once more on a fresh connection when a migration made this connection's plan stale. */
+  private async prepared<T extends QueryResultRow>(pool: Pool, query: QueryConfig): Promise<T[]> {
+    try {
+      return (await pool.query<T>(query)).rows;
+    } catch (error) {
+      // The pool dropped the connection whose query failed: the next one prepares the statement afresh.
+      if (errorCode(error) !== '0A000' || !STALE_PLAN.test(String(error))) throw error;
+      return (await pool.query<T>(query)).rows;
+    }
   }
 
   private preparedStatementPool(): Pool | null {
