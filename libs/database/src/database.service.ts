@@ -127,14 +127,19 @@ export class DatabaseService implements OnApplicationShutdown {
     return this.dataSource.query(statement.text, params);
   }
 
-  /** A named statement, run once more on a fresh connection when a migration made this connection's plan stale. */
+  /**
+   * A named statement. After a migration made the plans of the pool's connections stale, each such connection
+   * fails it once and the pool drops it, so it runs again until a connection prepares it afresh.
+   */
   private async prepared<T extends QueryResultRow>(pool: Pool, query: QueryConfig): Promise<T[]> {
-    try {
-      return (await pool.query<T>(query)).rows;
-    } catch (error) {
-      // The pool dropped the connection whose query failed: the next one prepares the statement afresh.
-      if (errorCode(error) !== '0A000' || !STALE_PLAN.test(String(error))) throw error;
-      return (await pool.query<T>(query)).rows;
+    const connections = pool.totalCount;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return (await pool.query<T>(query)).rows;
+      } catch (error) {
+        const stale = errorCode(error) === '0A000' && STALE_PLAN.test(String(error));
+        if (!stale || attempt >= connections) throw error;
+      }
     }
   }
 
