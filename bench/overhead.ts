@@ -11,7 +11,9 @@
  * the role may create databases; WAL is attributed to that database with pg_walinspect when the role may
  * create the extension). Options (env): BENCH_WARMUP_TURNS (default 2000), BENCH_TURNS (1 in flight, default
  * 500), BENCH_LOAD_TURNS (default 1600), BENCH_CONCURRENCY (default 16), BENCH_GROWTH_TURNS (default 500),
- * BENCH_CONVERSATIONS (default 1000).
+ * BENCH_CONVERSATIONS (default 1000), BENCH_EVENTS_NATS_URL (unset: no event destination, the default; set: the
+ * service relays every event to a JetStream stream of its own on that server, and each phase waits for the relay to
+ * catch up before it is measured, so the relay's CPU is in the figures; the stream is deleted afterwards).
  * Writes bench/results/overhead.md (untracked); `-- --update-report` rewrites bench/reports/overhead.md.
  */
 import { ChildProcess, fork, spawn } from 'node:child_process';
@@ -20,6 +22,8 @@ import { Agent, request } from 'node:http';
 import { cpus } from 'node:os';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect, NatsConnection } from '@nats-io/transport-node';
 import { Client } from 'pg';
 import { z } from 'zod';
 import { consoleTable, mean, percentile, pool, REPO_ROOT, reportDirectory, round, writeReport } from './lib';
@@ -42,6 +46,7 @@ const CHANNEL_KEY = 'bench-overhead-channel-key';
 const SERVICE_APP_NAME = 'agent-runtime';
 
 const settings = {
+  eventsNatsUrl: process.env.BENCH_EVENTS_NATS_URL || null,
   warmupTurns: Number(process.env.BENCH_WARMUP_TURNS ?? '2000'),
   turns: Number(process.env.BENCH_TURNS ?? '500'),
   loadTurns: Number(process.env.BENCH_LOAD_TURNS ?? '1600'),
@@ -186,6 +191,7 @@ async function startService(
   databaseUrl: string,
   modelUrl: string,
   toolsUrl: string,
+  events: EventsSink | null,
 ): Promise<{ service: ChildProcess; port: number }> {
   const port = await freePort();
   const service = spawn(
@@ -214,6 +220,13 @@ async function startService(
         // The bench is one client sending as fast as it can; per-key limits would measure the limiter.
         RATE_LIMIT_PER_MINUTE: '100000000',
         TURN_LOCK_TIMEOUT_MS: '60000',
+        ...(events
+          ? {
+              EVENTS_NATS_URL: events.url,
+              EVENTS_NATS_STREAM: events.stream,
+              EVENTS_NATS_SUBJECT_PREFIX: events.subjectPrefix,
+            }
+          : {}),
       },
     },
   );
@@ -275,10 +288,57 @@ async function dropDatabase(url: string, name: string): Promise<void> {
   }
 }
 
+/** The bench's own JetStream stream the service relays to (BENCH_EVENTS_NATS_URL), and how far it is filled. */
+class EventsSink {
+  private constructor(
+    readonly url: string,
+    readonly stream: string,
+    readonly subjectPrefix: string,
+    private readonly connection: NatsConnection,
+  ) {}
+
+  static async open(url: string): Promise<EventsSink> {
+    const tag = Date.now().toString(36);
+    const connection = await connect({ servers: url, timeout: 2000 });
+    return new EventsSink(url, `BENCH_OVERHEAD_${tag}`, `bench.overhead.${tag}`, connection);
+  }
+
+  /** Waits until the stream holds every event the turn log holds (the relay creates it with its first one). */
+  async caughtUp(probe: DatabaseProbe): Promise<void> {
+    const manager = await jetstreamManager(this.connection);
+    const deadline = Date.now() + 120000;
+    const expected = Number(
+      (
+        await probe.client.query<{ events: string }>(
+          'SELECT COALESCE(sum(jsonb_array_length(events::jsonb)), 0)::text AS events FROM turn_log',
+        )
+      ).rows[0].events,
+    );
+    for (;;) {
+      const stored = await manager.streams
+        .info(this.stream)
+        .then((info) => info.state.messages)
+        .catch(() => 0);
+      if (stored >= expected) return;
+      if (Date.now() > deadline) {
+        throw new Error(`relay behind: ${stored} of ${expected} events in ${this.stream}`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+
+  async close(): Promise<void> {
+    const manager = await jetstreamManager(this.connection);
+    await manager.streams.delete(this.stream).catch(() => false);
+    await this.connection.close();
+  }
+}
+
 class Meter {
   constructor(
     private readonly processes: Processes,
     private readonly probe: DatabaseProbe,
+    private readonly events: EventsSink | null,
   ) {}
 
   async snapshot(): Promise<Snapshot> {
@@ -304,6 +364,8 @@ class Meter {
     const started = performance.now();
     const latencies = await work();
     const seconds = (performance.now() - started) / 1000;
+    // The relay delivers after the commits: its work for this phase's turns belongs in this phase's figures.
+    await this.events?.caughtUp(this.probe);
     const after = await this.snapshot();
     let postgresCpuMs = 0;
     for (const [pid, cpu] of after.backendCpu) postgresCpuMs += cpu - (before.backendCpu.get(pid) ?? 0);
@@ -501,16 +563,18 @@ async function main(): Promise<void> {
   let service: ChildProcess | null = null;
   let tools: ChildProcess | null = null;
   let probe: DatabaseProbe | null = null;
+  let events: EventsSink | null = null;
   try {
     const toolServer = await startToolServer(database.url);
     tools = toolServer.tools;
-    const started = await startService(database.url, modelUrl, toolServer.url);
+    events = settings.eventsNatsUrl ? await EventsSink.open(settings.eventsNatsUrl) : null;
+    const started = await startService(database.url, modelUrl, toolServer.url, events);
     service = started.service;
     const port = started.port;
     probe = await DatabaseProbe.connect(database.url);
     const serverVersion = (await probe.client.query<{ server_version: string }>('SHOW server_version'))
       .rows[0].server_version;
-    const meter = new Meter({ service, model }, probe);
+    const meter = new Meter({ service, model }, probe, events);
     const tag = `ovh${Date.now().toString(36)}`;
     console.log(
       `bench:overhead — database ${database.name} (Postgres ${serverVersion}), WAL attribution: ${probe.attributesWal ? 'pg_walinspect' : 'server-wide LSN only'}; load average ${loadAtStart}`,
@@ -698,7 +762,10 @@ async function main(): Promise<void> {
       '',
       `Run: ${new Date().toISOString()} · Postgres ${serverVersion} on the same machine · Node ${process.version} · ${cpus().length} cores shared by the service, Postgres, the scripted model and the load · load average ${loadAtStart} at start, ${loadAtEnd} at the end.`,
       '',
-      'The model is a scripted OpenAI-compatible server in its own process that answers every call at once: what remains is the runtime itself (HTTP, auth, validation, lease, checkpoint load, the graph with the input guardrail verdict, the continuity classifier and the agent, events, the commit). The service runs as in production (`NODE_ENV=production`, API keys, `ENABLE_ROUTE_STICKINESS=true`) with the reference MCP server the shipped configuration names. Each turn carries a `message_id`.',
+      'The model is a scripted OpenAI-compatible server in its own process that answers every call at once: what remains is the runtime itself (HTTP, auth, validation, lease, checkpoint load, the graph with the input guardrail verdict, the continuity classifier and the agent, events, the commit). The service runs as in production (`NODE_ENV=production`, API keys, `ENABLE_ROUTE_STICKINESS=true`) with the reference MCP server the shipped configuration names. Each turn carries a `message_id`.' +
+        (settings.eventsNatsUrl
+          ? ' Every event is relayed to a NATS JetStream stream of its own (`BENCH_EVENTS_NATS_URL`); each phase is measured once the relay has caught up, so its work is in the figures.'
+          : ' No event destination is configured (the default; `BENCH_EVENTS_NATS_URL` adds one).'),
       '',
       perTurnHeading,
       '',
@@ -731,6 +798,7 @@ async function main(): Promise<void> {
   } finally {
     if (service) await stop(service);
     if (tools) await stop(tools);
+    await events?.close();
     await stop(model);
     await probe?.close();
     agent.destroy();
