@@ -1,4 +1,3 @@
-import { Client } from 'pg';
 import {
   FakeChatRequest,
   FakeLlmServer,
@@ -7,6 +6,7 @@ import {
   requestText,
 } from '../support/fake-llm';
 import { startTestApp, TestApp, uniqueId } from '../support/test-app';
+import { scratchDatabase } from '../support/scratch-database';
 
 /**
  * Long-term memory over HTTP (ENABLE_LONG_TERM_MEMORY=true), on the embedded default or on Postgres: facts
@@ -290,15 +290,10 @@ describe('long-term memory', () => {
       const base = process.env.DATABASE_URL;
       if (!base) return { app, fake, stop: () => Promise.resolve() };
       const server = await FakeLlmServer.start();
-      const name = `memory_failure_${Date.now().toString(36)}_${process.pid}`;
-      const admin = new Client({ connectionString: base });
-      await admin.connect();
-      await admin.query(`CREATE DATABASE ${name}`);
-      const url = new URL(base);
-      url.pathname = `/${name}`;
+      const scratch = await scratchDatabase(base, 'memory_failure');
       const own = await startTestApp({
         fakeLlm: server,
-        env: { ENABLE_LONG_TERM_MEMORY: 'true', DATABASE_URL: url.toString() },
+        env: { ENABLE_LONG_TERM_MEMORY: 'true', DATABASE_URL: scratch.url },
       });
       return {
         app: own,
@@ -306,8 +301,7 @@ describe('long-term memory', () => {
         stop: async () => {
           await own.close();
           await server.stop();
-          await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-          await admin.end();
+          await scratch.drop();
         },
       };
     }

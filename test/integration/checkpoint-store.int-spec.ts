@@ -1,5 +1,4 @@
 import { rmSync } from 'node:fs';
-import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { CHECKPOINT_ENTITIES, serializeCheckpoint } from '@agent/checkpoint';
 import type { AgentState } from '@agent/contracts';
@@ -15,6 +14,7 @@ import {
 } from '../support/checkpoint-store-contract';
 import { embeddedDataDir } from '../support/embedded-servers';
 import { postgresCheckpointStore } from '../support/postgres-checkpoint-store';
+import { scratchDatabase } from '../support/scratch-database';
 
 /**
  * The CheckpointStore contract on PostgresCheckpointStore: the embedded default (PGlite in its child process,
@@ -174,13 +174,8 @@ if (url) {
 
     it('prepares them again when a migration changed the type of a column they return (a rolling deploy)', async () => {
       // A database of its own: the test changes a column's type.
-      const name = `prepared_stale_${process.pid}_${Date.now().toString(36)}`;
-      const admin = new Client({ connectionString: url });
-      await admin.connect();
-      await admin.query(`CREATE DATABASE "${name}"`);
+      const scratch = await scratchDatabase(url ?? '', 'prepared_stale');
       try {
-        const scratch = new URL(url ?? '');
-        scratch.pathname = `/${name}`;
         await withStore(
           true,
           async ({ dataSource, turns, prepared }) => {
@@ -189,11 +184,10 @@ if (url) {
             await turns(2);
             expect(await prepared()).toEqual(['checkpoint_commit', 'checkpoint_lease']);
           },
-          scratch.toString(),
+          scratch.url,
         );
       } finally {
-        await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-        await admin.end();
+        await scratch.drop();
       }
     });
 

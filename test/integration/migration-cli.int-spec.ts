@@ -2,9 +2,9 @@ import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client } from 'pg';
 import { ALL_MIGRATIONS } from '@agent/migrations';
 import { compiledEntry, REPO_ROOT } from '../support/repo-root';
+import { scratchDatabase } from '../support/scratch-database';
 
 /**
  * npm run migration:run|revert|show on a database of their own: a fresh database on DATABASE_URL's server, or a
@@ -41,16 +41,6 @@ function listing(applied: number): string {
   return NAMES.map((name, index) => `${index < applied ? '[X]' : '[ ]'} ${name}`).join('\n') + '\n';
 }
 
-async function onServer<T>(url: string, work: (client: Client) => Promise<T>): Promise<T> {
-  const client = new Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await work(client);
-  } finally {
-    await client.end();
-  }
-}
-
 describe('migration CLI', () => {
   let database: Record<string, string>;
   let cleanup: () => Promise<void>;
@@ -58,15 +48,9 @@ describe('migration CLI', () => {
   beforeAll(async () => {
     const serverUrl = process.env.DATABASE_URL;
     if (serverUrl) {
-      const name = `migration_cli_${process.pid}_${Date.now()}`;
-      await onServer(serverUrl, (client) => client.query(`CREATE DATABASE ${name}`));
-      const url = new URL(serverUrl);
-      url.pathname = `/${name}`;
-      database = { DATABASE_URL: url.toString() };
-      cleanup = () =>
-        onServer(serverUrl, (client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(
-          () => undefined,
-        );
+      const scratch = await scratchDatabase(serverUrl, 'migration_cli');
+      database = { DATABASE_URL: scratch.url };
+      cleanup = () => scratch.drop();
     } else {
       const dataDir = mkdtempSync(join(tmpdir(), 'migration-cli-'));
       database = { DATA_DIR: dataDir };

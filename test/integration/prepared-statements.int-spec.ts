@@ -1,5 +1,5 @@
-import { Client } from 'pg';
 import { createDataSource, DatabaseService } from '@agent/database';
+import { scratchDatabase, ScratchDatabase } from '../support/scratch-database';
 
 /**
  * DatabaseService.run's named statements on a real server, in a database of their own (the tests change a
@@ -10,26 +10,18 @@ const READ: { name: string; text: string } = { name: 'prepared_probe_read', text
 
 if (url) {
   describe('named statements after a migration', () => {
-    const name = `prepared_${process.pid}_${Date.now().toString(36)}`;
-    let admin: Client;
-    let scratch: string;
+    let scratch: ScratchDatabase;
 
     beforeAll(async () => {
-      admin = new Client({ connectionString: url });
-      await admin.connect();
-      await admin.query(`CREATE DATABASE "${name}"`);
-      const target = new URL(url);
-      target.pathname = `/${name}`;
-      scratch = target.toString();
+      scratch = await scratchDatabase(url, 'prepared');
     });
 
     afterAll(async () => {
-      await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-      await admin.end();
+      await scratch?.drop();
     });
 
     it('prepares a statement again on every connection whose plan a column type change made stale', async () => {
-      const dataSource = await createDataSource({ url: scratch, poolSize: 3, embedded: false });
+      const dataSource = await createDataSource({ url: scratch.url, poolSize: 3, embedded: false });
       const db = new DatabaseService(dataSource, null, true);
       try {
         await dataSource.query(`CREATE TABLE probe (v text)`);
@@ -50,7 +42,7 @@ if (url) {
     });
 
     it('still fails a statement the server refuses for another reason', async () => {
-      const dataSource = await createDataSource({ url: scratch, poolSize: 1, embedded: false });
+      const dataSource = await createDataSource({ url: scratch.url, poolSize: 1, embedded: false });
       const db = new DatabaseService(dataSource, null, true);
       try {
         await expect(

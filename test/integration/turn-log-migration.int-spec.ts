@@ -1,10 +1,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { buildDataSourceOptions, EmbeddedPostgres } from '@agent/database';
 import { ALL_MIGRATIONS } from '@agent/migrations';
+import { scratchDatabase } from '../support/scratch-database';
 
 /** The migrations up to the turn log, so undoing the last one undoes it whatever comes after. */
 const UP_TO_TURN_LOG = ALL_MIGRATIONS.slice(
@@ -50,19 +50,13 @@ if (DATABASE_URL) {
   scratches.push({
     name: 'Postgres (DATABASE_URL)',
     open: async () => {
-      const name = `turn_log_migration_${process.pid}_${Date.now().toString(36)}`;
-      const admin = new Client({ connectionString: DATABASE_URL });
-      await admin.connect();
-      await admin.query(`CREATE DATABASE "${name}"`);
-      const url = new URL(DATABASE_URL);
-      url.pathname = `/${name}`;
-      const dataSource = await open(url.toString(), false);
+      const scratch = await scratchDatabase(DATABASE_URL, 'turn_log_migration');
+      const dataSource = await open(scratch.url, false);
       return {
         dataSource,
         close: async () => {
           await dataSource.destroy();
-          await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-          await admin.end();
+          await scratch.drop();
         },
       };
     },
