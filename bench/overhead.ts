@@ -453,21 +453,21 @@ async function measureFloor(
   loadIterations: number,
   concurrency: number,
 ): Promise<Floor> {
-  const sample = await probe.client.query<{ state: string; events: string; version: number }>(
-    `SELECT c.state::text AS state, c.version,
-            (SELECT t.events::text FROM turn_log t WHERE t.conversation_key = c.conversation_key
-              ORDER BY t.version DESC LIMIT 1) AS events
-       FROM checkpoints c WHERE c.conversation_key = $1 ORDER BY c.version DESC LIMIT 1`,
+  // The head checkpoint and its own turn log row (events and the stored response) of a sample conversation.
+  const sample = await probe.client.query<{ state: string; events: string; response: string | null }>(
+    `SELECT c.state::text AS state, t.events, t.response
+       FROM checkpoints c JOIN turn_log t ON t.conversation_key = c.conversation_key AND t.version = c.version
+      WHERE c.conversation_key = $1 ORDER BY c.version DESC LIMIT 1`,
     [sampleKey],
   );
-  const { state, events } = sample.rows[0];
+  const { state, events, response } = sample.rows[0];
   await probe.client.query(`CREATE TABLE bench_floor_checkpoints (conversation_key text, version integer,
     state jsonb NOT NULL, checksum text NOT NULL, PRIMARY KEY (conversation_key, version))`);
   await probe.client.query(`CREATE TABLE bench_floor_turns (conversation_key text, version integer,
-    events jsonb NOT NULL, PRIMARY KEY (conversation_key, version))`);
+    events jsonb NOT NULL, response jsonb, PRIMARY KEY (conversation_key, version))`);
   const statement = `WITH checkpoint AS (
       INSERT INTO bench_floor_checkpoints (conversation_key, version, state, checksum) VALUES ($1, $2, $3::jsonb, $4))
-    INSERT INTO bench_floor_turns (conversation_key, version, events) VALUES ($1, $2, $5::jsonb)`;
+    INSERT INTO bench_floor_turns (conversation_key, version, events, response) VALUES ($1, $2, $5::jsonb, $6::jsonb)`;
   const checksum = 'f'.repeat(64);
   const clients = await Promise.all(
     Array.from({ length: concurrency }, async () => {
@@ -478,7 +478,7 @@ async function measureFloor(
   );
   try {
     const write = (client: Client, i: number) =>
-      client.query(statement, [`floor-${i % 50}`, Math.floor(i / 50) + 1, state, checksum, events]);
+      client.query(statement, [`floor-${i % 50}`, Math.floor(i / 50) + 1, state, checksum, events, response]);
     for (let i = 0; i < 20; i++) await write(clients[0], 1_000_000 + i);
     const pids = await probe.backendPids('bench-floor');
     const backendCpu = () => pids.reduce((sum, pid) => sum + processCpuMs(pid), 0);
