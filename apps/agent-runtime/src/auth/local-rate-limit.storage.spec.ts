@@ -63,7 +63,7 @@ describe('LocalRateLimitStorage', () => {
     expect((await storage.increment('key:long-block', MINUTE, 5, MINUTE, 'default')).isBlocked).toBe(true);
   });
 
-  it('keeps one record per key however many hits its window holds', async () => {
+  it('counts every hit of a busy key in one window, in one record', async () => {
     const { storage } = storageAt(0);
     const records = await hits(storage, 'key:gateway', 200_000, 1_000_000);
     expect(records.at(-1)).toMatchObject({ totalHits: 200_000, isBlocked: false });

@@ -63,7 +63,7 @@ export class LocalRateLimitStorage implements ThrottlerStorage {
     }
   }
 
-  /** Keys currently counted (for tests and diagnostics). */
+  /** Keys currently counted: how the tests see the sweep. */
   get size(): number {
     return this.buckets.size;
   }
