@@ -191,6 +191,16 @@ if (url) {
       }
     });
 
+    it('goes on unnamed when the server already holds one of their names, as behind a pooler', async () => {
+      await withStore(true, async ({ dataSource, turns, prepared }) => {
+        // Another client's statement of that name on the server connection (42P05 when this client prepares it).
+        await dataSource.query('PREPARE checkpoint_lease AS SELECT 1');
+        await turns(2);
+        // The refused connection was dropped; its successor got only unnamed statements.
+        expect(await prepared()).toEqual([]);
+      });
+    });
+
     it('goes on unnamed when the server loses them, as behind a pooler in transaction mode', async () => {
       await withStore(true, async ({ dataSource, turns, prepared }) => {
         await turns(1);
