@@ -527,11 +527,12 @@ async function measureFloor(
   }
 }
 
-/** Per-node durations recorded by the turns of the given conversations (their turn log rows). */
+/** Per-node durations recorded by the turns of the given conversations (AGENT_COMPLETED in their turn log rows). */
 async function nodeDurations(probe: DatabaseProbe, keyPattern: string): Promise<Map<string, number[]>> {
   const rows = await probe.client.query<{ node: string; duration_ms: number }>(
     `SELECT n->>'node' AS node, (n->>'duration_ms')::float8 AS duration_ms
-       FROM turn_log t, jsonb_array_elements(t.nodes) n WHERE t.conversation_key LIKE $1`,
+       FROM turn_log t, jsonb_array_elements(t.events::jsonb) e, jsonb_array_elements(e->'payload'->'nodes') n
+      WHERE t.conversation_key LIKE $1 AND e->>'name' = 'AGENT_COMPLETED'`,
     [keyPattern],
   );
   const byNode = new Map<string, number[]>();

@@ -10,6 +10,7 @@ import { WebhookAttempts1765238400000 } from './1765238400000-webhook-attempts';
 import { CompactTurnStorage1765324800000 } from './1765324800000-compact-turn-storage';
 import { ResponseInTurnLog1765411200000 } from './1765411200000-response-in-turn-log';
 import { TurnLogEnvelope1765497600000 } from './1765497600000-turn-log-envelope';
+import { NodeTimingsOnce1765584000000 } from './1765584000000-node-timings-once';
 
 /** Every migration, in order. Listed explicitly so compiled and test builds load the same set. */
 export const ALL_MIGRATIONS = [
@@ -25,4 +26,5 @@ export const ALL_MIGRATIONS = [
   CompactTurnStorage1765324800000,
   ResponseInTurnLog1765411200000,
   TurnLogEnvelope1765497600000,
+  NodeTimingsOnce1765584000000,
 ];

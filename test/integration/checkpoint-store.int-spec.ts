@@ -27,7 +27,7 @@ function harness(db: DatabaseService, close: () => Promise<void>): CheckpointSto
     store: postgresCheckpointStore(db),
     turnLog: (conversationKey) =>
       dataSource.query(
-        'SELECT version, turn, summary, nodes, events::jsonb AS events FROM turn_log WHERE conversation_key = $1 ORDER BY version',
+        'SELECT version, turn, summary, events::jsonb AS events FROM turn_log WHERE conversation_key = $1 ORDER BY version',
         [conversationKey],
       ),
     backdate: async (conversationKey, days, tables = ['turn_log', 'processed_messages']) => {

@@ -1,67 +1,11 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { DataSource } from 'typeorm';
-import { buildDataSourceOptions, EmbeddedPostgres } from '@agent/database';
-import { ALL_MIGRATIONS } from '@agent/migrations';
-import { scratchDatabase } from '../support/scratch-database';
-
-/** The migrations up to the turn log, so undoing the last one undoes it whatever comes after. */
-const UP_TO_TURN_LOG = ALL_MIGRATIONS.slice(
-  0,
-  ALL_MIGRATIONS.findIndex((migration) => migration.name === 'TurnLog1764806400000') + 1,
-);
-
-async function open(url: string, embedded: boolean): Promise<DataSource> {
-  const options = buildDataSourceOptions({ url, poolSize: 1, embedded });
-  const dataSource = new DataSource({ ...options, migrations: UP_TO_TURN_LOG });
-  return dataSource.initialize();
-}
+import { migrationScratches, migrationsUpTo } from '../support/migration-scratch';
 
 /**
  * The turn log migration on a database that already holds event rows, on the embedded PGlite and (with
  * DATABASE_URL) on a scratch database of the real server: down to the per-event table, old rows in, up again.
  */
-interface Scratch {
-  name: string;
-  open(): Promise<{ dataSource: DataSource; close(): Promise<void> }>;
-}
-
-const scratches: Scratch[] = [
-  {
-    name: 'embedded PGlite',
-    open: async () => {
-      const dir = mkdtempSync(join(tmpdir(), 'turn-log-migration-'));
-      const embedded = await EmbeddedPostgres.start(dir, 170000);
-      const dataSource = await open(embedded.url, true);
-      return {
-        dataSource,
-        close: async () => {
-          await dataSource.destroy();
-          await embedded.stop();
-          rmSync(dir, { recursive: true, force: true });
-        },
-      };
-    },
-  },
-];
-const DATABASE_URL = process.env.DATABASE_URL;
-if (DATABASE_URL) {
-  scratches.push({
-    name: 'Postgres (DATABASE_URL)',
-    open: async () => {
-      const scratch = await scratchDatabase(DATABASE_URL, 'turn_log_migration');
-      const dataSource = await open(scratch.url, false);
-      return {
-        dataSource,
-        close: async () => {
-          await dataSource.destroy();
-          await scratch.drop();
-        },
-      };
-    },
-  });
-}
+const scratches = migrationScratches('turn-log-migration', migrationsUpTo('TurnLog1764806400000'));
 
 describe.each(scratches)('turn log migration on $name', (scratch) => {
   let dataSource: DataSource;

@@ -17,7 +17,6 @@ export interface StoredTurnLogRow {
   version: number;
   turn: number;
   summary: unknown;
-  nodes: unknown;
   events: unknown;
 }
 
@@ -301,14 +300,13 @@ export function describeCheckpointStoreContract(
         ]);
       });
 
-      it('stores one turn log row per commit: summary, node timings and the events as one document', async () => {
+      it('stores one turn log row per commit: the summary and the events as one document', async () => {
         const who = identity();
         const token = await seed(who, 1);
         const state: AgentState = { user_text: 'two', route: 'billing_agent' };
         await store.commitTurn(
           turnCommit(who, token, 2, state, {
             summary: turnSummary(state, 'turn', 12.4),
-            nodes: [{ node: 'persist', duration_ms: 0.5, outcome: 'ok' }],
             events: [
               { name: 'NOC.001', payload: { a: 1 }, at: new Date().toISOString() },
               { name: 'AGENT_COMPLETED', payload: { b: 'x\u0000' }, at: new Date().toISOString() },
@@ -316,14 +314,13 @@ export function describeCheckpointStoreContract(
           }),
           writeFor(state, 1, 1),
         );
-        const rows: { version: number; turn: number; summary: unknown; nodes: unknown; events: unknown }[] =
+        const rows: { version: number; turn: number; summary: unknown; events: unknown }[] =
           await harness.turnLog(who.conversation_key);
         expect(rows.map((row) => [row.version, row.turn])).toEqual([
           [1, 1],
           [2, 2],
         ]);
         expect(rows[1].summary).toMatchObject({ kind: 'turn', route: 'billing_agent', latency_ms: 12 });
-        expect(rows[1].nodes).toEqual([{ node: 'persist', duration_ms: 0.5, outcome: 'ok' }]);
         expect(rows[1].events).toEqual([
           { name: 'NOC.001', payload: { a: 1 } },
           { name: 'AGENT_COMPLETED', payload: { b: 'x\ufffd' } },

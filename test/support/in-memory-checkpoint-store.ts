@@ -21,7 +21,6 @@ import {
   TurnLogEvent,
   turnLogEvents,
 } from '@agent/checkpoint';
-import type { NodeTiming } from '@agent/observability';
 
 export interface TurnLogRow {
   conversation_key: string;
@@ -30,7 +29,6 @@ export interface TurnLogRow {
   tenant_id: string;
   agent_id: string;
   summary: TurnSummary | null;
-  nodes: NodeTiming[];
   /** As stored: payloads without the envelope fields the row holds (listEvents puts them back). */
   events: TurnLogEvent[];
   /** The response of the processed message this row committed. */
@@ -202,7 +200,6 @@ export class InMemoryCheckpointStore extends CheckpointStore {
       tenant_id: commit.identity.tenant_id,
       agent_id: commit.identity.agent_id,
       summary: commit.summary ? asJsonb(commit.summary) : null,
-      nodes: asJsonb(commit.nodes ?? []),
       events: asJsonb(turnLogEvents(commit)),
       response: commit.idempotency ? asJsonb(commit.idempotency.response) : null,
       created_at: now,

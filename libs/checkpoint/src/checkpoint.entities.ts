@@ -127,8 +127,9 @@ export class TurnLogEntity {
   @Column({ type: 'jsonb', nullable: true })
   summary!: TurnSummary | null;
 
-  @Column({ type: 'jsonb', default: [] })
-  nodes!: NodeTiming[];
+  /** Node timings of rows written by earlier releases (null since: they are AGENT_COMPLETED's `nodes`). */
+  @Column({ type: 'jsonb', nullable: true })
+  nodes!: NodeTiming[] | null;
 
   /** The events as JSON text (readers cast it to jsonb): an array of { name, payload }. */
   @Column({ type: 'text' })

@@ -1,5 +1,4 @@
 import type { AgentState, StoredEvent } from '@agent/contracts';
-import type { NodeTiming } from '@agent/observability';
 import type { CheckpointFormat } from './canonical-json';
 
 export interface CheckpointRow {
@@ -90,8 +89,6 @@ export interface TurnCommit {
   status: SessionStatus;
   /** What the commit decided, stored in its turn log row (null when absent). */
   summary?: TurnSummary;
-  /** Per-node durations of the graph run (none for an operator action). */
-  nodes?: NodeTiming[];
   events: StoredEvent[];
   idempotency?: { message_id: string; response: Record<string, unknown>; fingerprint?: string };
 }

@@ -82,13 +82,12 @@ const COMMIT_STATEMENT: NamedStatement = {
          INSERT INTO checkpoints (conversation_key, version, parent_version, state, format, checksum, size_bytes)
          SELECT conversation_key, $3::integer, $12::integer, $13::text, 2, $14::text, $15::integer FROM fenced
        ), turn_row AS (
-         INSERT INTO turn_log (conversation_key, version, turn, tenant_id, agent_id, summary, nodes, events, response)
-         SELECT conversation_key, $3::integer, $4::integer, $16::text, $17::text, $18::jsonb, $19::jsonb, $20::text,
-                $22::text
+         INSERT INTO turn_log (conversation_key, version, turn, tenant_id, agent_id, summary, events, response)
+         SELECT conversation_key, $3::integer, $4::integer, $16::text, $17::text, $18::jsonb, $19::text, $21::text
            FROM fenced
        ), processed AS (
          INSERT INTO processed_messages (conversation_key, message_id, turn, version, fingerprint)
-         SELECT conversation_key, $21::text, $4::integer, $3::integer, $23::text FROM fenced WHERE $21::text IS NOT NULL
+         SELECT conversation_key, $20::text, $4::integer, $3::integer, $22::text FROM fenced WHERE $20::text IS NOT NULL
        )
        SELECT count(*)::integer AS committed FROM fenced`,
 };
@@ -290,7 +289,6 @@ export class PostgresCheckpointStore extends CheckpointStore {
       commit.identity.tenant_id,
       commit.identity.agent_id,
       commit.summary ? jsonbText(commit.summary) : null,
-      jsonbText(commit.nodes ?? []),
       jsonbText(turnLogEvents(commit)),
       commit.idempotency?.message_id ?? null,
       commit.idempotency ? jsonbText(commit.idempotency.response) : null,

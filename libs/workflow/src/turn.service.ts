@@ -148,7 +148,6 @@ export class TurnService {
           state: final,
           status: statusOf(final),
           summary: turnSummary(final, 'turn', latencyMs),
-          nodes: context.nodes,
           events: context.events,
           idempotency: input.message_id ? { message_id: input.message_id, response, fingerprint } : undefined,
         });

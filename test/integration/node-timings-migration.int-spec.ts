@@ -1,0 +1,81 @@
+import { DataSource } from 'typeorm';
+import { migrationScratches, migrationsUpTo } from '../support/migration-scratch';
+
+/**
+ * Node timings once per turn log row: rows of the earlier release keep their `nodes`, rows written after have
+ * none (the timings are AGENT_COMPLETED's), and undoing the migration gives them back from that event.
+ */
+const scratches = migrationScratches(
+  'node-timings-migration',
+  migrationsUpTo('NodeTimingsOnce1765584000000'),
+);
+
+const TIMINGS = [
+  { node: 'routing_decision', duration_ms: 1.5, outcome: 'ok' },
+  { node: 'persist', duration_ms: 0.2, outcome: 'ok' },
+];
+
+describe.each(scratches)('node timings migration on $name', (scratch) => {
+  let dataSource: DataSource;
+  let close: (() => Promise<void>) | undefined;
+
+  beforeAll(async () => {
+    ({ dataSource, close } = await scratch.open());
+    await dataSource.runMigrations({ transaction: 'each' });
+  }, 180000);
+
+  afterAll(async () => {
+    await close?.();
+  });
+
+  /** A turn log row as a release writes it: with `nodes` (the earlier one) or without (this one). */
+  const insertRow = (version: number, events: unknown[], nodes?: unknown[]) =>
+    nodes === undefined
+      ? dataSource.query(
+          `INSERT INTO turn_log (conversation_key, version, turn, tenant_id, agent_id, events)
+           VALUES ('t:s', $1, $1, 't', 'a', $2)`,
+          [version, JSON.stringify(events)],
+        )
+      : dataSource.query(
+          `INSERT INTO turn_log (conversation_key, version, turn, tenant_id, agent_id, nodes, events)
+           VALUES ('t:s', $1, $1, 't', 'a', $2::jsonb, $3)`,
+          [version, JSON.stringify(nodes), JSON.stringify(events)],
+        );
+  const nodesByVersion = async () =>
+    (
+      await dataSource.query<{ version: number; nodes: unknown }[]>(
+        `SELECT version, nodes FROM turn_log WHERE conversation_key = 't:s' ORDER BY version`,
+      )
+    ).map((row) => [row.version, row.nodes]);
+
+  it('stops requiring node timings and gives them back from AGENT_COMPLETED when undone', async () => {
+    const completed = { name: 'AGENT_COMPLETED', payload: { route: 'billing_agent', nodes: TIMINGS } };
+    // Written by the earlier release, and by one of its replicas still running during a rolling deploy.
+    await insertRow(1, [completed], TIMINGS);
+    await insertRow(2, [completed], TIMINGS);
+    // Written by this release: no timings besides the event's; an operator action has no AGENT_COMPLETED.
+    await insertRow(3, [completed]);
+    await insertRow(4, [{ name: 'session.ended', payload: { source: 'admin' } }]);
+    expect(await nodesByVersion()).toEqual([
+      [1, TIMINGS],
+      [2, TIMINGS],
+      [3, null],
+      [4, null],
+    ]);
+
+    await dataSource.undoLastMigration({ transaction: 'each' });
+    expect(await nodesByVersion()).toEqual([
+      [1, TIMINGS],
+      [2, TIMINGS],
+      [3, TIMINGS],
+      [4, []],
+    ]);
+    // The earlier release's schema again: a row without timings gets its default.
+    await insertRow(5, []);
+    expect((await nodesByVersion())[4]).toEqual([5, []]);
+
+    await dataSource.runMigrations({ transaction: 'each' });
+    await insertRow(6, [completed]);
+    expect((await nodesByVersion())[5]).toEqual([6, null]);
+  });
+});
