@@ -8,6 +8,7 @@ import {
   ReceivedEvent,
 } from '../support/nats';
 import { startTestApp, TestApp, uniqueId } from '../support/test-app';
+import { eventually } from '../support/webhook-receiver';
 
 /**
  * Committed events reach a NATS JetStream stream through the relay: complete, once per id, in each
@@ -173,6 +174,57 @@ describeWithPostgres('a relaying process killed mid-way', () => {
       expect(outOfOrder(received)).toEqual([]);
     } finally {
       await stopAppProcess(relay);
+      await reader.close(true);
+      await app.close();
+    }
+  }, 300000);
+});
+
+describeWithPostgres('two relaying processes', () => {
+  /** What a relay process counts as delivered to `destination` (its /metrics). */
+  async function deliveredBy(port: number, destination: string): Promise<number> {
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    const line = text
+      .split('\n')
+      .find((l) => l.startsWith(`agent_events_delivered_total{destination="${destination}"}`));
+    return line ? Number(line.split(' ').pop()) : 0;
+  }
+
+  it('share the conversations: every event once and in order, and no claim is left held', async () => {
+    const nats = natsEnv(NATS_URL);
+    const destination = `nats:${nats.stream}`;
+    // Turns are served by this process, which relays nothing; the two relays are OS processes of their own.
+    const app = await startTestApp();
+    const tenant = uniqueId('t');
+    const ports = [await freePort(), await freePort()];
+    const relays = ports.map((port) =>
+      spawnAppProcess('apps/agent-runtime/src/main.ts', [], {
+        ...nats.env,
+        DATABASE_URL: databaseUrl ?? '',
+        PORT: String(port),
+        LOG_LEVEL: 'error',
+      }),
+    );
+    const reader = await DurableReader.open(NATS_URL, nats.stream, 'reader', `${nats.prefix}.${tenant}.>`);
+    try {
+      await Promise.all(relays.map((relay, index) => waitUntilReady(relay, ports[index])));
+      await runTurns(app, tenant, 20, 5);
+      const expected = await expectedEventIds((sql, params) => app.dataSource.query(sql, params), tenant);
+      const received = await reader.readUntil((all) => all.length >= expected.length, 90000);
+      expect(idsOf(received)).toEqual([...expected].sort());
+      expect(outOfOrder(received)).toEqual([]);
+      const counts = await Promise.all(ports.map((port) => deliveredBy(port, destination)));
+      expect(counts.every((count) => count > 0)).toBe(true);
+      // Each pass gives up the claims of the conversations it delivered (the last acknowledgement does).
+      await eventually('no claim held', async () => {
+        const [row] = await app.dataSource.query<{ held: number }[]>(
+          `SELECT count(*)::integer AS held FROM event_relay_positions WHERE destination = $1 AND lease_owner IS NOT NULL`,
+          [destination],
+        );
+        return row.held === 0 ? true : undefined;
+      });
+    } finally {
+      await Promise.all(relays.map((relay) => stopAppProcess(relay)));
       await reader.close(true);
       await app.close();
     }

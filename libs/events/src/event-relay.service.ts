@@ -96,6 +96,7 @@ export class EventRelayService implements OnApplicationBootstrap, BeforeApplicat
   private async run(destination: EventDestination): Promise<void> {
     const signal = this.stopping.signal;
     let failures = 0;
+    let measuredAt = 0;
     while (!signal.aborted) {
       let delay = this.config.EVENTS_RELAY_POLL_MS;
       try {
@@ -114,7 +115,13 @@ export class EventRelayService implements OnApplicationBootstrap, BeforeApplicat
         this.metrics.eventDeliveryFailures.inc({ destination: destination.name });
         delay = Math.min(MAX_RETRY_DELAY_MS, this.config.EVENTS_RELAY_POLL_MS * 2 ** Math.min(failures, 10));
       }
-      await this.measure(destination).catch(() => undefined);
+      // Measuring scans the pending commits: skipped while commits keep coming (another pass follows at once),
+      // but at least once per poll interval, whenever the relay is about to wait, and after a failure.
+      const busy = failures === 0 && this.woken.has(destination.name);
+      if (!busy || Date.now() - measuredAt >= this.config.EVENTS_RELAY_POLL_MS) {
+        measuredAt = Date.now();
+        await this.measure(destination).catch(() => undefined);
+      }
       // A failing destination keeps its backoff: commits do not hurry retries against it.
       await this.pause(destination.name, delay, failures === 0, signal);
     }
@@ -167,9 +174,10 @@ export class EventRelayService implements OnApplicationBootstrap, BeforeApplicat
       () => void this.store.renew(destination.name, this.owner, leaseMs).catch(() => undefined),
       Math.max(100, Math.floor(leaseMs / 3)),
     );
+    let held = claimed.length;
     try {
       const outcomes = await Promise.allSettled(
-        claimed.map((position) => {
+        claimed.map(async (position) => {
           // Another replica may have delivered some of the fetched rows between the read and the claim.
           const after = position.delivered_xid === null ? null : BigInt(position.delivered_xid);
           const commits = (byConversation.get(position.conversation_key) ?? []).filter(
@@ -178,38 +186,45 @@ export class EventRelayService implements OnApplicationBootstrap, BeforeApplicat
               BigInt(row.commit_xid) > after ||
               (BigInt(row.commit_xid) === after && row.version > (position.delivered_version ?? 0)),
           );
-          return this.deliverConversation(destination, commits, signal);
+          if (await this.deliverConversation(destination, commits, signal)) held -= 1;
         }),
       );
       const failed = outcomes.find((outcome) => outcome.status === 'rejected');
       if (failed) throw failed.reason;
     } finally {
       clearInterval(renewal);
-      await this.store.release(destination.name, this.owner);
+      // The last acknowledgement of each conversation gave its claim up; only a pass cut short holds any still.
+      if (held > 0) await this.store.release(destination.name, this.owner);
     }
     return rows.length;
   }
 
-  /** A conversation's commits in order; the first failure stops it, so nothing after it goes out of order. */
+  /**
+   * A conversation's commits in order; the first failure stops it, so nothing after it goes out of order. True
+   * when it no longer holds the claim: the last commit's acknowledgement released it, or another replica has it.
+   */
   private async deliverConversation(
     destination: EventDestination,
     commits: PendingCommit[],
     signal: AbortSignal,
-  ): Promise<void> {
-    for (const commit of commits) {
-      if (signal.aborted) return;
+  ): Promise<boolean> {
+    for (const [index, commit] of commits.entries()) {
+      if (signal.aborted) return false;
       const events = outboundEvents(commit);
       for (const event of events) await destination.deliver(event, signal);
+      const last = index === commits.length - 1;
       const held = await this.store.acknowledge(
         destination.name,
         commit,
         this.owner,
         this.config.EVENTS_RELAY_LEASE_MS,
+        last,
       );
       this.metrics.eventsDelivered.inc({ destination: destination.name }, events.length);
       this.record(destination.name, { last_delivery_at: new Date().toISOString() });
-      if (!held) return;
+      if (!held || last) return true;
     }
+    return false;
   }
 
   private async measure(destination: EventDestination): Promise<void> {

@@ -59,7 +59,8 @@ const ACKNOWLEDGE_STATEMENT: NamedStatement = {
   name: 'relay_acknowledge',
   text: `UPDATE event_relay_positions
             SET delivered_xid = $3::xid8, delivered_version = $4, updated_at = now(),
-                lease_expires_at = now() + $6 * interval '1 millisecond'
+                lease_owner = CASE WHEN $7::boolean THEN NULL ELSE lease_owner END,
+                lease_expires_at = CASE WHEN $7::boolean THEN NULL ELSE now() + $6 * interval '1 millisecond' END
           WHERE destination = $1 AND conversation_key = $2 AND lease_owner = $5
          RETURNING 1`,
 };
@@ -132,12 +133,16 @@ export class EventRelayStore {
     ]);
   }
 
-  /** Records a delivered commit and extends the claim; false when the claim was lost (another replica took over). */
+  /**
+   * Records a delivered commit and extends the claim, or gives the claim up with it when `release` (the pass has
+   * nothing more of this conversation); false when the claim was lost (another replica took over).
+   */
   async acknowledge(
     destination: string,
     commit: PendingCommit,
     owner: string,
     leaseMs: number,
+    release: boolean,
   ): Promise<boolean> {
     const updated = await this.database.run(ACKNOWLEDGE_STATEMENT, [
       destination,
@@ -146,6 +151,7 @@ export class EventRelayStore {
       commit.version,
       owner,
       leaseMs,
+      release,
     ]);
     return updated.length > 0;
   }
