@@ -21,6 +21,7 @@ import {
   TurnLogEvent,
   turnLogEvents,
 } from '@agent/checkpoint';
+import { rowEnvelope } from '@agent/contracts';
 
 export interface TurnLogRow {
   conversation_key: string;
@@ -287,14 +288,7 @@ export class InMemoryCheckpointStore extends CheckpointStore {
           seq: index + 1,
           name: event.name,
           // As the database's turn_log_events function gives the envelope back.
-          payload: {
-            tenant_id: row.tenant_id,
-            agent_id: row.agent_id,
-            session_id: row.conversation_key.slice(row.tenant_id.length + 1),
-            conversation_key: row.conversation_key,
-            turn: row.turn,
-            ...event.payload,
-          },
+          payload: { ...rowEnvelope(row), ...event.payload },
           created_at: row.created_at,
         })),
       ),

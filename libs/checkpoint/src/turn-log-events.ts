@@ -7,8 +7,9 @@ export type TurnLogEvent = Pick<StoredEvent, 'name' | 'payload'>;
 /**
  * The commit's events as its turn log row stores them: each payload without the envelope fields whose values the
  * row holds itself (tenant_id, agent_id, conversation_key, turn, and session_id when the key is
- * `tenant_id:session_id`). The database's `turn_log_events` function (TurnLogEnvelope migration) puts them back
- * for every reader. A field whose value differs from the row's stays in the payload and wins over the row's.
+ * `tenant_id:session_id`). Readers put them back: the database's `turn_log_events` function (TurnLogEnvelope
+ * migration) for the session_events view, `rowEnvelope` (@agent/contracts) for the event relay. A field whose
+ * value differs from the row's stays in the payload and wins over the row's.
  */
 export function turnLogEvents(commit: TurnCommit): TurnLogEvent[] {
   const { tenant_id, agent_id, conversation_key } = commit.identity;

@@ -10,6 +10,24 @@ export interface EventEnvelope {
   at: string;
 }
 
+/** The envelope fields a turn log row holds in its own columns, and so stores its events without. */
+export type RowEnvelope = Omit<EventEnvelope, 'at'>;
+
+/**
+ * The envelope of the events of a turn log row, from its columns: the session id is the conversation key after
+ * `<tenant_id>:`. Readers spread a stored payload over it (`{ ...envelope, ...payload }`), so a field the payload
+ * kept because it differed from the row's wins; the SQL function `turn_log_events` does the same in the database.
+ */
+export function rowEnvelope(row: Omit<RowEnvelope, 'session_id'>): RowEnvelope {
+  return {
+    tenant_id: row.tenant_id,
+    agent_id: row.agent_id,
+    session_id: row.conversation_key.slice(row.tenant_id.length + 1),
+    conversation_key: row.conversation_key,
+    turn: row.turn,
+  };
+}
+
 export interface EventPayloads {
   'router.continuity': {
     decision: string;

@@ -9,6 +9,7 @@ import { ConfigType } from '@nestjs/config';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { eventsConfig } from '@agent/config';
+import { rowEnvelope } from '@agent/contracts';
 import { EventBusService, MetricsService } from '@agent/observability';
 import { EventRelayStore, PendingCommit } from './event-relay.store';
 import { EVENT_DESTINATIONS, EventDestination, OutboundEvent } from './outbound-event';
@@ -241,8 +242,9 @@ export class EventRelayService implements OnApplicationBootstrap, BeforeApplicat
   }
 }
 
-/** The events of one commit, each with its stable id. */
+/** The events of one commit, each with its stable id and its payload as published (the envelope back in). */
 export function outboundEvents(commit: PendingCommit): OutboundEvent[] {
+  const envelope = rowEnvelope(commit);
   return commit.events.map((event, index) => ({
     id: `${commit.conversation_key}:${commit.version}:${index + 1}`,
     name: event.name,
@@ -250,6 +252,6 @@ export function outboundEvents(commit: PendingCommit): OutboundEvent[] {
     conversation_key: commit.conversation_key,
     version: commit.version,
     seq: index + 1,
-    payload: event.payload,
+    payload: { ...envelope, ...event.payload },
   }));
 }

@@ -9,6 +9,9 @@ export interface PendingCommit {
   /** The commit's transaction id (xid8 as decimal text): the relay's order. */
   commit_xid: string;
   tenant_id: string;
+  agent_id: string;
+  turn: number;
+  /** As stored: each payload without the envelope fields the row's columns hold (see `rowEnvelope`). */
   events: Pick<StoredEvent, 'name' | 'payload'>[];
 }
 
@@ -37,8 +40,10 @@ const PENDING = `
 /** The relay's statements, run for every commit it delivers: named, so each connection plans them once. */
 const PENDING_STATEMENT: NamedStatement = {
   name: 'relay_pending',
-  text: `SELECT t.conversation_key, t.version, t.commit_xid::text AS commit_xid, t.tenant_id,
-                turn_log_events(t.events, t.tenant_id, t.agent_id, t.conversation_key, t.turn) AS events
+  // The envelope goes back in the relay, not through turn_log_events: that SQL function costs Postgres several
+  // times the cast alone (0.7 against 0.1-0.15 ms per commit of a bench turn).
+  text: `SELECT t.conversation_key, t.version, t.commit_xid::text AS commit_xid, t.tenant_id, t.agent_id, t.turn,
+                t.events::jsonb AS events
          ${PENDING}
            AND (p.lease_owner IS NULL OR p.lease_expires_at < now() OR p.lease_owner = $3)
          ORDER BY t.commit_xid, t.version
