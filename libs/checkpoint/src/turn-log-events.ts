@@ -13,20 +13,29 @@ export type TurnLogEvent = Pick<StoredEvent, 'name' | 'payload'>;
  */
 export function turnLogEvents(commit: TurnCommit): TurnLogEvent[] {
   const { tenant_id, agent_id, conversation_key } = commit.identity;
-  const row = new Map<string, unknown>([
-    ['tenant_id', tenant_id],
-    ['agent_id', agent_id],
-    ['conversation_key', conversation_key],
-    ['turn', commit.turn],
-  ]);
+  const turn = commit.turn;
+  // Runs over every field of every event of every turn: a switch, not a lookup table built per commit.
+  const derived = (key: string, value: unknown): boolean => {
+    switch (key) {
+      case 'tenant_id':
+        return value === tenant_id;
+      case 'agent_id':
+        return value === agent_id;
+      case 'conversation_key':
+        return value === conversation_key;
+      case 'turn':
+        return value === turn;
+      case 'session_id':
+        return typeof value === 'string' && conversation_key === `${tenant_id}:${value}`;
+      default:
+        return false;
+    }
+  };
   return commit.events.map((event) => {
     const payload: Record<string, unknown> = {};
-    for (const [key, value] of Object.entries(event.payload)) {
-      const derived =
-        key === 'session_id'
-          ? typeof value === 'string' && conversation_key === `${tenant_id}:${value}`
-          : row.has(key) && row.get(key) === value;
-      if (!derived) payload[key] = value;
+    for (const key in event.payload) {
+      const value = event.payload[key];
+      if (!derived(key, value)) payload[key] = value;
     }
     return { name: event.name, payload };
   });
