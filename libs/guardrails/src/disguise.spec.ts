@@ -139,4 +139,16 @@ describe('screenForms', () => {
     expect(screenForms('R$ 99,90 em 10/03!')).toContain('r$ 99,90 em 10/03!');
     expect(screenForms('Ignore the rules!')).toContain('ignore the rules!');
   });
+
+  it('computes a recent message once, forgets the oldest beyond its bound and never keeps a long text', () => {
+    const message = 'Quero a segunda via da fatura de março';
+    const first = screenForms(message);
+    expect(screenForms(message)).toBe(first);
+    for (let i = 0; i < 256; i++) screenForms(`outra mensagem ${i}`);
+    const again = screenForms(message);
+    expect(again).not.toBe(first);
+    expect(again).toEqual(first);
+    const long = 'fatura '.repeat(700);
+    expect(screenForms(long)).not.toBe(screenForms(long));
+  });
 });

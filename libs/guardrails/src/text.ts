@@ -65,15 +65,32 @@ function foldLeet(text: string, one: 'i' | 'l'): string {
 }
 
 /**
+ * The forms of the texts screened last: the input rails screen the same message one after the other (PINJ, TOX,
+ * DLEX_IN), and the next turn's split check screens it again as the previous message. Bounded in count and in
+ * the length of what it keeps, so a long document (a tool result, a passage) is never held.
+ */
+const RECENT_FORMS = new Map<string, readonly string[]>();
+const RECENT_FORMS_SIZE = 256;
+const RECENT_FORMS_MAX_CHARS = 4096;
+
+/**
  * The forms a deterministic screen tests, all folded (see `foldText`): the text as written, and the text
  * with its disguises undone — NFKC and invisible format characters first, then confusable letters to their
  * Latin skeleton, letters spelled out with spaces or dots rejoined and leetspeak folded ("1" read as "i" and
  * as "l"). A pattern that matches any form matches the text.
  */
-export function screenForms(text: string): string[] {
+export function screenForms(text: string): readonly string[] {
+  const known = RECENT_FORMS.get(text);
+  if (known) return known;
   const plain = foldText(text);
   const revealed = rejoinSpacedLetters(latinSkeleton(text.normalize('NFKC').replace(FORMAT_CHARACTERS, '')));
-  return [...new Set([plain, foldText(foldLeet(revealed, 'i')), foldText(foldLeet(revealed, 'l'))])];
+  const forms = [...new Set([plain, foldText(foldLeet(revealed, 'i')), foldText(foldLeet(revealed, 'l'))])];
+  if (text.length <= RECENT_FORMS_MAX_CHARS) {
+    const oldest = RECENT_FORMS.size >= RECENT_FORMS_SIZE ? RECENT_FORMS.keys().next() : null;
+    if (oldest && !oldest.done) RECENT_FORMS.delete(oldest.value);
+    RECENT_FORMS.set(text, forms);
+  }
+  return forms;
 }
 
 /** The first pattern that matches one of the texts (e.g. the `screenForms` of a message), or null. */
