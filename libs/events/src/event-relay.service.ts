@@ -116,10 +116,9 @@ export class EventRelayService implements OnApplicationBootstrap, BeforeApplicat
         this.metrics.eventDeliveryFailures.inc({ destination: destination.name });
         delay = Math.min(MAX_RETRY_DELAY_MS, this.config.EVENTS_RELAY_POLL_MS * 2 ** Math.min(failures, 10));
       }
-      // Measuring scans the pending commits: skipped while commits keep coming (another pass follows at once),
-      // but at least once per poll interval, whenever the relay is about to wait, and after a failure.
-      const busy = failures === 0 && this.woken.has(destination.name);
-      if (!busy || Date.now() - measuredAt >= this.config.EVENTS_RELAY_POLL_MS) {
+      // Measuring scans the pending commits: once per poll interval (a commit of this replica wakes the relay far
+      // more often), and after every failure, so the lag of a destination that is down shows at once.
+      if (failures > 0 || Date.now() - measuredAt >= this.config.EVENTS_RELAY_POLL_MS) {
         measuredAt = Date.now();
         await this.measure(destination).catch(() => undefined);
       }
