@@ -11,6 +11,7 @@ import { hostname } from 'node:os';
 import { eventsConfig } from '@agent/config';
 import { rowEnvelope } from '@agent/contracts';
 import { EventBusService, MetricsService } from '@agent/observability';
+import { AcknowledgementBatcher } from './acknowledgement-batcher';
 import { EventRelayStore, PendingCommit } from './event-relay.store';
 import { EVENT_DESTINATIONS, EventDestination, OutboundEvent } from './outbound-event';
 
@@ -158,7 +159,10 @@ export class EventRelayService implements OnApplicationBootstrap, BeforeApplicat
     });
   }
 
-  /** One batch: claim, deliver conversation by conversation, acknowledge, release. Returns the rows fetched. */
+  /**
+   * One batch: claim, deliver conversation by conversation, acknowledge (the conversations' acknowledgements
+   * written together as they come), release what is still held. Returns the rows fetched.
+   */
   private async relayOnce(destination: EventDestination, signal: AbortSignal): Promise<number> {
     const { EVENTS_RELAY_BATCH_SIZE: batch, EVENTS_RELAY_LEASE_MS: leaseMs } = this.config;
     const rows = await this.store.pending(destination.name, destination.tenant, this.owner, batch);
@@ -174,6 +178,9 @@ export class EventRelayService implements OnApplicationBootstrap, BeforeApplicat
       () => void this.store.renew(destination.name, this.owner, leaseMs).catch(() => undefined),
       Math.max(100, Math.floor(leaseMs / 3)),
     );
+    const acknowledgements = new AcknowledgementBatcher((group) =>
+      this.store.acknowledge(destination.name, this.owner, leaseMs, group),
+    );
     let held = claimed.length;
     try {
       const outcomes = await Promise.allSettled(
@@ -186,7 +193,7 @@ export class EventRelayService implements OnApplicationBootstrap, BeforeApplicat
               BigInt(row.commit_xid) > after ||
               (BigInt(row.commit_xid) === after && row.version > (position.delivered_version ?? 0)),
           );
-          if (await this.deliverConversation(destination, commits, signal)) held -= 1;
+          if (await this.deliverConversation(destination, commits, acknowledgements, signal)) held -= 1;
         }),
       );
       const failed = outcomes.find((outcome) => outcome.status === 'rejected');
@@ -206,6 +213,7 @@ export class EventRelayService implements OnApplicationBootstrap, BeforeApplicat
   private async deliverConversation(
     destination: EventDestination,
     commits: PendingCommit[],
+    acknowledgements: AcknowledgementBatcher,
     signal: AbortSignal,
   ): Promise<boolean> {
     for (const [index, commit] of commits.entries()) {
@@ -213,13 +221,7 @@ export class EventRelayService implements OnApplicationBootstrap, BeforeApplicat
       const events = outboundEvents(commit);
       for (const event of events) await destination.deliver(event, signal);
       const last = index === commits.length - 1;
-      const held = await this.store.acknowledge(
-        destination.name,
-        commit,
-        this.owner,
-        this.config.EVENTS_RELAY_LEASE_MS,
-        last,
-      );
+      const held = await acknowledgements.acknowledge({ commit, release: last });
       this.metrics.eventsDelivered.inc({ destination: destination.name }, events.length);
       this.record(destination.name, { last_delivery_at: new Date().toISOString() });
       if (!held || last) return true;

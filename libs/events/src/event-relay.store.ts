@@ -15,6 +15,12 @@ export interface PendingCommit {
   events: Pick<StoredEvent, 'name' | 'payload'>[];
 }
 
+/** A delivered commit to record, and whether its conversation's claim is given up with it. */
+export interface Acknowledgement {
+  commit: PendingCommit;
+  release: boolean;
+}
+
 /** Where a destination stands on one conversation it has just claimed. */
 export interface ClaimedPosition {
   conversation_key: string;
@@ -60,14 +66,16 @@ const CLAIM_STATEMENT: NamedStatement = {
          RETURNING conversation_key, delivered_xid::text AS delivered_xid, delivered_version`,
 };
 
+/** Records each delivered commit of a group and extends its claim, or gives the claim up with it. */
 const ACKNOWLEDGE_STATEMENT: NamedStatement = {
   name: 'relay_acknowledge',
-  text: `UPDATE event_relay_positions
-            SET delivered_xid = $3::xid8, delivered_version = $4, updated_at = now(),
-                lease_owner = CASE WHEN $7::boolean THEN NULL ELSE lease_owner END,
-                lease_expires_at = CASE WHEN $7::boolean THEN NULL ELSE now() + $6 * interval '1 millisecond' END
-          WHERE destination = $1 AND conversation_key = $2 AND lease_owner = $5
-         RETURNING 1`,
+  text: `UPDATE event_relay_positions p
+            SET delivered_xid = a.xid, delivered_version = a.version, updated_at = now(),
+                lease_owner = CASE WHEN a.release THEN NULL ELSE p.lease_owner END,
+                lease_expires_at = CASE WHEN a.release THEN NULL ELSE now() + $4 * interval '1 millisecond' END
+           FROM unnest($2::text[], $5::xid8[], $6::integer[], $7::boolean[]) AS a(conversation_key, xid, version, release)
+          WHERE p.destination = $1 AND p.conversation_key = a.conversation_key AND p.lease_owner = $3
+         RETURNING p.conversation_key`,
 };
 
 const RELEASE_STATEMENT: NamedStatement = {
@@ -139,26 +147,26 @@ export class EventRelayStore {
   }
 
   /**
-   * Records a delivered commit and extends the claim, or gives the claim up with it when `release` (the pass has
-   * nothing more of this conversation); false when the claim was lost (another replica took over).
+   * Records delivered commits (at most one per conversation) and extends their claims, or gives a claim up with
+   * its commit (`release`: the pass has nothing more of that conversation). Returns the conversations whose claim
+   * was still held; a missing one was taken over by another replica.
    */
   async acknowledge(
     destination: string,
-    commit: PendingCommit,
     owner: string,
     leaseMs: number,
-    release: boolean,
-  ): Promise<boolean> {
-    const updated = await this.database.run(ACKNOWLEDGE_STATEMENT, [
+    acknowledgements: Acknowledgement[],
+  ): Promise<ReadonlySet<string>> {
+    const rows = await this.database.run<{ conversation_key: string }>(ACKNOWLEDGE_STATEMENT, [
       destination,
-      commit.conversation_key,
-      commit.commit_xid,
-      commit.version,
+      acknowledgements.map((a) => a.commit.conversation_key),
       owner,
       leaseMs,
-      release,
+      acknowledgements.map((a) => a.commit.commit_xid),
+      acknowledgements.map((a) => a.commit.version),
+      acknowledgements.map((a) => a.release),
     ]);
-    return updated.length > 0;
+    return new Set(rows.map((row) => row.conversation_key));
   }
 
   /** Keeps the claims alive while a delivery takes long (webhook retries). */

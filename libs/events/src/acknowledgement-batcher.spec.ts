@@ -1,0 +1,51 @@
+import { AcknowledgementBatcher } from './acknowledgement-batcher';
+import type { Acknowledgement, PendingCommit } from './event-relay.store';
+
+const commit = (conversation_key: string, version = 1): PendingCommit => ({
+  conversation_key,
+  version,
+  commit_xid: String(1000 + version),
+  tenant_id: 't',
+  agent_id: 'a',
+  turn: version,
+  events: [],
+});
+
+/** A writer that records each group and answers from `held` (or fails the groups listed in `failing`). */
+function recordingWriter(held: Set<string>, failing = new Set<number>()) {
+  const groups: string[][] = [];
+  const write = async (group: Acknowledgement[]): Promise<ReadonlySet<string>> => {
+    groups.push(group.map((a) => `${a.commit.conversation_key}${a.release ? '!' : ''}`));
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    if (failing.has(groups.length)) throw new Error(`write ${groups.length} failed`);
+    return new Set(group.map((a) => a.commit.conversation_key).filter((key) => held.has(key)));
+  };
+  return { groups, write };
+}
+
+describe('AcknowledgementBatcher', () => {
+  it('writes the first at once and those arriving meanwhile together, and tells each whether it held', async () => {
+    const writer = recordingWriter(new Set(['a', 'b', 'c']));
+    const batcher = new AcknowledgementBatcher(writer.write);
+    const results = await Promise.all([
+      batcher.acknowledge({ commit: commit('a'), release: true }),
+      batcher.acknowledge({ commit: commit('b'), release: false }),
+      batcher.acknowledge({ commit: commit('c'), release: true }),
+      batcher.acknowledge({ commit: commit('d'), release: true }),
+    ]);
+    expect(writer.groups).toEqual([['a!'], ['b', 'c!', 'd!']]);
+    expect(results).toEqual([true, true, true, false]);
+    expect(await batcher.acknowledge({ commit: commit('b', 2), release: true })).toBe(true);
+    expect(writer.groups).toHaveLength(3);
+  });
+
+  it('fails the group whose write failed and still writes the next', async () => {
+    const writer = recordingWriter(new Set(['a', 'b', 'c']), new Set([1]));
+    const batcher = new AcknowledgementBatcher(writer.write);
+    const first = batcher.acknowledge({ commit: commit('a'), release: true });
+    const second = batcher.acknowledge({ commit: commit('b'), release: true });
+    await expect(first).rejects.toThrow('write 1 failed');
+    await expect(second).resolves.toBe(true);
+    expect(writer.groups).toEqual([['a!'], ['b!']]);
+  });
+});
