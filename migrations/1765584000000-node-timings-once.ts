@@ -17,7 +17,11 @@ export class NodeTimingsOnce1765584000000 implements MigrationInterface {
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {
-    // The earlier release reads `nodes` only for the rows it wrote; the timings come back from AGENT_COMPLETED.
+    // The table's lock first (the migration is one transaction): commits of replicas still running this release
+    // wait until the column is whole again, then leave it out and get the default.
+    await queryRunner.query(`ALTER TABLE turn_log ALTER COLUMN nodes SET DEFAULT '[]'::jsonb`);
+    // The earlier release never reads the column either; the timings are copied back so its rows look as it wrote
+    // them. This rewrites every row written since `up`: on a large turn log, revert in a quiet hour.
     await queryRunner.query(
       `UPDATE turn_log t SET nodes = COALESCE(
          (SELECT e.event->'payload'->'nodes' FROM jsonb_array_elements(t.events::jsonb) AS e(event)
@@ -26,8 +30,6 @@ export class NodeTimingsOnce1765584000000 implements MigrationInterface {
          '[]'::jsonb)
         WHERE t.nodes IS NULL`,
     );
-    await queryRunner.query(
-      `ALTER TABLE turn_log ALTER COLUMN nodes SET DEFAULT '[]'::jsonb, ALTER COLUMN nodes SET NOT NULL`,
-    );
+    await queryRunner.query(`ALTER TABLE turn_log ALTER COLUMN nodes SET NOT NULL`);
   }
 }
