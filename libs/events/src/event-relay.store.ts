@@ -169,11 +169,18 @@ export class EventRelayStore {
     return new Set(rows.map((row) => row.conversation_key));
   }
 
-  /** Keeps the claims alive while a delivery takes long (webhook retries). */
+  /**
+   * Keeps the claims alive while a delivery takes long (webhook retries). It runs beside the pass's group
+   * acknowledgements, which lock several of the same rows in their own order: skipping a row one of them holds
+   * (that acknowledgement extends or ends its claim anyway) means the two never wait on each other, so never
+   * deadlock.
+   */
   async renew(destination: string, owner: string, leaseMs: number): Promise<void> {
     await this.database.dataSource.query(
-      `UPDATE event_relay_positions SET lease_expires_at = now() + $3 * interval '1 millisecond'
-        WHERE destination = $1 AND lease_owner = $2`,
+      `UPDATE event_relay_positions p SET lease_expires_at = now() + $3 * interval '1 millisecond'
+         FROM (SELECT conversation_key FROM event_relay_positions
+                WHERE destination = $1 AND lease_owner = $2 FOR UPDATE SKIP LOCKED) AS free
+        WHERE p.destination = $1 AND p.conversation_key = free.conversation_key AND p.lease_owner = $2`,
       [destination, owner, leaseMs],
     );
   }
