@@ -33,7 +33,7 @@ export function turnLogEvents(commit: TurnCommit): TurnLogEvent[] {
   };
   return commit.events.map((event) => {
     const payload: Record<string, unknown> = {};
-    for (const key in event.payload) {
+    for (const key of Object.keys(event.payload)) {
       const value = event.payload[key];
       if (!derived(key, value)) payload[key] = value;
     }

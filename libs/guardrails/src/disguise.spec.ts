@@ -148,7 +148,11 @@ describe('screenForms', () => {
     const again = screenForms(message);
     expect(again).not.toBe(first);
     expect(again).toEqual(first);
-    const long = 'fatura '.repeat(700);
+    const long = 'fatura '.repeat(2400);
     expect(screenForms(long)).not.toBe(screenForms(long));
+    // Short, but its folded forms are long (each U+FDFA unfolds to 18 letters): not kept either.
+    const expanding = '\ufdfa'.repeat(1000);
+    expect(screenForms(expanding)).not.toBe(screenForms(expanding));
+    expect(Object.isFrozen(first)).toBe(true);
   });
 });

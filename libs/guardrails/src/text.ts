@@ -71,7 +71,8 @@ function foldLeet(text: string, one: 'i' | 'l'): string {
  */
 const RECENT_FORMS = new Map<string, readonly string[]>();
 const RECENT_FORMS_SIZE = 256;
-const RECENT_FORMS_MAX_CHARS = 4096;
+/** Of the text and its forms together: folding can make a text much longer (NFKC expands some characters 18×). */
+const RECENT_FORMS_MAX_CHARS = 16384;
 
 /**
  * The forms a deterministic screen tests, all folded (see `foldText`): the text as written, and the text
@@ -84,8 +85,10 @@ export function screenForms(text: string): readonly string[] {
   if (known) return known;
   const plain = foldText(text);
   const revealed = rejoinSpacedLetters(latinSkeleton(text.normalize('NFKC').replace(FORMAT_CHARACTERS, '')));
-  const forms = [...new Set([plain, foldText(foldLeet(revealed, 'i')), foldText(foldLeet(revealed, 'l'))])];
-  if (text.length <= RECENT_FORMS_MAX_CHARS) {
+  const forms = Object.freeze([
+    ...new Set([plain, foldText(foldLeet(revealed, 'i')), foldText(foldLeet(revealed, 'l'))]),
+  ]);
+  if (forms.reduce((chars, form) => chars + form.length, text.length) <= RECENT_FORMS_MAX_CHARS) {
     const oldest = RECENT_FORMS.size >= RECENT_FORMS_SIZE ? RECENT_FORMS.keys().next() : null;
     if (oldest && !oldest.done) RECENT_FORMS.delete(oldest.value);
     RECENT_FORMS.set(text, forms);
