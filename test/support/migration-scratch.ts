@@ -9,6 +9,8 @@ import { scratchDatabase } from './scratch-database';
 /** A database of a migration test's own, migrated by nothing yet, whose data source knows `migrations`. */
 export interface MigrationScratch {
   name: string;
+  /** The embedded PGlite (one session behind every connection: no named statements). */
+  embedded: boolean;
   open(): Promise<{ dataSource: DataSource; close(): Promise<void> }>;
 }
 
@@ -32,6 +34,7 @@ export function migrationScratches(prefix: string, migrations: typeof ALL_MIGRAT
   const scratches: MigrationScratch[] = [
     {
       name: 'embedded PGlite',
+      embedded: true,
       open: async () => {
         const dir = mkdtempSync(join(tmpdir(), `${prefix}-`));
         const embedded = await EmbeddedPostgres.start(dir, 170000);
@@ -51,6 +54,7 @@ export function migrationScratches(prefix: string, migrations: typeof ALL_MIGRAT
   if (serverUrl) {
     scratches.push({
       name: 'Postgres (DATABASE_URL)',
+      embedded: false,
       open: async () => {
         const scratch = await scratchDatabase(serverUrl, prefix.replace(/-/g, '_'));
         const dataSource = await open(scratch.url, false, migrations);

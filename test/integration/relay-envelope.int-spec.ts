@@ -1,0 +1,71 @@
+import { DataSource } from 'typeorm';
+import { DatabaseService } from '@agent/database';
+import { EventRelayStore, outboundEvents } from '@agent/events';
+import { ALL_MIGRATIONS } from '@agent/migrations';
+import { migrationScratches } from '../support/migration-scratch';
+
+/**
+ * The relay puts the envelope back into stored payloads itself; the session_events view does it with the SQL
+ * function turn_log_events. Both must hand out the same payloads for the same rows.
+ */
+describe.each(migrationScratches('relay-envelope', ALL_MIGRATIONS))(
+  'relayed payloads on $name',
+  (scratch) => {
+    let dataSource: DataSource;
+    let close: (() => Promise<void>) | undefined;
+    let store: EventRelayStore;
+
+    beforeAll(async () => {
+      ({ dataSource, close } = await scratch.open());
+      await dataSource.runMigrations({ transaction: 'each' });
+      store = new EventRelayStore(new DatabaseService(dataSource, null, !scratch.embedded));
+    }, 180000);
+
+    afterAll(async () => {
+      await close?.();
+    });
+
+    it('are the payloads the session_events view lists', async () => {
+      const envelope = {
+        tenant_id: 'acme',
+        agent_id: 'telecom_contas',
+        session_id: 's-1',
+        conversation_key: 'acme:s-1',
+      };
+      const insertRow = (version: number, events: unknown[]) =>
+        dataSource.query(
+          `INSERT INTO turn_log (conversation_key, version, turn, tenant_id, agent_id, events)
+         VALUES ('acme:s-1', $1, $1, 'acme', 'telecom_contas', $2)`,
+          [version, JSON.stringify(events)],
+        );
+      // As this release stores them: without the envelope, except a field whose value differs from the row's.
+      await insertRow(1, [
+        { name: 'NOC.001', payload: { channel: 'web', at: '2026-12-01T00:00:00.000Z' } },
+        {
+          name: 'session.ended',
+          payload: { agent_id: 'billing_agent', reason: 'done', nested: { turn: 9 } },
+        },
+      ]);
+      // As a release before stored them: whole.
+      await insertRow(2, [{ name: 'NOC.001', payload: { ...envelope, turn: 2, channel: 'web' } }]);
+      await dataSource.query(
+        `INSERT INTO event_relay_destinations (destination, watermark) VALUES ('test', '0')`,
+      );
+
+      const pending = await store.pending('test', null, 'relay-1', 10);
+      const relayed = pending.flatMap(outboundEvents).map((event) => [event.name, event.payload]);
+      const listed: { name: string; payload: unknown }[] = await dataSource.query(
+        `SELECT name, payload FROM session_events WHERE conversation_key = 'acme:s-1' ORDER BY id`,
+      );
+      expect(relayed).toEqual(listed.map((event) => [event.name, event.payload]));
+      expect(relayed).toEqual([
+        ['NOC.001', { ...envelope, turn: 1, channel: 'web', at: '2026-12-01T00:00:00.000Z' }],
+        [
+          'session.ended',
+          { ...envelope, turn: 1, agent_id: 'billing_agent', reason: 'done', nested: { turn: 9 } },
+        ],
+        ['NOC.001', { ...envelope, turn: 2, channel: 'web' }],
+      ]);
+    });
+  },
+);
