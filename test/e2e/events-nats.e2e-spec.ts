@@ -140,6 +140,63 @@ describe('event relay to NATS JetStream', () => {
   }, 180000);
 });
 
+describe('a relay pass whose acknowledgements fail', () => {
+  it('gives its claims up and delivers the commits again, in order, once the acknowledgements go through', async () => {
+    const nats = natsEnv(NATS_URL);
+    const destination = `nats:${nats.stream}`;
+    const app = await startTestApp({ env: nats.env });
+    const tenant = uniqueId('t');
+    const reader = await DurableReader.open(NATS_URL, nats.stream, 'reader', `${nats.prefix}.${tenant}.>`);
+    // The database refuses the first two acknowledgement statements of this destination (a sequence, because
+    // the refusal rolls back whatever else the statement did).
+    const name = `refuse_${nats.stream.toLowerCase()}`;
+    const query = (sql: string) => app.dataSource.query(sql);
+    await query(`CREATE SEQUENCE ${name}`);
+    await query(`CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NEW.destination = '${destination}' AND NEW.delivered_xid IS DISTINCT FROM OLD.delivered_xid
+           AND nextval('${name}') <= 2 THEN
+          RAISE EXCEPTION 'acknowledgement refused by the test';
+        END IF;
+        RETURN NEW;
+      END $$`);
+    await query(
+      `CREATE TRIGGER ${name} BEFORE UPDATE ON event_relay_positions FOR EACH ROW EXECUTE FUNCTION ${name}()`,
+    );
+    try {
+      await runTurns(app, tenant, 4, 3);
+      const expected = await expectedEventIds((sql, params) => app.dataSource.query(sql, params), tenant);
+      const received = await reader.readUntil((all) => all.length >= expected.length, 60000);
+      expect(idsOf(received)).toEqual([...expected].sort());
+      expect(outOfOrder(received)).toEqual([]);
+      const [refused] = await app.dataSource.query<{ refused: string }[]>(
+        `SELECT last_value AS refused FROM ${name}`,
+      );
+      expect(Number(refused.refused)).toBeGreaterThan(2);
+      const metrics = await app.get<string>('/metrics');
+      expect(metrics.body).toMatch(
+        new RegExp(`agent_events_delivery_failures_total\\{destination="${destination}"\\} [1-9]`),
+      );
+      await eventually('no claim held and every commit acknowledged', async () => {
+        const [row] = await app.dataSource.query<{ held: number; behind: number }[]>(
+          `SELECT count(*) FILTER (WHERE lease_owner IS NOT NULL)::integer AS held,
+                  count(*) FILTER (WHERE delivered_version IS DISTINCT FROM (
+                    SELECT max(version) FROM turn_log t WHERE t.conversation_key = p.conversation_key))::integer AS behind
+             FROM event_relay_positions p WHERE destination = $1`,
+          [destination],
+        );
+        return row.held === 0 && row.behind === 0 ? true : undefined;
+      });
+    } finally {
+      await query(`DROP TRIGGER IF EXISTS ${name} ON event_relay_positions`);
+      await query(`DROP FUNCTION IF EXISTS ${name}()`);
+      await query(`DROP SEQUENCE IF EXISTS ${name}`);
+      await reader.close(true);
+      await app.close();
+    }
+  }, 180000);
+});
+
 describeWithPostgres('a relaying process killed mid-way', () => {
   it('loses nothing: the restarted relay resumes from the last acknowledged commit', async () => {
     const nats = natsEnv(NATS_URL);
