@@ -31,7 +31,7 @@ if (DATABASE_URL) {
         embedded: false,
         entities: CHECKPOINT_ENTITIES,
       });
-      await runMigrationsExclusively(dataSource);
+      await runMigrationsExclusively(dataSource, 0);
       direct = new DatabaseService(dataSource, null);
       store = postgresCheckpointStore(direct);
       const opened = await TcpProxy.forUrl(DATABASE_URL);

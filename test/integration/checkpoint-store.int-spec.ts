@@ -84,7 +84,7 @@ if (url) {
       entities: CHECKPOINT_ENTITIES,
     });
     // Other suites may migrate the same database at the same moment.
-    await runMigrationsExclusively(dataSource);
+    await runMigrationsExclusively(dataSource, 0);
     const db = new DatabaseService(dataSource, null);
     return harness(db, () => db.onApplicationShutdown());
   });
@@ -120,7 +120,7 @@ if (url) {
       };
       let head = 0;
       try {
-        await runMigrationsExclusively(dataSource);
+        await runMigrationsExclusively(dataSource, 0);
         await work({
           dataSource,
           turns: async (count) => {

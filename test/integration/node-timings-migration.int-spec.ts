@@ -1,4 +1,6 @@
+import { Client } from 'pg';
 import { DataSource } from 'typeorm';
+import { runMigrationsExclusively } from '@agent/database';
 import { migrationScratches, migrationsUpTo } from '../support/migration-scratch';
 
 /**
@@ -78,4 +80,34 @@ describe.each(scratches)('node timings migration on $name', (scratch) => {
     await insertRow(6, [completed]);
     expect((await nodesByVersion())[5]).toEqual([6, null]);
   });
+
+  // Only on a server: PGlite serves one session, so nothing else can hold a lock there.
+  if (!scratch.embedded) {
+    it('gives up behind a long read of the turn log instead of stalling the commits, and applies later', async () => {
+      await dataSource.undoLastMigration({ transaction: 'each' });
+      const url = dataSource.options.type === 'postgres' ? dataSource.options.url : undefined;
+      const reader = new Client({ connectionString: url });
+      await reader.connect();
+      try {
+        await reader.query('BEGIN');
+        await reader.query('SELECT count(*) FROM turn_log');
+        const started = Date.now();
+        await expect(runMigrationsExclusively(dataSource, 300)).rejects.toThrow(/lock timeout/);
+        expect(Date.now() - started).toBeLessThan(5000);
+        const [column] = await dataSource.query<{ is_nullable: string }[]>(
+          `SELECT is_nullable FROM information_schema.columns WHERE table_name = 'turn_log' AND column_name = 'nodes'`,
+        );
+        expect(column.is_nullable).toBe('NO');
+        await reader.query('COMMIT');
+        expect((await runMigrationsExclusively(dataSource, 300)).map((m) => m.name)).toEqual([
+          'NodeTimingsOnce1765584000000',
+        ]);
+        // The connection went back to its pool without the limit.
+        const [setting] = await dataSource.query<{ lock_timeout: string }[]>('SHOW lock_timeout');
+        expect(setting.lock_timeout).toBe('0');
+      } finally {
+        await reader.end();
+      }
+    });
+  }
 });

@@ -83,7 +83,7 @@ describe.each(backends)('schema drift on $name', (backend) => {
     );
     await dataSource.initialize();
     try {
-      await runMigrationsExclusively(dataSource);
+      await runMigrationsExclusively(dataSource, 0);
       const [vector]: { present: boolean }[] = await dataSource.query(
         `SELECT to_regclass('rag_chunk_embeddings') IS NOT NULL AS present`,
       );

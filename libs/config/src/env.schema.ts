@@ -213,6 +213,12 @@ export const databaseEnvSchema = z.object({
    * before 1.21).
    */
   DATABASE_PREPARED_STATEMENTS: envBoolean(true),
+  /**
+   * How long a migration waits for a table lock (0: as long as it takes). A migration that needs an exclusive
+   * lock behind a long query would otherwise stall every turn queued behind it; it fails the start-up instead,
+   * and the replica tries again when it restarts.
+   */
+  DATABASE_MIGRATION_LOCK_TIMEOUT_MS: envNumber(5000, { min: 0, int: true }),
 });
 
 export const llmEnvSchema = z.object({

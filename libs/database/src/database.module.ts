@@ -2,7 +2,7 @@ import { Global, Logger, Module } from '@nestjs/common';
 import { ConfigType } from '@nestjs/config';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource, DataSourceOptions, Migration, MigrationExecutor } from 'typeorm';
-import { databaseConfig } from '@agent/config';
+import { databaseConfig, parseEnvNamespace } from '@agent/config';
 import { buildDataSourceOptions } from './data-source.factory';
 import { DatabaseService } from './database.service';
 import { EmbeddedPostgres } from './embedded-postgres';
@@ -12,16 +12,24 @@ const MIGRATION_LOCK = 727073690;
 
 /**
  * Applies the pending migrations, each in its own transaction, under a Postgres advisory lock so replicas
- * starting together do not race. The lock and the migrations share one connection: PGlite serves only one.
+ * starting together do not race. The lock and the migrations share one connection: PGlite serves only one. Once
+ * the advisory lock is held (replicas wait for each other's migrations as long as they take), each migration waits
+ * at most `lockTimeoutMs` for a table lock (DATABASE_MIGRATION_LOCK_TIMEOUT_MS; 0: no limit).
  */
-export async function runMigrationsExclusively(dataSource: DataSource): Promise<Migration[]> {
+export async function runMigrationsExclusively(
+  dataSource: DataSource,
+  lockTimeoutMs: number,
+): Promise<Migration[]> {
   const runner = dataSource.createQueryRunner();
   try {
     await runner.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+    await runner.query(`SELECT set_config('lock_timeout', $1, false)`, [`${lockTimeoutMs}ms`]);
     const executor = new MigrationExecutor(dataSource, runner);
     executor.transaction = 'each';
     return await executor.executePendingMigrations();
   } finally {
+    // The connection goes back to the pool that serves the turns.
+    await runner.query('RESET lock_timeout').catch(() => undefined);
     await runner.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => undefined);
     await runner.release();
   }
@@ -76,7 +84,8 @@ class EmbeddedPostgresModule {}
       dataSourceFactory: async (options?: DataSourceOptions) => {
         if (!options) throw new Error('no DataSource options');
         const dataSource = await new DataSource(options).initialize();
-        const applied = await runMigrationsExclusively(dataSource);
+        const { DATABASE_MIGRATION_LOCK_TIMEOUT_MS } = parseEnvNamespace('database');
+        const applied = await runMigrationsExclusively(dataSource, DATABASE_MIGRATION_LOCK_TIMEOUT_MS);
         if (applied.length > 0) {
           new Logger('Database').log(`applied migrations: ${applied.map((m) => m.name).join(', ')}`);
         }

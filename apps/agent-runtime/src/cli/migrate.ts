@@ -24,11 +24,12 @@ async function main(argv: string[]): Promise<number> {
     console.error(`migration: expected one of ${COMMANDS.join(', ')}\n\n${USAGE}`);
     return 2;
   }
-  const database = await openDatabase(parseEnvNamespace('database'));
+  const config = parseEnvNamespace('database');
+  const database = await openDatabase(config);
   try {
     const { dataSource } = database;
     if (command === 'run') {
-      const applied = await runMigrationsExclusively(dataSource);
+      const applied = await runMigrationsExclusively(dataSource, config.DATABASE_MIGRATION_LOCK_TIMEOUT_MS);
       console.log(
         applied.length === 0 ? 'no pending migration' : applied.map((m) => `applied ${m.name}`).join('\n'),
       );
