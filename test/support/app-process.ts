@@ -4,17 +4,30 @@ import { join } from 'node:path';
 import { compiledEntry } from './repo-root';
 import { REPO_ROOT, TEST_LLM_PROFILES } from './test-app';
 
-/** A TCP port nobody listens on right now. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * Ports handed out below Linux's ephemeral range (32768-60999), from which the OS picks the local port of every
+ * outgoing connection and of every `listen(0)`: a port taken from there and released can be reused by one of them
+ * before the test's process binds it (EADDRINUSE, seen in CI). Other suites pick at random in the same span and
+ * every pick is checked, so two suites meet only if both pick the same port at the same moment.
+ */
+const PORT_SPAN = { from: 20000, to: 32000 };
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
-      );
-    });
+    server.once('error', () => resolve(false));
+    // All interfaces, as the app listens: a port bound on one address only is taken too.
+    server.listen(port, '0.0.0.0', () => server.close(() => resolve(true)));
   });
+}
+
+/** A TCP port nobody listens on right now, outside the range the OS hands out by itself. */
+export async function freePort(): Promise<number> {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const port = PORT_SPAN.from + Math.floor(Math.random() * (PORT_SPAN.to - PORT_SPAN.from));
+    if (await canListen(port)) return port;
+  }
+  throw new Error(`no free port between ${PORT_SPAN.from} and ${PORT_SPAN.to}`);
 }
 
 /** True when something accepts TCP connections on the port. */
