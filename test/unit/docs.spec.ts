@@ -1,8 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { z } from 'zod';
-import { ENV_SCHEMAS } from '@agent/config';
+import { knownEnvVariables } from '../support/env-variables';
 
 const ROOT = join(__dirname, '..', '..');
 
@@ -15,12 +14,6 @@ function trackedFiles(): string[] {
   return execFileSync('git', ['ls-files', '-z'], { cwd: ROOT, encoding: 'utf8' })
     .split('\0')
     .filter((path) => path !== '' && existsSync(join(ROOT, path)));
-}
-
-function variablesOf(schema: z.ZodTypeAny): string[] {
-  if (schema instanceof z.ZodObject) return Object.keys(schema.shape as Record<string, unknown>);
-  if (schema instanceof z.ZodEffects) return variablesOf(schema.innerType());
-  throw new Error('unexpected env schema shape');
 }
 
 /** GitHub's heading anchors: lower case, punctuation dropped, spaces to dashes. */
@@ -50,7 +43,7 @@ const markdownFiles = trackedFiles().filter(
 describe('documentation', () => {
   it('documents every environment variable the service reads in docs/configuration.md', () => {
     const configuration = read('docs/configuration.md');
-    const variables = Object.values(ENV_SCHEMAS).flatMap((schema) => variablesOf(schema));
+    const variables = knownEnvVariables();
     const missing = variables.filter((name) => !configuration.includes(`| \`${name}\``));
     expect(missing).toEqual([]);
   });
