@@ -1,7 +1,6 @@
 import { Client } from 'pg';
-import { DataSource } from 'typeorm';
 import { runMigrationsExclusively } from '@agent/database';
-import { migrationScratches, migrationsUpTo } from '../support/migration-scratch';
+import { migratedScratch, migrationScratches, migrationsUpTo } from '../support/migration-scratch';
 
 /**
  * Node timings once per turn log row: rows of the earlier release keep their `nodes`, rows written after have
@@ -18,34 +17,24 @@ const TIMINGS = [
 ];
 
 describe.each(scratches)('node timings migration on $name', (scratch) => {
-  let dataSource: DataSource;
-  let close: (() => Promise<void>) | undefined;
-
-  beforeAll(async () => {
-    ({ dataSource, close } = await scratch.open());
-    await dataSource.runMigrations({ transaction: 'each' });
-  }, 180000);
-
-  afterAll(async () => {
-    await close?.();
-  });
+  const database = migratedScratch(scratch);
 
   /** A turn log row as a release writes it: with `nodes` (the earlier one) or without (this one). */
   const insertRow = (version: number, events: unknown[], nodes?: unknown[]) =>
     nodes === undefined
-      ? dataSource.query(
+      ? database.dataSource.query(
           `INSERT INTO turn_log (conversation_key, version, turn, tenant_id, agent_id, events)
            VALUES ('t:s', $1, $1, 't', 'a', $2)`,
           [version, JSON.stringify(events)],
         )
-      : dataSource.query(
+      : database.dataSource.query(
           `INSERT INTO turn_log (conversation_key, version, turn, tenant_id, agent_id, nodes, events)
            VALUES ('t:s', $1, $1, 't', 'a', $2::jsonb, $3)`,
           [version, JSON.stringify(nodes), JSON.stringify(events)],
         );
   const nodesByVersion = async () =>
     (
-      await dataSource.query<{ version: number; nodes: unknown }[]>(
+      await database.dataSource.query<{ version: number; nodes: unknown }[]>(
         `SELECT version, nodes FROM turn_log WHERE conversation_key = 't:s' ORDER BY version`,
       )
     ).map((row) => [row.version, row.nodes]);
@@ -65,7 +54,7 @@ describe.each(scratches)('node timings migration on $name', (scratch) => {
       [4, null],
     ]);
 
-    await dataSource.undoLastMigration({ transaction: 'each' });
+    await database.dataSource.undoLastMigration({ transaction: 'each' });
     expect(await nodesByVersion()).toEqual([
       [1, TIMINGS],
       [2, TIMINGS],
@@ -76,7 +65,7 @@ describe.each(scratches)('node timings migration on $name', (scratch) => {
     await insertRow(5, []);
     expect((await nodesByVersion())[4]).toEqual([5, []]);
 
-    await dataSource.runMigrations({ transaction: 'each' });
+    await database.dataSource.runMigrations({ transaction: 'each' });
     await insertRow(6, [completed]);
     expect((await nodesByVersion())[5]).toEqual([6, null]);
   });
@@ -84,26 +73,27 @@ describe.each(scratches)('node timings migration on $name', (scratch) => {
   // Only on a server: PGlite serves one session, so nothing else can hold a lock there.
   if (!scratch.embedded) {
     it('gives up behind a long read of the turn log instead of stalling the commits, and applies later', async () => {
-      await dataSource.undoLastMigration({ transaction: 'each' });
-      const url = dataSource.options.type === 'postgres' ? dataSource.options.url : undefined;
+      await database.dataSource.undoLastMigration({ transaction: 'each' });
+      const url =
+        database.dataSource.options.type === 'postgres' ? database.dataSource.options.url : undefined;
       const reader = new Client({ connectionString: url });
       await reader.connect();
       try {
         await reader.query('BEGIN');
         await reader.query('SELECT count(*) FROM turn_log');
         const started = Date.now();
-        await expect(runMigrationsExclusively(dataSource, 300)).rejects.toThrow(/lock timeout/);
+        await expect(runMigrationsExclusively(database.dataSource, 300)).rejects.toThrow(/lock timeout/);
         expect(Date.now() - started).toBeLessThan(5000);
-        const [column] = await dataSource.query<{ is_nullable: string }[]>(
+        const [column] = await database.dataSource.query<{ is_nullable: string }[]>(
           `SELECT is_nullable FROM information_schema.columns WHERE table_name = 'turn_log' AND column_name = 'nodes'`,
         );
         expect(column.is_nullable).toBe('NO');
         await reader.query('COMMIT');
-        expect((await runMigrationsExclusively(dataSource, 300)).map((m) => m.name)).toEqual([
+        expect((await runMigrationsExclusively(database.dataSource, 300)).map((m) => m.name)).toEqual([
           'NodeTimingsOnce1765584000000',
         ]);
         // The connection went back to its pool without the limit.
-        const [setting] = await dataSource.query<{ lock_timeout: string }[]>('SHOW lock_timeout');
+        const [setting] = await database.dataSource.query<{ lock_timeout: string }[]>('SHOW lock_timeout');
         expect(setting.lock_timeout).toBe('0');
       } finally {
         await reader.end();

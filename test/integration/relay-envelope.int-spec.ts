@@ -1,8 +1,7 @@
-import { DataSource } from 'typeorm';
 import { DatabaseService } from '@agent/database';
 import { EventRelayStore, outboundEvents } from '@agent/events';
 import { ALL_MIGRATIONS } from '@agent/migrations';
-import { migrationScratches } from '../support/migration-scratch';
+import { migratedScratch, migrationScratches } from '../support/migration-scratch';
 
 /**
  * The relay puts the envelope back into stored payloads itself; the session_events view does it with the SQL
@@ -11,18 +10,11 @@ import { migrationScratches } from '../support/migration-scratch';
 describe.each(migrationScratches('relay-envelope', ALL_MIGRATIONS))(
   'relayed payloads on $name',
   (scratch) => {
-    let dataSource: DataSource;
-    let close: (() => Promise<void>) | undefined;
+    const database = migratedScratch(scratch);
     let store: EventRelayStore;
 
-    beforeAll(async () => {
-      ({ dataSource, close } = await scratch.open());
-      await dataSource.runMigrations({ transaction: 'each' });
-      store = new EventRelayStore(new DatabaseService(dataSource, null, !scratch.embedded));
-    }, 180000);
-
-    afterAll(async () => {
-      await close?.();
+    beforeAll(() => {
+      store = new EventRelayStore(new DatabaseService(database.dataSource, null, !scratch.embedded));
     });
 
     it('are the payloads the session_events view lists', async () => {
@@ -33,7 +25,7 @@ describe.each(migrationScratches('relay-envelope', ALL_MIGRATIONS))(
         conversation_key: 'acme:s-1',
       };
       const insertRow = (version: number, events: unknown[]) =>
-        dataSource.query(
+        database.dataSource.query(
           `INSERT INTO turn_log (conversation_key, version, turn, tenant_id, agent_id, events)
          VALUES ('acme:s-1', $1, $1, 'acme', 'telecom_contas', $2)`,
           [version, JSON.stringify(events)],
@@ -48,13 +40,13 @@ describe.each(migrationScratches('relay-envelope', ALL_MIGRATIONS))(
       ]);
       // As a release before stored them: whole.
       await insertRow(2, [{ name: 'NOC.001', payload: { ...envelope, turn: 2, channel: 'web' } }]);
-      await dataSource.query(
+      await database.dataSource.query(
         `INSERT INTO event_relay_destinations (destination, watermark) VALUES ('test', '0')`,
       );
 
       const pending = await store.pending('test', null, 'relay-1', 10);
       const relayed = pending.flatMap(outboundEvents).map((event) => [event.name, event.payload]);
-      const listed: { name: string; payload: unknown }[] = await dataSource.query(
+      const listed: { name: string; payload: unknown }[] = await database.dataSource.query(
         `SELECT name, payload FROM session_events WHERE conversation_key = 'acme:s-1' ORDER BY id`,
       );
       expect(relayed).toEqual(listed.map((event) => [event.name, event.payload]));

@@ -1,5 +1,4 @@
-import { DataSource } from 'typeorm';
-import { migrationScratches, migrationsUpTo } from '../support/migration-scratch';
+import { migratedScratch, migrationScratches, migrationsUpTo } from '../support/migration-scratch';
 
 /**
  * The turn log migration on a database that already holds event rows, on the embedded PGlite and (with
@@ -8,26 +7,16 @@ import { migrationScratches, migrationsUpTo } from '../support/migration-scratch
 const scratches = migrationScratches('turn-log-migration', migrationsUpTo('TurnLog1764806400000'));
 
 describe.each(scratches)('turn log migration on $name', (scratch) => {
-  let dataSource: DataSource;
-  let close: (() => Promise<void>) | undefined;
-
-  beforeAll(async () => {
-    ({ dataSource, close } = await scratch.open());
-    await dataSource.runMigrations({ transaction: 'each' });
-  }, 180000);
-
-  afterAll(async () => {
-    await close?.();
-  });
+  const database = migratedScratch(scratch);
 
   it('moves each commit of stored events into one turn log row and back', async () => {
-    await dataSource.undoLastMigration({ transaction: 'each' });
-    await dataSource.query(
+    await database.dataSource.undoLastMigration({ transaction: 'each' });
+    await database.dataSource.query(
       `INSERT INTO sessions (conversation_key, tenant_id, session_id, agent_id, turn_count, head_version)
        VALUES ('t:s', 't', 's', 'telecom_contas', 2, 3)`,
     );
     const insert = (turn: number, seq: number, name: string, at: string) =>
-      dataSource.query(
+      database.dataSource.query(
         `INSERT INTO session_events (conversation_key, tenant_id, session_id, turn, seq, name, payload, created_at)
          VALUES ('t:s', 't', 's', $1, $2, $3, $4::jsonb, $5::timestamptz)`,
         [turn, seq, name, JSON.stringify({ turn, name }), at],
@@ -38,9 +27,9 @@ describe.each(scratches)('turn log migration on $name', (scratch) => {
     await insert(1, 1, 'session.human_handoff.requested', '2025-01-01T00:00:02Z');
     await insert(2, 1, 'NOC.001', '2025-01-01T00:00:03Z');
 
-    await dataSource.runMigrations({ transaction: 'each' });
+    await database.dataSource.runMigrations({ transaction: 'each' });
     const rows: { version: number; turn: number; agent_id: string; names: string[] }[] =
-      await dataSource.query(
+      await database.dataSource.query(
         `SELECT version, turn, agent_id, ARRAY(SELECT e->>'name' FROM jsonb_array_elements(events) e) AS names
            FROM turn_log WHERE conversation_key = 't:s' ORDER BY version`,
       );
@@ -50,7 +39,7 @@ describe.each(scratches)('turn log migration on $name', (scratch) => {
       { version: 3, turn: 2, agent_id: 'telecom_contas', names: ['NOC.001'] },
     ]);
     const viewed: { session_id: string; turn: number; seq: number; name: string; payload: unknown }[] =
-      await dataSource.query(
+      await database.dataSource.query(
         `SELECT session_id, turn, seq, name, payload FROM session_events WHERE conversation_key = 't:s' ORDER BY id`,
       );
     expect(viewed.map((e) => [e.session_id, e.turn, e.seq, e.name])).toEqual([
@@ -61,8 +50,8 @@ describe.each(scratches)('turn log migration on $name', (scratch) => {
     ]);
     expect(viewed[1].payload).toEqual({ turn: 1, name: 'AGENT_COMPLETED' });
 
-    await dataSource.undoLastMigration({ transaction: 'each' });
-    const back: { turn: number; seq: number; name: string }[] = await dataSource.query(
+    await database.dataSource.undoLastMigration({ transaction: 'each' });
+    const back: { turn: number; seq: number; name: string }[] = await database.dataSource.query(
       `SELECT turn, seq, name FROM session_events WHERE conversation_key = 't:s' ORDER BY id`,
     );
     expect(back.map((e) => [e.turn, e.seq, e.name])).toEqual([
@@ -71,6 +60,6 @@ describe.each(scratches)('turn log migration on $name', (scratch) => {
       [1, 1, 'session.human_handoff.requested'],
       [2, 1, 'NOC.001'],
     ]);
-    await dataSource.runMigrations({ transaction: 'each' });
+    await database.dataSource.runMigrations({ transaction: 'each' });
   });
 });

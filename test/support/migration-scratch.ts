@@ -70,3 +70,24 @@ export function migrationScratches(prefix: string, migrations: typeof ALL_MIGRAT
   }
   return scratches;
 }
+
+/**
+ * Opens `scratch` before the suite's tests, with every migration its data source knows applied, and closes it
+ * after them; `dataSource` is the open connection.
+ */
+export function migratedScratch(scratch: MigrationScratch): { readonly dataSource: DataSource } {
+  let opened: { dataSource: DataSource; close(): Promise<void> } | undefined;
+  beforeAll(async () => {
+    opened = await scratch.open();
+    await opened.dataSource.runMigrations({ transaction: 'each' });
+  }, 180000);
+  afterAll(async () => {
+    await opened?.close();
+  });
+  return {
+    get dataSource(): DataSource {
+      if (!opened) throw new Error(`${scratch.name}: the scratch database is not open yet`);
+      return opened.dataSource;
+    },
+  };
+}
