@@ -84,6 +84,7 @@ class EmbeddedPostgresModule {}
       dataSourceFactory: async (options?: DataSourceOptions) => {
         if (!options) throw new Error('no DataSource options');
         const dataSource = await new DataSource(options).initialize();
+        // A data source factory gets no injection: the same validated namespace databaseConfig registers.
         const { DATABASE_MIGRATION_LOCK_TIMEOUT_MS } = parseEnvNamespace('database');
         const applied = await runMigrationsExclusively(dataSource, DATABASE_MIGRATION_LOCK_TIMEOUT_MS);
         if (applied.length > 0) {

@@ -43,7 +43,10 @@ const PENDING = `
  WHERE t.commit_xid >= d.watermark AND ($2::text IS NULL OR t.tenant_id = $2)
    AND (p.delivered_xid IS NULL OR (t.commit_xid, t.version) > (p.delivered_xid, p.delivered_version))`;
 
-/** The relay's statements, run for every commit it delivers: named, so each connection plans them once. */
+/**
+ * The relay's statements, run on every pass (the acknowledgements once per group of commits): named, so each
+ * connection plans them once.
+ */
 const PENDING_STATEMENT: NamedStatement = {
   name: 'relay_pending',
   // The envelope goes back in the relay, not through turn_log_events: that SQL function costs Postgres several
