@@ -132,6 +132,23 @@ export class DatabaseProbe {
     return rows.rows.map((row) => row.pid);
   }
 
+  /**
+   * WAL flushes (fsyncs) of the whole server so far (`pg_stat_wal.wal_sync`, Postgres 14+; null before). A backend
+   * that reported its statistics less than a second ago reports again only after ten idle seconds, so the count
+   * is read eleven seconds after the work.
+   */
+  async walFlushes(): Promise<number | null> {
+    await new Promise((resolve) => setTimeout(resolve, 11_000));
+    try {
+      const rows = await this.client.query<{ flushes: string }>(
+        'SELECT wal_sync::text AS flushes FROM pg_stat_wal',
+      );
+      return Number(rows.rows[0].flushes);
+    } catch {
+      return null;
+    }
+  }
+
   async databaseBytes(): Promise<number> {
     const rows = await this.client.query<{ size: string }>(
       'SELECT pg_database_size(current_database())::text AS size',

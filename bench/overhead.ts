@@ -82,6 +82,8 @@ interface Phase {
   statements: number;
   transactions: number;
   wal: WalUsage;
+  /** WAL flushes of the server during the phase (null: not counted). */
+  walFlushes: number | null;
   diskBytes: number;
 }
 
@@ -335,6 +337,9 @@ class EventsSink {
 }
 
 class Meter {
+  /** The WAL flush count read at the end of the last phase, reused by a phase that follows it at once. */
+  private flushesAtLastPhaseEnd: number | null = null;
+
   constructor(
     private readonly processes: Processes,
     private readonly probe: DatabaseProbe,
@@ -358,8 +363,23 @@ class Meter {
     };
   }
 
-  /** Runs `work` (which returns one latency per turn) and measures everything around it. */
-  async phase(name: string, work: () => Promise<number[]>): Promise<Phase> {
+  /**
+   * Runs `work` (which returns one latency per turn) and measures everything around it; `countFlushes` adds the
+   * server's WAL flushes (eleven seconds' wait on each side, or only after when the previous phase counted them
+   * and nothing ran since: pass `'after previous'`).
+   */
+  async phase(
+    name: string,
+    work: () => Promise<number[]>,
+    countFlushes: 'no' | 'yes' | 'after previous' = 'no',
+  ): Promise<Phase> {
+    // The waits for the flush count stay outside the CPU readings.
+    const flushesBefore =
+      countFlushes === 'yes'
+        ? await this.probe.walFlushes()
+        : countFlushes === 'after previous'
+          ? this.flushesAtLastPhaseEnd
+          : null;
     const before = await this.snapshot();
     const started = performance.now();
     const latencies = await work();
@@ -367,6 +387,8 @@ class Meter {
     // The relay delivers after the commits: its work for this phase's turns belongs in this phase's figures.
     await this.events?.caughtUp(this.probe);
     const after = await this.snapshot();
+    const flushesAfter = countFlushes === 'no' ? null : await this.probe.walFlushes();
+    this.flushesAtLastPhaseEnd = flushesAfter;
     let postgresCpuMs = 0;
     for (const [pid, cpu] of after.backendCpu) postgresCpuMs += cpu - (before.backendCpu.get(pid) ?? 0);
     return {
@@ -385,6 +407,7 @@ class Meter {
         before.counts.explicitCommits -
         before.counts.autocommits,
       wal: await this.probe.walBetween(before.lsn, after.lsn),
+      walFlushes: flushesBefore === null || flushesAfter === null ? null : flushesAfter - flushesBefore,
       diskBytes: after.databaseBytes - before.databaseBytes,
     };
   }
@@ -436,6 +459,7 @@ interface Floor {
     nodeCpuMs: number;
     postgresCpuMs: number;
     wal: WalUsage;
+    walFlushes: number | null;
     diskBytes: number;
   };
   loaded: { seconds: number; iterations: number; nodeCpuMs: number; postgresCpuMs: number };
@@ -482,6 +506,7 @@ async function measureFloor(
     for (let i = 0; i < 20; i++) await write(clients[0], 1_000_000 + i);
     const pids = await probe.backendPids('bench-floor');
     const backendCpu = () => pids.reduce((sum, pid) => sum + processCpuMs(pid), 0);
+    const startFlushes = await probe.walFlushes();
     const startLsn = await probe.lsn();
     const startDisk = await probe.databaseBytes();
     const cpu0 = process.cpuUsage();
@@ -496,6 +521,8 @@ async function measureFloor(
     const pg1 = backendCpu();
     const endLsn = await probe.lsn();
     const endDisk = await probe.databaseBytes();
+    const endFlushes = await probe.walFlushes();
+    const pgLoadStart = backendCpu();
     const load0 = process.cpuUsage();
     const loadStarted = performance.now();
     let next = 0;
@@ -513,13 +540,14 @@ async function measureFloor(
         nodeCpuMs: (cpu1.user + cpu1.system) / 1000,
         postgresCpuMs: pg1 - pg0,
         wal: await probe.walBetween(startLsn, endLsn),
+        walFlushes: startFlushes === null || endFlushes === null ? null : endFlushes - startFlushes,
         diskBytes: endDisk - startDisk,
       },
       loaded: {
         seconds,
         iterations: loadIterations,
         nodeCpuMs: (load1.user + load1.system) / 1000,
-        postgresCpuMs: pg2 - pg1,
+        postgresCpuMs: pg2 - pgLoadStart,
       },
     };
   } finally {
@@ -546,6 +574,10 @@ const kb = (bytes: number) => `${round(bytes / 1024, 1)} KB`;
 function walCell(wal: WalUsage, turns: number): string {
   const own = wal.databaseBytes === null ? '' : `${kb(wal.databaseBytes / turns)} (this database) / `;
   return `${own}${kb(wal.clusterBytes / turns)} (server)`;
+}
+
+function flushesCell(flushes: number | null, turns: number): string {
+  return flushes === null ? 'n/a' : String(perTurn(flushes, turns));
 }
 
 function loadAverage(): string {
@@ -587,15 +619,18 @@ async function main(): Promise<void> {
     await run(port, interleaved(sessionsOf(tag, 'warm', 40), Math.ceil(settings.warmupTurns / 40)), 8);
 
     const oneSessions = sessionsOf(tag, 'one', Math.max(1, Math.round(settings.turns / 10)));
-    const one = await meter.phase('1 in flight', () => run(port, interleaved(oneSessions, 10), 1));
+    const one = await meter.phase('1 in flight', () => run(port, interleaved(oneSessions, 10), 1), 'yes');
     console.log(`1 in flight: ${one.turns} turns, p50 ${round(percentile(one.latencies, 50), 2)} ms`);
     const loadSessions = sessionsOf(tag, 'load', settings.concurrency * 10);
-    const loaded = await meter.phase(`${settings.concurrency} in flight`, () =>
-      run(
-        port,
-        interleaved(loadSessions, Math.ceil(settings.loadTurns / loadSessions.length)),
-        settings.concurrency,
-      ),
+    const loaded = await meter.phase(
+      `${settings.concurrency} in flight`,
+      () =>
+        run(
+          port,
+          interleaved(loadSessions, Math.ceil(settings.loadTurns / loadSessions.length)),
+          settings.concurrency,
+        ),
+      'after previous',
     );
     console.log(`${settings.concurrency} in flight: ${round(loaded.turns / loaded.seconds, 1)} turns/s`);
 
@@ -710,6 +745,7 @@ async function main(): Promise<void> {
       `| SQL statements (round trips) | ${perTurn(one.statements, one.turns)} | ${perTurn(loaded.statements, loaded.turns)} | 1 | ${ratio(one.statements / one.turns, 1)} |`,
       `| transactions | ${perTurn(one.transactions, one.turns)} | ${perTurn(loaded.transactions, loaded.turns)} | 1 | |`,
       `| commit records in WAL | ${one.wal.commits === null ? 'n/a' : perTurn(one.wal.commits, one.turns)} | ${loaded.wal.commits === null ? 'n/a' : perTurn(loaded.wal.commits, loaded.turns)} | ${f1.wal.commits === null ? 'n/a' : perTurn(f1.wal.commits, f1.latencies.length)} | |`,
+      `| WAL flushes (fsyncs, whole server) | ${flushesCell(one.walFlushes, one.turns)} | ${flushesCell(loaded.walFlushes, loaded.turns)} | ${flushesCell(f1.walFlushes, f1.latencies.length)} | |`,
       `| WAL | ${walCell(one.wal, one.turns)} | ${walCell(loaded.wal, loaded.turns)} | ${walCell(f1.wal, f1.latencies.length)} | ${f1.wal.databaseBytes && one.wal.databaseBytes !== null ? ratio(one.wal.databaseBytes / one.turns, f1.wal.databaseBytes / f1.latencies.length) : ''} |`,
       `| of which full-page images | ${one.wal.fullPageBytes === null ? 'n/a' : kb(one.wal.fullPageBytes / one.turns)} | ${loaded.wal.fullPageBytes === null ? 'n/a' : kb(loaded.wal.fullPageBytes / loaded.turns)} | ${f1.wal.fullPageBytes === null ? 'n/a' : kb(f1.wal.fullPageBytes / f1.latencies.length)} | |`,
       `| retained: database growth | ${kb(one.diskBytes / one.turns)} | ${kb(loaded.diskBytes / loaded.turns)} | ${kb(f1.diskBytes / f1.latencies.length)} | |`,
@@ -772,7 +808,7 @@ async function main(): Promise<void> {
       '',
       ...summary,
       '',
-      'Node CPU is the service process (all threads); Postgres CPU is the backends serving it; the floor\'s Node CPU is the bench process running the raw `pg` client. WAL "this database" counts the records of the bench database\'s pages and transactions (pg_walinspect); "server" is the `pg_current_wal_lsn()` delta, which includes whatever else the server was doing. Retained: growth of the database size per turn (tables, indexes, not yet reusable space) and the live rows the turns left behind (as stored, compressed; without indexes).',
+      'Node CPU is the service process (all threads); Postgres CPU is the backends serving it; the floor\'s Node CPU is the bench process running the raw `pg` client. WAL "this database" counts the records of the bench database\'s pages and transactions (pg_walinspect); "server" is the `pg_current_wal_lsn()` delta, which includes whatever else the server was doing. WAL flushes: `pg_stat_wal.wal_sync` of the whole server, the WAL writer\'s background flushes included (a commit that does not wait for its flush leaves it to the next commit that does, or to the WAL writer). Retained: growth of the database size per turn (tables, indexes, not yet reusable space) and the live rows the turns left behind (as stored, compressed; without indexes).',
       '',
       SPLIT_HEADING,
       '',
