@@ -191,6 +191,39 @@ if (url) {
       }
     });
 
+    it('commits the lease without waiting for a WAL flush and the turn with one, on the same connection', async () => {
+      // A database of its own: a trigger on sessions records, at each commit, the setting that commit ran under.
+      const scratch = await scratchDatabase(url ?? '', 'lease_async_commit');
+      try {
+        await withStore(
+          true,
+          async ({ dataSource, turns }) => {
+            await dataSource.query(`
+              CREATE TABLE commit_settings (id serial PRIMARY KEY, setting text NOT NULL);
+              CREATE FUNCTION record_commit_setting() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                  INSERT INTO commit_settings (setting) VALUES (current_setting('synchronous_commit'));
+                  RETURN NULL;
+                END $$;
+              CREATE CONSTRAINT TRIGGER record_commit_setting AFTER INSERT OR UPDATE ON sessions
+                DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION record_commit_setting();`);
+            await turns(2);
+            const settings: { setting: string }[] = await dataSource.query(
+              'SELECT setting FROM commit_settings ORDER BY id',
+            );
+            // Lease, commit, lease, commit: the lease's setting ends with its transaction.
+            expect(settings.map((row) => row.setting)).toEqual(['off', 'on', 'off', 'on']);
+            const [connection]: { synchronous_commit: string }[] =
+              await dataSource.query('SHOW synchronous_commit');
+            expect(connection.synchronous_commit).toBe('on');
+          },
+          scratch.url,
+        );
+      } finally {
+        await scratch.drop();
+      }
+    });
+
     it('goes on unnamed when the server already holds one of their names, as behind a pooler', async () => {
       await withStore(true, async ({ dataSource, turns, prepared }) => {
         // Another client's statement of that name on the server connection (42P05 when this client prepares it).

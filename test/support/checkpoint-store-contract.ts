@@ -386,6 +386,35 @@ export function describeCheckpointStoreContract(
         expect((await store.getSession(who.conversation_key))?.head_version).toBe(1);
       });
 
+      it('refuses, writing nothing, a commit whose lease the database lost (a crash before it was flushed)', async () => {
+        // The lease commits without waiting for a WAL flush: after a crash its row can be as it was before.
+        const returning = identity();
+        await seed(returning, 1, 'lost:1');
+        await store.releaseLease(returning.conversation_key, 'lost:1');
+        const fresh = identity();
+        expect(await take(fresh, 'lost:1', 60000)).not.toBeNull();
+        await store.deleteConversation(fresh.conversation_key);
+        for (const [who, turn] of [
+          [returning, 2],
+          [fresh, 1],
+        ] as const) {
+          const state: AgentState = { user_text: 'after the crash' };
+          await expect(
+            store.commitTurn(
+              turnCommit(who, 'lost:1', turn, state, {
+                events: [{ name: 'NOC.001', payload: {}, at: new Date().toISOString() }],
+                idempotency: { message_id: 'after-crash', response: {} },
+              }),
+              writeFor(state, turn - 1, turn > 1 ? turn - 1 : null),
+            ),
+          ).rejects.toBeInstanceOf(CheckpointFencingError);
+          expect((await store.listVersions(who.conversation_key)).length).toBe(turn - 1);
+          expect(await store.findProcessedMessage(who.conversation_key, 'after-crash')).toBeNull();
+          expect(await harness.turnLog(who.conversation_key)).toHaveLength(turn - 1);
+        }
+        expect(await store.getSession(fresh.conversation_key)).toBeNull();
+      });
+
       it('is all-or-nothing: a failing write late in the commit leaves no trace', async () => {
         const who = identity();
         await take(who, 'a:1', 60000);

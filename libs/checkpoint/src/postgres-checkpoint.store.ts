@@ -42,10 +42,16 @@ const replayLookup = (conversationKey: string, messageId: string) => `
  * The turn's first statement: the replay lookup, the lease upsert and the head read in one round trip. The lease
  * upsert runs only when the message was not processed; the head is read by the version the upsert returns (the
  * statement's snapshot cannot see a checkpoint newer than that head).
+ *
+ * Its commit does not wait for a WAL flush (`synchronous_commit` off for this transaction only), so a turn waits
+ * for one flush, its own commit's. A lease lost to a server crash before the WAL writer flushed it is harmless:
+ * the commit statement is fenced on the lease, so the turn that held it commits nothing and fails like any turn
+ * whose database went away; and a commit that is flushed flushes every earlier record, the lease included.
  */
 const LEASE_STATEMENT: NamedStatement = {
   name: 'checkpoint_lease',
-  text: `WITH replay AS (${replayLookup('$1', '$10')}), lease AS (
+  text: `WITH async_commit AS (SELECT set_config('synchronous_commit', 'off', true)),
+       replay AS (${replayLookup('$1', '$10')}), lease AS (
          INSERT INTO sessions (conversation_key, tenant_id, session_id, agent_id, user_id, channel, lease_owner, lease_expires_at)
          SELECT $1, $2, $3, $4, $5, $6, $7, now() + ($8::text || ' milliseconds')::interval
           WHERE NOT EXISTS (SELECT 1 FROM replay)
@@ -60,7 +66,7 @@ const LEASE_STATEMENT: NamedStatement = {
               (SELECT head_version FROM sessions WHERE conversation_key = $1) AS seen_head, l.*, c.version AS cp_version, c.parent_version AS cp_parent_version, c.state AS cp_state,
               c.format AS cp_format, c.checksum AS cp_checksum, c.size_bytes AS cp_size_bytes,
               c.created_at AS cp_created_at
-         FROM (SELECT 1) AS one
+         FROM async_commit
          LEFT JOIN lease l ON true
          LEFT JOIN checkpoints c ON c.conversation_key = $1 AND c.version = l.head_version`,
 };
