@@ -216,10 +216,16 @@ const PACKAGE_AREAS: [RegExp, CpuArea][] = [
   [/^(prom-client|@opentelemetry\/.*|eventemitter2|@nestjs\/event-emitter)$/, 'observability'],
 ];
 
+/**
+ * Node's http modules that serve the client and the server alike: a frame in them counts for the first caller
+ * that tells which (the HTTP layer when none does).
+ */
+const SHARED_HTTP_MODULE = /^node:_http_(outgoing|incoming|common)$/;
+
 function areaOf(url: string): CpuArea | null {
-  // Node's own fetch (undici, web streams) is what the openai SDK uses; node:http here is only the server.
-  if (/deps\/undici|internal\/webstreams/.test(url)) return 'model transport';
-  if (/^node:_http_/.test(url)) return 'HTTP layer';
+  // The model transport is the openai SDK over a node:http client (its Response and body are undici's).
+  if (/deps\/undici|internal\/webstreams|^node:_http_(client|agent)$/.test(url)) return 'model transport';
+  if (/^node:_http_server$/.test(url)) return 'HTTP layer';
   const pkg = /.*node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url)?.[1];
   if (pkg) return PACKAGE_AREAS.find(([pattern]) => pattern.test(pkg))?.[1] ?? null;
   if (/\/apps\/agent-runtime\//.test(url)) return 'HTTP layer';
@@ -249,12 +255,16 @@ function cpuSplit(profile: z.infer<typeof cpuProfile>): Map<CpuArea, number> {
     if (node?.callFrame.functionName === '(idle)') area = 'idle';
     else if (node?.callFrame.functionName === '(garbage collector)') area = 'garbage collection';
     else {
+      let shared = false;
       for (let current: number | undefined = id; current !== undefined; current = parent.get(current)) {
-        const found = areaOf(byId.get(current)?.callFrame.url ?? '');
+        const url = byId.get(current)?.callFrame.url ?? '';
+        shared ||= SHARED_HTTP_MODULE.test(url);
+        const found = areaOf(url);
         if (found) {
           area = found;
           break;
         }
+        if (parent.get(current) === undefined && shared) area = 'HTTP layer';
       }
     }
     areaOfNode.set(id, area);
