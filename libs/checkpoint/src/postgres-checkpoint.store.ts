@@ -45,8 +45,8 @@ const replayLookup = (conversationKey: string, messageId: string) => `
  *
  * Its commit does not wait for a WAL flush (`synchronous_commit` off for this transaction only), so a turn waits
  * for one flush, its own commit's. A lease lost to a server crash before the WAL writer flushed it is harmless:
- * the commit statement is fenced on the lease, so the turn that held it commits nothing and fails like any turn
- * whose database went away; and a commit that is flushed flushes every earlier record, the lease included.
+ * the commit statement is fenced on the lease, so the turn that held it commits nothing and is refused like a
+ * turn whose lease lapsed (ADR 0004); and a commit that is flushed flushes every earlier record, the lease included.
  */
 const LEASE_STATEMENT: NamedStatement = {
   name: 'checkpoint_lease',
