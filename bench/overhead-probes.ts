@@ -255,17 +255,18 @@ function cpuSplit(profile: z.infer<typeof cpuProfile>): Map<CpuArea, number> {
     if (node?.callFrame.functionName === '(idle)') area = 'idle';
     else if (node?.callFrame.functionName === '(garbage collector)') area = 'garbage collection';
     else {
+      let found: CpuArea | null = null;
       let shared = false;
-      for (let current: number | undefined = id; current !== undefined; current = parent.get(current)) {
+      for (
+        let current: number | undefined = id;
+        !found && current !== undefined;
+        current = parent.get(current)
+      ) {
         const url = byId.get(current)?.callFrame.url ?? '';
         shared ||= SHARED_HTTP_MODULE.test(url);
-        const found = areaOf(url);
-        if (found) {
-          area = found;
-          break;
-        }
-        if (parent.get(current) === undefined && shared) area = 'HTTP layer';
+        found = areaOf(url);
       }
+      area = found ?? (shared ? 'HTTP layer' : area);
     }
     areaOfNode.set(id, area);
     return area;
