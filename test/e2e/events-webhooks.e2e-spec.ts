@@ -192,6 +192,23 @@ describe('signed webhooks', () => {
     expect(invalid.status).toBe(400);
   });
 
+  it('never follows a redirect: a 3xx is a failed attempt, and the signed event goes nowhere else', async () => {
+    const session = uniqueId('s');
+    // The endpoint moves every request of the session elsewhere; a sender that followed would be answered 200 there.
+    receiver.answer = (request) =>
+      request.document.data.session_id === session && request.path === '/crm' ? 'redirect' : 'ok';
+    await say(tenant, session, 'Qual é o meu plano?');
+    const letter = await eventually('the dead letter', async () =>
+      (await deadLetters(tenantAdmin)).find((d) => d.event_id.startsWith(`${tenant}:${session}:`)),
+    );
+    expect(letter).toMatchObject({
+      attempts: MAX_ATTEMPTS,
+      last_error: 'HTTP 307 (redirects are not followed)',
+    });
+    expect(receiver.attempts(letter.event_id).map((r) => r.path)).toEqual(Array(MAX_ATTEMPTS).fill('/crm'));
+    expect(receiver.received.filter((r) => r.path.startsWith('/redirected'))).toEqual([]);
+  });
+
   it("deletes a session's dead letters with it, a subject's with the subject, and old ones by age", async () => {
     const [purged, personal, aged, recent] = ['p', 'u', 'a', 'r'].map((prefix) => uniqueId(prefix));
     const person = uniqueId('person');

@@ -16,8 +16,11 @@ export interface ReceivedWebhook {
   at: number;
 }
 
-/** `ok` 200, `fail` 500, `hang` never answers (the sender's timeout ends it). */
-export type Answer = 'ok' | 'fail' | 'hang';
+/**
+ * `ok` 200, `fail` 500, `hang` never answers (the sender's timeout ends it), `redirect` 307 to the same path with
+ * `/redirected` in front (a sender that followed it would post there).
+ */
+export type Answer = 'ok' | 'fail' | 'hang' | 'redirect';
 
 /** A real HTTP server standing in for a tenant's webhook endpoint; a test scripts its answers. */
 export class WebhookReceiver {
@@ -81,6 +84,10 @@ export class WebhookReceiver {
     const answer = this.answer(seen, this.attempts(seen.document.id).length);
     this.received.push({ ...seen, answer, at });
     if (answer === 'hang') return;
+    if (answer === 'redirect') {
+      response.writeHead(307, { location: `/redirected${seen.path}` }).end();
+      return;
+    }
     response.writeHead(answer === 'ok' ? 200 : 500).end(answer);
   }
 }

@@ -25,9 +25,9 @@ export type AttemptResult = { ok: true } | { ok: false; error: string };
 /**
  * One tenant's webhook endpoint: its events (through its filter) as Standard Webhooks requests (`webhook-id` is
  * the event id, `webhook-timestamp`, `webhook-signature` an HMAC-SHA256 of id, timestamp and body). A 2xx answer
- * delivers; anything else, a timeout or a network error is retried with backoff, and after the last attempt the
- * event becomes a dead letter (visible and redeliverable through the admin API) so the conversation's later
- * events are not held up for ever. The count of failed attempts is stored, so it survives restarts.
+ * delivers; anything else (a redirect included: it is never followed), a timeout or a network error is retried
+ * with backoff, and after the last attempt the event becomes a dead letter (visible and redeliverable through the
+ * admin API) so the conversation's later events are not held up for ever. The count of failed attempts is stored, so it survives restarts.
  */
 export class WebhookDestination implements EventDestination {
   readonly name: string;
@@ -106,9 +106,17 @@ export class WebhookDestination implements EventDestination {
         },
         body,
         signal: timeout,
+        // A signed event goes only to the configured URL: a redirect (even a 307 keeping the method and body) is
+        // the endpoint refusing it, never somewhere else to send it.
+        redirect: 'manual',
       });
       await response.body?.cancel();
-      return response.ok ? { ok: true } : { ok: false, error: `HTTP ${response.status}` };
+      if (response.ok) return { ok: true };
+      const redirect = response.status >= 300 && response.status < 400;
+      return {
+        ok: false,
+        error: `HTTP ${response.status}${redirect ? ' (redirects are not followed)' : ''}`,
+      };
     } catch (error) {
       if (timeout.aborted) return { ok: false, error: `no answer within ${this.retry.timeoutMs} ms` };
       // fetch reports a refused connection as `fetch failed` with the reason as its cause.
