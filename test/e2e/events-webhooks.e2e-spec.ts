@@ -82,6 +82,13 @@ describe('signed webhooks', () => {
     return response.body.items;
   }
 
+  /** The dead letter of the session's first event, once it is one. */
+  function sessionDeadLetter(session: string): Promise<DeadLetter> {
+    return eventually('the dead letter', async () =>
+      (await deadLetters(tenantAdmin)).find((d) => d.event_id.startsWith(`${tenant}:${session}:`)),
+    );
+  }
+
   it("signs every delivery, filters by event name, and never sends another tenant's events", async () => {
     const session = uniqueId('s');
     // The other tenant's turn commits first: an endpoint that relayed it would receive it before ours.
@@ -136,9 +143,7 @@ describe('signed webhooks', () => {
     const session = uniqueId('s');
     receiver.answer = (request) => (request.document.data.session_id === session ? 'fail' : 'ok');
     await say(tenant, session, 'Qual é o meu plano?');
-    const letter = await eventually('the dead letter', async () =>
-      (await deadLetters(tenantAdmin)).find((d) => d.event_id.startsWith(`${tenant}:${session}:`)),
-    );
+    const letter = await sessionDeadLetter(session);
     expect(letter).toMatchObject({
       destination: `webhook:${tenant}-crm`,
       tenant_id: tenant,
@@ -192,15 +197,66 @@ describe('signed webhooks', () => {
     expect(invalid.status).toBe(400);
   });
 
+  it('redelivers a letter once however many ask at the same time, and not again once delivered', async () => {
+    const session = uniqueId('s');
+    receiver.answer = (request) => (request.document.data.session_id === session ? 'fail' : 'ok');
+    await say(tenant, session, 'Qual é o meu plano?');
+    const letter = await sessionDeadLetter(session);
+    receiver.answer = () => 'ok';
+    const redeliver = () =>
+      app.post<DeadLetter>(`/v1/admin/events/dead-letters/${letter.id}/redeliver`, {}, tenantAdmin);
+    const answers = await Promise.all(Array.from({ length: 5 }, redeliver));
+    expect(receiver.attempts(letter.event_id)).toHaveLength(MAX_ATTEMPTS + 1);
+    // The one that sent it answers 200; the others 409 while it is in flight, or 200 with it done.
+    expect(answers.filter((answer) => answer.status === 200).length).toBeGreaterThanOrEqual(1);
+    for (const answer of answers.filter((a) => a.status !== 200)) {
+      expect(answer).toMatchObject({ status: 409, body: { error: { code: 'REDELIVERY_IN_PROGRESS' } } });
+    }
+    const again = await redeliver();
+    expect(again.status).toBe(200);
+    expect(again.body).toMatchObject({ id: letter.id, attempts: MAX_ATTEMPTS + 1 });
+    expect(again.body.redelivered_at).toEqual(expect.any(String));
+    expect(receiver.attempts(letter.event_id)).toHaveLength(MAX_ATTEMPTS + 1);
+  });
+
+  it("redelivers a letter only to an endpoint of the letter's own tenant", async () => {
+    // A letter the other tenant's endpoint left when it had the id this tenant's endpoint has now (webhooks.yaml
+    // edited since): the id alone must not send the other tenant's event here.
+    const eventId = `${other}:${uniqueId('s')}:1:0`;
+    const [{ id }]: { id: string }[] = await app.dataSource.query(
+      `INSERT INTO event_dead_letters
+         (destination, tenant_id, conversation_key, event_id, event_name, body, attempts, last_error)
+       VALUES ($1, $2, $3, $4, 'AGENT_COMPLETED', $5::jsonb, 1, 'HTTP 500') RETURNING id::text AS id`,
+      [
+        `webhook:${tenant}-crm`,
+        other,
+        eventId.split(':').slice(0, 2).join(':'),
+        eventId,
+        JSON.stringify({
+          id: eventId,
+          type: 'AGENT_COMPLETED',
+          timestamp: new Date().toISOString(),
+          data: {},
+        }),
+      ],
+    );
+    try {
+      const refused = await app.post(`/v1/admin/events/dead-letters/${id}/redeliver`, {}, admin);
+      expect(refused.status).toBe(409);
+      expect(refused.body).toMatchObject({ error: { code: 'WEBHOOK_ENDPOINT_UNKNOWN' } });
+      expect(receiver.attempts(eventId)).toEqual([]);
+    } finally {
+      await app.dataSource.query('DELETE FROM event_dead_letters WHERE id = $1', [id]);
+    }
+  });
+
   it('never follows a redirect: a 3xx is a failed attempt, and the signed event goes nowhere else', async () => {
     const session = uniqueId('s');
     // The endpoint moves every request of the session elsewhere; a sender that followed would be answered 200 there.
     receiver.answer = (request) =>
       request.document.data.session_id === session && request.path === '/crm' ? 'redirect' : 'ok';
     await say(tenant, session, 'Qual é o meu plano?');
-    const letter = await eventually('the dead letter', async () =>
-      (await deadLetters(tenantAdmin)).find((d) => d.event_id.startsWith(`${tenant}:${session}:`)),
-    );
+    const letter = await sessionDeadLetter(session);
     expect(letter).toMatchObject({
       attempts: MAX_ATTEMPTS,
       last_error: 'HTTP 307 (redirects are not followed)',

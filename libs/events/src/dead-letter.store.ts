@@ -19,7 +19,7 @@ export interface DeadLetter {
   redelivered_at: string | null;
 }
 
-type DeadLetterRow = Omit<DeadLetterEntity, 'conversation_key'>;
+type DeadLetterRow = Omit<DeadLetterEntity, 'conversation_key' | 'redelivery_claimed_until'>;
 
 const COLUMNS = `id::text AS id, destination, tenant_id, event_id, event_name, body, attempts, last_error,
                  created_at, redelivered_at`;
@@ -185,16 +185,40 @@ export class DeadLetterStore {
     return row ? view(row) : null;
   }
 
-  /** Counts one more attempt; a successful one marks the letter redelivered. */
-  async attempted(id: string, outcome: { delivered: boolean; error: string | null }): Promise<DeadLetter> {
+  /**
+   * Takes a letter not yet redelivered for one redelivery attempt, counted now, for `holdMs`: no other redelivery
+   * (from any replica) starts meanwhile. Returns the attempt's number, which fences its outcome, or null when the
+   * letter is delivered already, gone, or held by another redelivery whose claim has not lapsed.
+   */
+  async claimRedelivery(id: string, holdMs: number): Promise<number | null> {
+    const [rows]: [{ attempts: number }[], number] = await this.database.dataSource.query(
+      `UPDATE event_dead_letters
+          SET attempts = attempts + 1, redelivery_claimed_until = now() + $2::integer * interval '1 millisecond'
+        WHERE id = $1::bigint AND redelivered_at IS NULL
+          AND (redelivery_claimed_until IS NULL OR redelivery_claimed_until <= now())
+       RETURNING attempts`,
+      [id, holdMs],
+    );
+    return rows.length > 0 ? rows[0].attempts : null;
+  }
+
+  /**
+   * The outcome of the claimed attempt `attempt`: a successful one marks the letter redelivered; either way the
+   * claim ends. Null when the letter went meanwhile (purged), or another redelivery took it after the claim lapsed.
+   */
+  async redeliveryDone(
+    id: string,
+    attempt: number,
+    outcome: { delivered: boolean; error: string | null },
+  ): Promise<DeadLetter | null> {
     const [rows]: [DeadLetterRow[], number] = await this.database.dataSource.query(
       `UPDATE event_dead_letters
-          SET attempts = attempts + 1, last_error = COALESCE($3, last_error),
+          SET last_error = COALESCE($3, last_error), redelivery_claimed_until = NULL,
               redelivered_at = CASE WHEN $2 THEN now() ELSE redelivered_at END
-        WHERE id = $1::bigint
+        WHERE id = $1::bigint AND attempts = $4
        RETURNING ${COLUMNS}`,
-      [id, outcome.delivered, outcome.error],
+      [id, outcome.delivered, outcome.error, attempt],
     );
-    return view(rows[0]);
+    return rows.length > 0 ? view(rows[0]) : null;
   }
 }

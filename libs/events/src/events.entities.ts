@@ -77,6 +77,10 @@ export class DeadLetterEntity {
 
   @Column({ type: 'timestamptz', nullable: true })
   redelivered_at!: Date | null;
+
+  /** While in the future, a redelivery of the letter is in flight and no other may start. */
+  @Column({ type: 'timestamptz', nullable: true })
+  redelivery_claimed_until!: Date | null;
 }
 
 @Entity({ name: 'event_delivery_attempts' })

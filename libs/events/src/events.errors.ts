@@ -4,6 +4,7 @@ import type { DeadLetter } from './dead-letter.store';
 export const EVENTS_ERROR_CODES = [
   'DEAD_LETTER_NOT_FOUND',
   'WEBHOOK_ENDPOINT_UNKNOWN',
+  'REDELIVERY_IN_PROGRESS',
   'WEBHOOK_DELIVERY_FAILED',
   'EVENT_DESTINATION_CLOSED',
 ] as const;
@@ -15,10 +16,28 @@ export class DeadLetterNotFoundError extends CodedError<EventsErrorCode> {
   }
 }
 
-/** The endpoint of a dead letter is no longer in webhooks.yaml (or is disabled): nowhere to send it. */
+/**
+ * The endpoint of a dead letter is no longer in webhooks.yaml (or is disabled), or its id now names an endpoint of
+ * another tenant: nowhere the letter's tenant may be sent it.
+ */
 export class WebhookEndpointUnknownError extends CodedError<EventsErrorCode> {
-  constructor(readonly destination: string) {
-    super('WEBHOOK_ENDPOINT_UNKNOWN', `${destination} is not a configured webhook endpoint`);
+  constructor(
+    readonly destination: string,
+    tenantId: string,
+  ) {
+    super(
+      'WEBHOOK_ENDPOINT_UNKNOWN',
+      `${destination} is not a configured webhook endpoint of tenant ${tenantId}`,
+    );
+  }
+}
+
+/** Another redelivery of the letter is in flight; it ends within the endpoint's timeout. */
+export class RedeliveryInProgressError extends CodedError<EventsErrorCode> {
+  constructor(timeoutMs: number) {
+    super('REDELIVERY_IN_PROGRESS', 'another redelivery of this dead letter is in flight', {
+      retryAfterSeconds: Math.ceil(timeoutMs / 1000),
+    });
   }
 }
 

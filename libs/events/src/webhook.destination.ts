@@ -46,6 +46,11 @@ export class WebhookDestination implements EventDestination {
     this.signer = new Webhook(secret);
   }
 
+  /** How long one attempt may wait for an answer. */
+  get timeoutMs(): number {
+    return this.retry.timeoutMs;
+  }
+
   async deliver(event: OutboundEvent, signal: AbortSignal): Promise<void> {
     if (!acceptsEvent(this.endpoint.events, event.name)) return;
     const document = eventDocument(event);

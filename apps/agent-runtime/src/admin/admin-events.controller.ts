@@ -43,7 +43,7 @@ export class AdminEventsController {
   @HttpCode(200)
   @ApiOperation({
     summary:
-      'Send a dead letter again now, signed, with its original webhook-id; 502 WEBHOOK_DELIVERY_FAILED when the endpoint refuses it',
+      "Send a dead letter again now, signed, with its original webhook-id, to its tenant's endpoint; one redelivery of a letter at a time (409 REDELIVERY_IN_PROGRESS), and one already redelivered is answered as it is; 502 WEBHOOK_DELIVERY_FAILED when the endpoint refuses it",
   })
   @ApiOkResponse({ type: DeadLetterDto })
   @ApiErrors(404, 409, 502)

@@ -15,6 +15,7 @@ import {
   DeadLetterNotFoundError,
   EVENTS_ERROR_CODES,
   WebhookDeliveryFailedError,
+  RedeliveryInProgressError,
   WebhookEndpointUnknownError,
 } from '@agent/events';
 import { GUARDRAILS_ERROR_CODES } from '@agent/guardrails';
@@ -139,9 +140,15 @@ describe(classifyError.name, () => {
       status: 404,
       code: 'DEAD_LETTER_NOT_FOUND',
     });
-    expect(classifyError(new WebhookEndpointUnknownError('crm'))).toMatchObject({
+    expect(classifyError(new WebhookEndpointUnknownError('crm', 'acme'))).toMatchObject({
       status: 409,
       code: 'WEBHOOK_ENDPOINT_UNKNOWN',
+    });
+    expect(classifyError(new RedeliveryInProgressError(4500))).toEqual({
+      status: 409,
+      code: 'REDELIVERY_IN_PROGRESS',
+      message: 'another redelivery of this dead letter is in flight',
+      retryAfter: 5,
     });
   });
 

@@ -94,7 +94,11 @@ const STATUS_OF_CODE: { readonly [C in ErrorCode]: ErrorStatus } = {
   },
   WEBHOOK_ENDPOINT_UNKNOWN: {
     status: 409,
-    meaning: 'a redelivery to an endpoint no longer enabled in `webhooks.yaml`',
+    meaning: "a redelivery to an endpoint no longer enabled in `webhooks.yaml` for the dead letter's tenant",
+  },
+  REDELIVERY_IN_PROGRESS: {
+    status: 409,
+    meaning: 'another redelivery of the dead letter is in flight (with `Retry-After`: the endpoint timeout)',
   },
   PAYLOAD_TOO_LARGE: { status: 413, meaning: 'body above `BODY_LIMIT_BYTES`' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, meaning: 'a body that is not `application/json` in UTF-8' },

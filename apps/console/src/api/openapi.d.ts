@@ -81,7 +81,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send a dead letter again now, signed, with its original webhook-id; 502 WEBHOOK_DELIVERY_FAILED when the endpoint refuses it */
+        /** Send a dead letter again now, signed, with its original webhook-id, to its tenant's endpoint; one redelivery of a letter at a time (409 REDELIVERY_IN_PROGRESS), and one already redelivered is answered as it is; 502 WEBHOOK_DELIVERY_FAILED when the endpoint refuses it */
         post: operations["AdminEventsController_redeliver"];
         delete?: never;
         options?: never;
