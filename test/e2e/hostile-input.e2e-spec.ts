@@ -181,6 +181,43 @@ describe('hostile input on the channel and admin endpoints', () => {
     expectRefused(list);
   });
 
+  it('takes an admin action with no body or an empty one, and still refuses a malformed body', async () => {
+    const sessionId = uniqueId('nobody');
+    expect(
+      (await app.post('/v1/channels/web/messages', message({ session_id: sessionId }), bearer(KEYS.channel)))
+        .status,
+    ).toBe(200);
+    const action = (name: string) =>
+      `${app.baseUrl}/v1/admin/sessions/${sessionId}/${name}?tenant_id=${TENANT}`;
+    const status = async () =>
+      (
+        await app.get<{ session: { status: string } }>(
+          `/v1/admin/sessions/${sessionId}?tenant_id=${TENANT}`,
+          bearer(KEYS.admin),
+        )
+      ).body.session.status;
+    const json = { 'content-type': 'application/json', ...bearer(KEYS.admin) };
+    for (const malformed of ['[]', '"end"', 'null', '{"reason":5}', '{"why":"x"}', '{']) {
+      const res = await fetch(action('end'), { method: 'POST', headers: json, body: malformed });
+      expectRefused({ status: res.status, body: await res.json() });
+    }
+    expect(await status()).toBe('active');
+    // What `curl -X POST` sends: no body and no content type.
+    const bare = await fetch(action('handoff'), { method: 'POST', headers: bearer(KEYS.admin) });
+    expect(bare.status).toBe(200);
+    expect(await status()).toBe('handoff');
+    const empty = await fetch(action('end'), { method: 'POST', headers: json, body: '' });
+    expect(empty.status).toBe(200);
+    expect(await status()).toBe('ended');
+    // A body the route needs is still required.
+    const turn = await fetch(`${app.baseUrl}/v1/channels/web/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...bearer(KEYS.channel) },
+      body: '',
+    });
+    expectRefused({ status: turn.status, body: await turn.json() });
+  });
+
   it('refuses a forged list cursor with 400 INVALID_CURSOR, not a database error', async () => {
     const forged = [
       ['1', `${TENANT}:x`],

@@ -37,7 +37,8 @@ function charsetOf(contentType: string): string | null {
 /**
  * The only body the API takes: `application/json` in UTF-8. Every other media type (forms, text, UTF-16 JSON) is a
  * 415; bytes that are not UTF-8 and bodies nested deeper than MAX_JSON_DEPTH are a 400 before anything parses them;
- * the parse itself is fastify's (it refuses `__proto__` and `constructor.prototype` keys).
+ * the parse itself is fastify's (it refuses `__proto__` and `constructor.prototype` keys). An empty body is no body,
+ * as when the content type is left out.
  */
 export function registerJsonBodyParser(fastify: FastifyInstance): void {
   const parse = fastify.getDefaultJsonParser('error', 'error');
@@ -59,6 +60,11 @@ export function registerJsonBodyParser(fastify: FastifyInstance): void {
       text = typeof body === 'string' ? body : UTF8.decode(body);
     } catch {
       done(new BodyRefusedError('BAD_REQUEST', 'the body is not valid UTF-8'), undefined);
+      return;
+    }
+    // No body at all: the route's schema decides whether it may be left out (registerRequestSchemas).
+    if (text === '') {
+      done(null, undefined);
       return;
     }
     if (jsonDepthExceeds(text, MAX_JSON_DEPTH)) {

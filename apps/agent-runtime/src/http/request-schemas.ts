@@ -6,6 +6,7 @@ import type {
   FastifySchema,
   FastifySchemaCompiler,
   FastifySchemaValidationError,
+  preValidationHookHandler,
   RouteOptions,
 } from 'fastify';
 import { FieldErrors, RequestValidationError } from '../app.errors';
@@ -142,8 +143,27 @@ export function registerRequestSchemas(fastify: FastifyInstance, document: OpenA
     if (!schema) return;
     route.schema = { ...route.schema, ...schema };
     route.attachValidation = true;
+    if (schema.body !== undefined && !requiresFields(schema.body)) {
+      const earlier = route.preValidation === undefined ? [] : [route.preValidation].flat();
+      route.preValidation = [...earlier, absentBodyIsEmpty];
+    }
   });
 }
+
+/** True when a body schema names a required property: then the body cannot be left out. */
+function requiresFields(schema: unknown): boolean {
+  if (typeof schema !== 'object' || schema === null || !('required' in schema)) return false;
+  return Array.isArray(schema.required) && schema.required.length > 0;
+}
+
+/**
+ * A route whose body fields are all optional takes no body as an empty object (`curl -X POST` without `-d`, or an
+ * empty `application/json` body); a body that is there is validated as sent, so `null` or `[]` is still a 400.
+ */
+const absentBodyIsEmpty: preValidationHookHandler = (request, _reply, done) => {
+  if (request.body === undefined) request.body = {};
+  done();
+};
 
 /** Field errors of a failed validation, in the shape of the 400 `details`: `[{field, errors[]}]`. */
 function fieldErrors(errors: FastifySchemaValidationError[], part: string): FieldErrors {
