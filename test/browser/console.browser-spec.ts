@@ -15,6 +15,7 @@ const LIST_TENANT = `${TENANT}-list`;
 const ADMIN_KEY = 'console-admin-global';
 const TENANT_ADMIN_KEY = 'console-admin-tenant';
 const ADMIN = { authorization: `Bearer ${ADMIN_KEY}` };
+const TENANT_ADMIN = { authorization: `Bearer ${TENANT_ADMIN_KEY}` };
 const CHANNEL_KEYS: Record<string, string> = {
   [TENANT]: 'console-channel',
   [OTHER]: 'console-channel-other',
@@ -42,7 +43,8 @@ describe('operator console in Chromium', () => {
         CHANNEL_API_KEYS: Object.entries(CHANNEL_KEYS)
           .map(([tenant, key]) => `${tenant}:${key}`)
           .join(','),
-        ADMIN_API_KEYS: `${ADMIN_KEY},${TENANT}:${TENANT_ADMIN_KEY}`,
+        // The console's global key has a name: claims record it.
+        ADMIN_API_KEYS: `lead@*:${ADMIN_KEY},${TENANT}:${TENANT_ADMIN_KEY}`,
         HUMAN_HANDOFF_MODE: 'hold',
         ENABLE_ROUTE_STICKINESS: 'true',
         // Every accepted CONTINUE is also compared with the router, so the statistics have a shadow agreement.
@@ -163,7 +165,7 @@ describe('operator console in Chromium', () => {
     await say(uniqueId('web'), 'Minha fatura', OTHER);
 
     await signIn(ADMIN_KEY);
-    await expectVisible(page.getByText('Signed in: all tenants'));
+    await expectVisible(page.getByText('Signed in: all tenants (as lead)'));
     await page.getByLabel('Tenant').fill(TENANT);
     await page.getByRole('button', { name: 'Apply filters' }).click();
     // The unfiltered list (every tenant's sessions) shows both rows too: wait for the filtered one to replace it.
@@ -314,18 +316,16 @@ describe('operator console in Chromium', () => {
     expect(summary).toMatch(/Taken by\s*nobody yet/);
     await screenshot(page, 'handoff-desk');
 
-    // Claiming names who took it (the key's id); someone else's claim is then refused.
+    // Claiming names who took it (the key's name); someone else's claim is then refused.
     await card.getByRole('button', { name: 'Claim' }).click();
     await expectVisible(card.getByRole('button', { name: 'Claimed' }));
     expect(await card.getByRole('button', { name: 'Claimed' }).isDisabled()).toBe(true);
-    expect(await card.textContent()).toMatch(/Taken by\s*key:[0-9a-f]+ at /);
-    const stolen = await app.post(
-      `/v1/admin/sessions/${id}/claim?tenant_id=${TENANT}`,
-      { operator: 'someone else' },
-      ADMIN,
-    );
+    expect(await card.textContent()).toMatch(/Taken by\s*lead \(you\) at /);
+    const stolen = await app.post(`/v1/admin/sessions/${id}/claim?tenant_id=${TENANT}`, {}, TENANT_ADMIN);
     expect(stolen.status).toBe(409);
-    expect(stolen.body).toMatchObject({ error: { code: 'HANDOFF_CLAIMED' } });
+    expect(stolen.body).toMatchObject({
+      error: { code: 'HANDOFF_CLAIMED', details: { claimed_by: 'lead' } },
+    });
 
     await card.getByRole('button', { name: 'Resume to the agents' }).click();
     const dialog = page.getByRole('dialog', { name: 'Give this conversation back to the agents?' });

@@ -61,6 +61,8 @@ describe('admin API for the console', () => {
         authentication: true,
         tenants: null,
         key_id: expect.stringMatching(/^[0-9a-f]{12}$/),
+        // An unnamed key acts as its id in claims.
+        operator: `key:${String(global.body.key_id)}`,
       });
       expect((await app.get('/v1/admin/me', SCOPED)).body).toMatchObject({ tenants: [TENANT] });
       expect((await app.get('/v1/admin/me', MULTI)).body).toMatchObject({ tenants: [TENANT, OTHER].sort() });

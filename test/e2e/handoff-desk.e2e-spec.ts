@@ -10,6 +10,10 @@ const OTHER = uniqueId('globex');
 const AGENT_ID = 'telecom_contas';
 const ADMIN = { authorization: 'Bearer desk-admin-global' };
 const ADMIN_SCOPED = { authorization: 'Bearer desk-admin-acme' };
+// Named keys: a claim records the name configured with the key, never one the request gives.
+const MARIA = { authorization: 'Bearer desk-maria-key' };
+const JOAO = { authorization: 'Bearer desk-joao-key' };
+const LEAD = { authorization: 'Bearer desk-lead-key' };
 const CHANNEL = { authorization: 'Bearer desk-channel' };
 const CHANNEL_OTHER = { authorization: 'Bearer desk-channel-other' };
 const PENDING_MESSAGE = 'A person will answer you shortly.';
@@ -52,7 +56,13 @@ describe('the handoff desk over HTTP (HUMAN_HANDOFF_MODE=hold)', () => {
         HUMAN_HANDOFF_MODE: 'hold',
         HUMAN_HANDOFF_PENDING_MESSAGE: PENDING_MESSAGE,
         CHANNEL_API_KEYS: `${TENANT}:desk-channel,${OTHER}:desk-channel-other`,
-        ADMIN_API_KEYS: `desk-admin-global,${TENANT}:desk-admin-acme`,
+        ADMIN_API_KEYS: [
+          'desk-admin-global',
+          `${TENANT}:desk-admin-acme`,
+          `maria@${TENANT}:desk-maria-key`,
+          `joao@${TENANT}:desk-joao-key`,
+          'lead@*:desk-lead-key',
+        ].join(','),
       },
     });
   }, APP_START_TIMEOUT_MS);
@@ -134,7 +144,7 @@ describe('the handoff desk over HTTP (HUMAN_HANDOFF_MODE=hold)', () => {
     expect(forbidden.status).toBe(403);
     expect(forbidden.body).toMatchObject({ error: { code: 'FORBIDDEN' } });
 
-    const claimed = await app.post<ActionResult>(path(TENANT, first, 'claim'), { operator: 'maria' }, ADMIN);
+    const claimed = await app.post<ActionResult>(path(TENANT, first, 'claim'), {}, MARIA);
     expect(claimed.status).toBe(200);
     expect(claimed.body).toMatchObject({
       action: 'claim',
@@ -142,9 +152,10 @@ describe('the handoff desk over HTTP (HUMAN_HANDOFF_MODE=hold)', () => {
       events: ['session.handoff.claimed'],
       claim: { claimed_by: 'maria' },
     });
-    const again = await app.post<ActionResult>(path(TENANT, first, 'claim'), { operator: 'maria' }, ADMIN);
+    // What `curl -X POST` sends: no body.
+    const again = await app.post<ActionResult>(path(TENANT, first, 'claim'), undefined, MARIA);
     expect(again.body).toMatchObject({ changed: false, claim: { claimed_by: 'maria' } });
-    const stolen = await app.post(path(TENANT, first, 'claim'), { operator: 'joao' }, ADMIN_SCOPED);
+    const stolen = await app.post(path(TENANT, first, 'claim'), {}, ADMIN_SCOPED);
     expect(stolen.status).toBe(409);
     expect(stolen.body).toMatchObject({
       error: { code: 'HANDOFF_CLAIMED', details: { claimed_by: 'maria' } },
@@ -174,15 +185,51 @@ describe('the handoff desk over HTTP (HUMAN_HANDOFF_MODE=hold)', () => {
     ).toBeNull();
   });
 
-  it('refuses a claim on a conversation nobody is waiting on, and a bad operator', async () => {
+  it('takes who claims from the key: no other key claims as the claimer, gives it back or ends it', async () => {
+    const sessionId = uniqueId('desk');
+    await say(TENANT, sessionId, 'I want to talk to a person');
+    expect((await app.get('/v1/admin/me', MARIA)).body).toMatchObject({
+      tenants: [TENANT],
+      operator: 'maria',
+    });
+    // The body cannot name who claims: a request that tries is refused and writes nothing.
+    const impersonated = await app.post(path(TENANT, sessionId, 'claim'), { operator: 'maria' }, JOAO);
+    expect(impersonated.status).toBe(400);
+    expect(impersonated.body).toMatchObject({ error: { code: 'VALIDATION_FAILED' } });
+    const claimOf = async () =>
+      (await waiting(MARIA)).find((w) => w.session_id === sessionId)?.claim?.claimed_by ?? null;
+    expect(await claimOf()).toBeNull();
+    expect((await app.post(path(TENANT, sessionId, 'claim'), {}, MARIA)).status).toBe(200);
+
+    for (const [action, key] of [
+      ['resume', JOAO],
+      ['end', JOAO],
+      ['resume', ADMIN_SCOPED],
+    ] as const) {
+      const refused = await app.post(path(TENANT, sessionId, action), {}, key);
+      expect(refused.status).toBe(409);
+      expect(refused.body).toMatchObject({
+        error: { code: 'HANDOFF_CLAIMED', details: { claimed_by: 'maria' } },
+      });
+    }
+    expect(await claimOf()).toBe('maria');
+    const resumed = await app.post<ActionResult>(path(TENANT, sessionId, 'resume'), {}, MARIA);
+    expect(resumed.body).toMatchObject({ changed: true, events: ['session.resumed'] });
+
+    // A global key may end a conversation someone holds.
+    await say(TENANT, sessionId, 'I want to talk to a person');
+    expect((await app.post(path(TENANT, sessionId, 'claim'), {}, JOAO)).status).toBe(200);
+    const ended = await app.post<ActionResult>(path(TENANT, sessionId, 'end'), {}, LEAD);
+    expect(ended.status).toBe(200);
+    expect(ended.body).toMatchObject({ changed: true, session: { status: 'ended' } });
+  });
+
+  it('refuses a claim on a conversation nobody is waiting on', async () => {
     const sessionId = uniqueId('desk');
     await say(TENANT, sessionId, 'What is my plan?');
-    const notWaiting = await app.post(path(TENANT, sessionId, 'claim'), { operator: 'maria' }, ADMIN);
+    const notWaiting = await app.post(path(TENANT, sessionId, 'claim'), {}, ADMIN);
     expect(notWaiting.status).toBe(409);
     expect(notWaiting.body).toMatchObject({ error: { code: 'SESSION_STATE_CONFLICT' } });
-    const bad = await app.post(path(TENANT, sessionId, 'claim'), { operator: '' }, ADMIN);
-    expect(bad.status).toBe(400);
-    expect(bad.body).toMatchObject({ error: { code: 'VALIDATION_FAILED' } });
     const badLimit = await app.get('/v1/admin/handoffs?limit=0', ADMIN);
     expect(badLimit.status).toBe(400);
     const missing = await app.post(path(TENANT, uniqueId('none'), 'claim'), {}, ADMIN);

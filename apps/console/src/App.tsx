@@ -167,7 +167,7 @@ function Identity() {
       )}
       <span>
         Signed in: {scope}
-        {key.key_id ? ` (key ${key.key_id})` : ''}
+        {key.authentication ? ` (as ${key.operator})` : ''}
       </span>
       <button type="button" onClick={signOut}>
         Sign out

@@ -111,49 +111,100 @@ const postgresUrl = urlWithScheme(['postgres:', 'postgresql:'], 'a postgres:// o
 /** The shortest API key accepted, global or per tenant. */
 const MIN_KEY_LENGTH = 8;
 
-/** `tenant:key,tenant:key` (channel keys) — parsed into pairs; a bare key is rejected. */
-const tenantKeyList = (allowGlobal: boolean) =>
+/** An API key and the tenant it serves (null: every tenant). */
+interface ApiKeyEntry {
+  tenant: string | null;
+  key: string;
+}
+
+/** An admin key entry, with the name its holder acts as (handoff claims); null: the key's id. */
+interface AdminKeyEntry extends ApiKeyEntry {
+  name: string | null;
+}
+
+/** The name of an admin key: letters, digits and `_ . - @ +`, so an e-mail address fits. */
+const KEY_NAME = /^[A-Za-z0-9_.@+-]{1,64}$/;
+
+/**
+ * Comma-separated entries, each parsed by `entry`, which returns the problem of a bad one as text; `whole` finds
+ * a problem of the list as a whole.
+ */
+const keyList = <E>(
+  entry: (item: string) => E | string,
+  whole: (entries: E[]) => string | null = () => null,
+) =>
   z
     .string()
     .optional()
     .transform((value, ctx) => {
-      const entries: { tenant: string | null; key: string }[] = [];
-      if (value === undefined || value.trim() === '') return entries;
-      for (const raw of value.split(',')) {
+      const entries: E[] = [];
+      for (const raw of (value ?? '').split(',')) {
         const item = raw.trim();
         if (item === '') continue;
-        const separator = item.indexOf(':');
-        if (separator === -1) {
-          if (!allowGlobal) {
-            ctx.addIssue({
-              code: z.ZodIssueCode.custom,
-              message: 'expected tenant:key pairs separated by commas',
-            });
-            return z.NEVER;
-          }
-          if (item.length < MIN_KEY_LENGTH) {
-            ctx.addIssue({
-              code: z.ZodIssueCode.custom,
-              message: `each key needs at least ${MIN_KEY_LENGTH} characters`,
-            });
-            return z.NEVER;
-          }
-          entries.push({ tenant: null, key: item });
-          continue;
-        }
-        const tenant = item.slice(0, separator).trim();
-        const key = item.slice(separator + 1).trim();
-        if (tenant === '' || key.length < MIN_KEY_LENGTH) {
-          ctx.addIssue({
-            code: z.ZodIssueCode.custom,
-            message: `each entry needs a tenant and a key of at least ${MIN_KEY_LENGTH} characters`,
-          });
+        const parsed = entry(item);
+        if (typeof parsed === 'string') {
+          ctx.addIssue({ code: z.ZodIssueCode.custom, message: parsed });
           return z.NEVER;
         }
-        entries.push({ tenant, key });
+        entries.push(parsed);
+      }
+      const problem = whole(entries);
+      if (problem !== null) {
+        ctx.addIssue({ code: z.ZodIssueCode.custom, message: problem });
+        return z.NEVER;
       }
       return entries;
     });
+
+/** `tenant:key` (channel keys): a bare key is rejected. */
+function channelKeyEntry(item: string): ApiKeyEntry | string {
+  const separator = item.indexOf(':');
+  if (separator === -1) return 'expected tenant:key pairs separated by commas';
+  const tenant = item.slice(0, separator).trim();
+  const key = item.slice(separator + 1).trim();
+  if (tenant === '' || key.length < MIN_KEY_LENGTH) {
+    return `each entry needs a tenant and a key of at least ${MIN_KEY_LENGTH} characters`;
+  }
+  return { tenant, key };
+}
+
+/**
+ * `[name@]tenant:key`, `[name@]*:key` or a bare `key` (admin keys): `*` and a bare key serve every tenant. The
+ * name is split at the last `@` before the first `:` (a tenant id has no `@`), so every list of the earlier
+ * `tenant:key` / `key` form reads as before.
+ */
+function adminKeyEntry(item: string): AdminKeyEntry | string {
+  const separator = item.indexOf(':');
+  if (separator === -1) {
+    if (item.length < MIN_KEY_LENGTH) return `each key needs at least ${MIN_KEY_LENGTH} characters`;
+    return { tenant: null, key: item, name: null };
+  }
+  const head = item.slice(0, separator).trim();
+  const key = item.slice(separator + 1).trim();
+  const at = head.lastIndexOf('@');
+  const name = at === -1 ? null : head.slice(0, at).trim();
+  const scope = head.slice(at + 1).trim();
+  if (scope === '' || key.length < MIN_KEY_LENGTH) {
+    return `each entry needs a tenant (or *) and a key of at least ${MIN_KEY_LENGTH} characters`;
+  }
+  if (name !== null && !KEY_NAME.test(name)) {
+    return 'a key name (before @) needs 1 to 64 letters, digits or _ . - @ +';
+  }
+  return { tenant: scope === '*' ? null : scope, key, name };
+}
+
+/** One key acts as one person: listed for several tenants, it carries the same name (or none) every time. */
+function oneNamePerKey(entries: AdminKeyEntry[]): string | null {
+  const names = new Map<string, string | null>();
+  for (const { key, name } of entries) {
+    const earlier = names.get(key);
+    if (earlier !== undefined && earlier !== name) {
+      return 'a key listed more than once needs the same name (or none) in every entry';
+    }
+    names.set(key, name);
+  }
+  return null;
+}
 
 const PROXY_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
 
@@ -288,8 +339,8 @@ export const routingEnvSchema = z.object({
 const redisUrl = urlWithScheme(['redis:', 'rediss:'], 'a redis:// or rediss:// URL');
 
 export const authEnvSchema = z.object({
-  CHANNEL_API_KEYS: tenantKeyList(false),
-  ADMIN_API_KEYS: tenantKeyList(true),
+  CHANNEL_API_KEYS: keyList(channelKeyEntry),
+  ADMIN_API_KEYS: keyList(adminKeyEntry, oneNamePerKey),
   RATE_LIMIT_PER_MINUTE: envNumber(600, { min: 1, int: true }),
   /** Rate-limit counters shared by every replica; unset: each replica counts on its own. */
   REDIS_URL: redisUrl,

@@ -61,9 +61,43 @@ describe('validateEnv', () => {
       { tenant: 'globex', key: 'key-globex-456' },
     ]);
     expect(auth.ADMIN_API_KEYS).toEqual([
-      { tenant: null, key: 'admin-global-key' },
-      { tenant: 'acme', key: 'admin-acme-key' },
+      { tenant: null, key: 'admin-global-key', name: null },
+      { tenant: 'acme', key: 'admin-acme-key', name: null },
     ]);
+  });
+
+  it('names admin keys with name@tenant:key or name@*:key, and keeps a key one person', () => {
+    const auth = parseEnvNamespace('auth', {
+      ADMIN_API_KEYS:
+        'maria@acme:key-of-maria, maria.silva@example.com@globex:key-of-ms, lead@*:key-of-lead, *:key-global',
+    });
+    expect(auth.ADMIN_API_KEYS).toEqual([
+      { tenant: 'acme', key: 'key-of-maria', name: 'maria' },
+      { tenant: 'globex', key: 'key-of-ms', name: 'maria.silva@example.com' },
+      { tenant: null, key: 'key-of-lead', name: 'lead' },
+      { tenant: null, key: 'key-global', name: null },
+    ]);
+    // The same key for two tenants is one person.
+    expect(
+      parseEnvNamespace('auth', { ADMIN_API_KEYS: 'maria@acme:key-of-maria,maria@globex:key-of-maria' })
+        .ADMIN_API_KEYS,
+    ).toHaveLength(2);
+    for (const [list, problem] of [
+      ['maria@acme:key-of-maria,joao@globex:key-of-maria', /same name/],
+      ['maria@acme:key-of-maria,globex:key-of-maria', /same name/],
+      ['@acme:key-of-maria', /key name/],
+      ['ma ria@acme:key-of-maria', /key name/],
+      ['maria@:key-of-maria', /tenant \(or \*\)/],
+    ] as const) {
+      let caught: unknown;
+      try {
+        parseEnvNamespace('auth', { ADMIN_API_KEYS: list });
+      } catch (error) {
+        caught = error;
+      }
+      expect(String(caught)).toMatch(problem);
+      expect(String(caught)).not.toContain('key-of-maria');
+    }
   });
 
   it('refuses keys shorter than 8 characters, global admin keys included', () => {
@@ -76,7 +110,7 @@ describe('validateEnv', () => {
       expect(() => parseEnvNamespace('auth', env)).toThrow(/at least 8 characters/);
     }
     expect(parseEnvNamespace('auth', { ADMIN_API_KEYS: '12345678' }).ADMIN_API_KEYS).toEqual([
-      { tenant: null, key: '12345678' },
+      { tenant: null, key: '12345678', name: null },
     ]);
   });
 

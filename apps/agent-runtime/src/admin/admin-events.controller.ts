@@ -1,11 +1,12 @@
 import { Controller, Get, HttpCode, Param, Post, Query, Req } from '@nestjs/common';
-import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiBody, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import { DeadLetterService } from '@agent/events';
 import { Access } from '../auth/access.decorator';
 import { principalOf } from '../auth/request-principal';
 import { ApiErrors } from '../http/api-errors.decorator';
 import { tenantScope } from './admin-tenant';
+import { NO_FIELDS_BODY } from './admin.dto';
 import {
   DeadLetterDto,
   DeadLetterListDto,
@@ -45,6 +46,7 @@ export class AdminEventsController {
     summary:
       "Send a dead letter again now, signed, with its original webhook-id, to its tenant's endpoint; one redelivery of a letter at a time (409 REDELIVERY_IN_PROGRESS), and one already redelivered is answered as it is; 502 WEBHOOK_DELIVERY_FAILED when the endpoint refuses it",
   })
+  @ApiBody(NO_FIELDS_BODY)
   @ApiOkResponse({ type: DeadLetterDto })
   @ApiErrors(404, 409, 502)
   redeliver(@Param() params: DeadLetterParamDto, @Req() request: FastifyRequest): Promise<DeadLetterDto> {

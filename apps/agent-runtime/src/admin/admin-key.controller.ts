@@ -2,6 +2,7 @@ import { Controller, Get, Req } from '@nestjs/common';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import { Access } from '../auth/access.decorator';
+import { operatorOf } from '../auth/api-keys';
 import { principalOf } from '../auth/request-principal';
 import { ApiErrors } from '../http/api-errors.decorator';
 import { AdminKeyDto } from './admin.dto';
@@ -17,7 +18,9 @@ import { AdminKeyDto } from './admin.dto';
 @Controller('v1/admin/me')
 export class AdminKeyController {
   @Get()
-  @ApiOperation({ summary: 'The tenants the presented admin key serves (null: every tenant)' })
+  @ApiOperation({
+    summary: 'The tenants the presented admin key serves (null: every tenant) and who it acts as in claims',
+  })
   @ApiOkResponse({ type: AdminKeyDto })
   me(@Req() request: FastifyRequest): AdminKeyDto {
     const principal = principalOf(request);
@@ -25,6 +28,7 @@ export class AdminKeyController {
       authentication: principal.kind !== 'anonymous',
       tenants: principal.tenants === null ? null : [...principal.tenants].sort(),
       key_id: principal.key_id,
+      operator: operatorOf(principal),
     };
   }
 }

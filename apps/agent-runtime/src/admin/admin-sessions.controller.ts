@@ -1,26 +1,31 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, Req } from '@nestjs/common';
-import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiBody, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import { CheckpointService } from '@agent/checkpoint';
 import { TracingService } from '@agent/observability';
+import { HandoffDeskService } from '@agent/events';
 import {
   conversationKeyOf,
+  HandoffClaimedError,
   SessionAdminResult,
   SessionAdminService,
   SessionNotFoundError,
 } from '@agent/workflow';
 import { Access } from '../auth/access.decorator';
+import { operatorOf, Principal } from '../auth/api-keys';
 import { principalOf } from '../auth/request-principal';
 import { singleTenant, tenantScope } from './admin-tenant';
 import { ApiErrors } from '../http/api-errors.decorator';
 import { RequestValidationError } from '../app.errors';
 import {
+  ADMIN_ACTION_BODY,
   AdminActionBodyDto,
   AdminActionResultDto,
   CheckpointListDto,
   DeleteResultDto,
   DeleteSessionQueryDto,
   ListSessionsQueryDto,
+  NO_FIELDS_BODY,
   SessionDetailDto,
   SessionEventListDto,
   SessionListDto,
@@ -37,7 +42,6 @@ import {
 } from './session-view';
 import { oldestMessageTurn, timelineTurns } from './session-timeline';
 import { SessionTimelineDto } from './timeline.dto';
-import { ClaimBodyDto } from './handoffs.dto';
 
 /**
  * The admin API (docs/api.md). A global admin key names the tenant with `?tenant_id=`; a tenant-scoped key
@@ -52,6 +56,7 @@ export class AdminSessionsController {
   constructor(
     private readonly checkpoints: CheckpointService,
     private readonly admin: SessionAdminService,
+    private readonly desk: HandoffDeskService,
     private readonly tracing: TracingService,
   ) {}
 
@@ -147,22 +152,28 @@ export class AdminSessionsController {
 
   @Post(':session_id/end')
   @HttpCode(200)
-  @ApiOperation({ summary: 'End the session (END_SESSION contract, event source admin)' })
+  @ApiOperation({
+    summary:
+      "End the session (END_SESSION contract, event source admin); a claimed one only with the claimer's key or a global key",
+  })
+  @ApiBody(ADMIN_ACTION_BODY)
   @ApiOkResponse({ type: AdminActionResultDto })
   @ApiErrors(409)
-  end(
+  async end(
     @Param() params: SessionParamDto,
     @Query() query: TenantQueryDto,
     @Body() body: AdminActionBodyDto,
     @Req() request: FastifyRequest,
   ): Promise<AdminActionResultDto> {
     const key = this.conversationKey(request, params.session_id, query.tenant_id);
+    await this.refuseOthersClaim(key, principalOf(request));
     return this.act('end', key, request, () => this.admin.end(key, String(request.id), body.reason ?? ''));
   }
 
   @Post(':session_id/handoff')
   @HttpCode(200)
   @ApiOperation({ summary: 'Hand the session to a human (HUMAN_HANDOFF contract, event source admin)' })
+  @ApiBody(ADMIN_ACTION_BODY)
   @ApiOkResponse({ type: AdminActionResultDto })
   @ApiErrors(409)
   handoff(
@@ -179,15 +190,20 @@ export class AdminSessionsController {
 
   @Post(':session_id/resume')
   @HttpCode(200)
-  @ApiOperation({ summary: 'Back to the bot after a human: clears a held handoff' })
+  @ApiOperation({
+    summary:
+      "Back to the bot after a human: clears a held handoff; a claimed one only with the claimer's key or a global key",
+  })
+  @ApiBody(NO_FIELDS_BODY)
   @ApiOkResponse({ type: AdminActionResultDto })
   @ApiErrors(409)
-  resume(
+  async resume(
     @Param() params: SessionParamDto,
     @Query() query: TenantQueryDto,
     @Req() request: FastifyRequest,
   ): Promise<AdminActionResultDto> {
     const key = this.conversationKey(request, params.session_id, query.tenant_id);
+    await this.refuseOthersClaim(key, principalOf(request));
     return this.act('resume', key, request, () => this.admin.resume(key, String(request.id)));
   }
 
@@ -195,19 +211,18 @@ export class AdminSessionsController {
   @HttpCode(200)
   @ApiOperation({
     summary:
-      'Take a conversation waiting for a person (who, when); claiming one someone else holds is 409 HANDOFF_CLAIMED',
+      "Take a conversation waiting for a person, as the key's operator (its name in ADMIN_API_KEYS, else key:<key_id>); claiming one someone else holds is 409 HANDOFF_CLAIMED",
   })
+  @ApiBody(NO_FIELDS_BODY)
   @ApiOkResponse({ type: AdminActionResultDto })
   @ApiErrors(409)
   claim(
     @Param() params: SessionParamDto,
     @Query() query: TenantQueryDto,
-    @Body() body: ClaimBodyDto,
     @Req() request: FastifyRequest,
   ): Promise<AdminActionResultDto> {
     const key = this.conversationKey(request, params.session_id, query.tenant_id);
-    const principal = principalOf(request);
-    const operator = body.operator ?? (principal.key_id ? `key:${principal.key_id}` : 'admin');
+    const operator = operatorOf(principalOf(request));
     return this.act('claim', key, request, () => this.admin.claim(key, String(request.id), operator));
   }
 
@@ -252,6 +267,20 @@ export class AdminSessionsController {
       state: stateSummary(result.version, result.state),
       ...(result.claim === undefined ? {} : { claim: result.claim }),
     };
+  }
+
+  /**
+   * While a conversation waiting for a person is claimed, only the claimer's key or a global key may give it back
+   * or end it: another key gets the claim's 409.
+   */
+  private async refuseOthersClaim(key: string, principal: Principal): Promise<void> {
+    if (principal.tenants === null) return;
+    const session = await this.checkpoints.getSession(key);
+    if (session?.status !== 'handoff') return;
+    const claim = await this.desk.currentClaim(key);
+    if (claim !== null && claim.claimed_by !== operatorOf(principal)) {
+      throw new HandoffClaimedError(key, claim);
+    }
   }
 
   /** The conversation key this principal may address; another tenant's session is indistinguishable from none. */

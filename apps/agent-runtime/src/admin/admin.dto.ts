@@ -1,4 +1,4 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiBodyOptions, ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { freeTextRule, IDENTIFIER_RULE, SESSION_ID_RULE, USER_ID_RULE } from '../http/request-rules';
 
 export const SESSION_STATUSES = ['active', 'ended', 'handoff'] as const;
@@ -74,6 +74,12 @@ export class MemoryPurgeQueryDto extends TenantQueryDto {
   agent_id?: string;
 }
 
+/** The body of an action that takes no field: left out, empty or `{}`; any field is refused. */
+export const NO_FIELDS_BODY: ApiBodyOptions = {
+  required: false,
+  schema: { type: 'object', properties: {}, additionalProperties: false },
+};
+
 export class AdminActionBodyDto {
   @ApiPropertyOptional({
     ...freeTextRule(500),
@@ -82,6 +88,9 @@ export class AdminActionBodyDto {
   })
   reason?: string;
 }
+
+/** The body of end and handoff, which may be left out. */
+export const ADMIN_ACTION_BODY: ApiBodyOptions = { type: AdminActionBodyDto, required: false };
 
 // ---- responses ----
 
@@ -104,6 +113,13 @@ export class AdminKeyDto {
     description: 'Digest prefix identifying the key in logs and rate limits (not the key)',
   })
   key_id!: string | null;
+
+  @ApiProperty({
+    example: 'maria',
+    description:
+      'Who this key acts as in handoff claims: its name in ADMIN_API_KEYS (`name@tenant:key`), else `key:<key_id>`',
+  })
+  operator!: string;
 }
 
 export class SessionSummaryDto {

@@ -1,20 +1,9 @@
 import { ApiProperty, ApiPropertyOptional, PickType } from '@nestjs/swagger';
-import { freeTextRule } from '../http/request-rules';
 import { HandoffClaimDto, SessionSummaryDto, TenantQueryDto } from './admin.dto';
 
 export class HandoffListQueryDto extends TenantQueryDto {
   @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 200, default: 50 })
   limit?: number;
-}
-
-export class ClaimBodyDto {
-  @ApiPropertyOptional({
-    ...freeTextRule(128),
-    minLength: 1,
-    example: 'maria@contact-center',
-    description: "Who takes the conversation; defaults to the admin key's id",
-  })
-  operator?: string;
 }
 
 export class HandoffMessageDto {

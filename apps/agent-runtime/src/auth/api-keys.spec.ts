@@ -1,4 +1,5 @@
-import { allowsTenant, ApiKeyRegistry, bearerToken } from './api-keys';
+import { allowsTenant, ApiKeyRegistry, bearerToken, operatorOf } from './api-keys';
+import { ANONYMOUS } from './request-principal';
 import { AuthNotConfiguredError } from '../app.errors';
 import { assertAuthConfigured } from './startup-check';
 
@@ -8,8 +9,10 @@ const registry = new ApiKeyRegistry({
     { tenant: 'globex', key: 'channel-key-globex' },
   ],
   ADMIN_API_KEYS: [
-    { tenant: null, key: 'admin-key-global' },
-    { tenant: 'acme', key: 'admin-key-acme' },
+    { tenant: null, key: 'admin-key-global', name: null },
+    { tenant: 'acme', key: 'admin-key-acme', name: null },
+    { tenant: 'acme', key: 'admin-key-maria', name: 'maria' },
+    { tenant: 'globex', key: 'admin-key-maria', name: 'maria' },
   ],
 });
 
@@ -40,10 +43,20 @@ describe('ApiKeyRegistry', () => {
     expect(registry.match('channel-key-globex').channel!.key_id).not.toBe(id);
   });
 
+  it('names a key by its configured name, else by its id, and every tenant entry of it alike', () => {
+    const maria = registry.match('admin-key-maria').admin!;
+    expect(maria).toMatchObject({ tenants: ['acme', 'globex'], key_name: 'maria' });
+    expect(operatorOf(maria)).toBe('maria');
+    const unnamed = registry.match('admin-key-acme').admin!;
+    expect(unnamed.key_name).toBeNull();
+    expect(operatorOf(unnamed)).toBe(`key:${unnamed.key_id}`);
+    expect(operatorOf(ANONYMOUS)).toBe('admin');
+  });
+
   it('is off without keys', () => {
     expect(new ApiKeyRegistry({ CHANNEL_API_KEYS: [], ADMIN_API_KEYS: [] }).enabled).toBe(false);
     expect(registry.enabled).toBe(true);
-    expect(registry.counts).toEqual({ channel: 2, admin: 2 });
+    expect(registry.counts).toEqual({ channel: 2, admin: 4 });
   });
 });
 
@@ -72,7 +85,7 @@ describe('assertAuthConfigured', () => {
     expect(() =>
       assertAuthConfigured(
         { NODE_ENV: 'production' },
-        { ...none, ADMIN_API_KEYS: [{ tenant: null, key: 'admin-key-global' }] },
+        { ...none, ADMIN_API_KEYS: [{ tenant: null, key: 'admin-key-global', name: null }] },
       ),
     ).not.toThrow();
     expect(() => assertAuthConfigured({ NODE_ENV: 'development' }, none)).not.toThrow();

@@ -9,6 +9,8 @@ export interface Principal {
   tenants: string[] | null;
   /** A short, non-reversible id of the key (digest prefix): the rate-limit bucket and the log field. */
   key_id: string | null;
+  /** The name ADMIN_API_KEYS gives the key (`name@tenant:key`), or null. */
+  key_name: string | null;
 }
 
 /** The keys a token matched, by kind (the same token may be configured for several tenants). */
@@ -20,6 +22,7 @@ export interface KeyMatch {
 interface StoredKey {
   kind: KeyKind;
   tenant: string | null;
+  name: string | null;
   digest: Buffer;
 }
 
@@ -42,11 +45,13 @@ export class ApiKeyRegistry {
       ...env.CHANNEL_API_KEYS.map((entry) => ({
         kind: 'channel' as const,
         tenant: entry.tenant,
+        name: null,
         digest: digestOf(entry.key),
       })),
       ...env.ADMIN_API_KEYS.map((entry) => ({
         kind: 'admin' as const,
         tenant: entry.tenant,
+        name: entry.name,
         digest: digestOf(entry.key),
       })),
     ];
@@ -67,25 +72,33 @@ export class ApiKeyRegistry {
   match(token: string): KeyMatch {
     if (token === '') return NO_MATCH;
     const presented = digestOf(token);
-    const channelTenants: (string | null)[] = [];
-    const adminTenants: (string | null)[] = [];
+    const channel: StoredKey[] = [];
+    const admin: StoredKey[] = [];
     for (const key of this.keys) {
       const equal = timingSafeEqual(presented, key.digest);
-      if (equal) (key.kind === 'channel' ? channelTenants : adminTenants).push(key.tenant);
+      if (equal) (key.kind === 'channel' ? channel : admin).push(key);
     }
     const keyId = presented.subarray(0, 6).toString('hex');
-    return {
-      channel: principalOf('channel', channelTenants, keyId),
-      admin: principalOf('admin', adminTenants, keyId),
-    };
+    return { channel: principalOf('channel', channel, keyId), admin: principalOf('admin', admin, keyId) };
   }
 }
 
-function principalOf(kind: KeyKind, tenants: (string | null)[], keyId: string): Principal | null {
-  if (tenants.length === 0) return null;
+/** The principal of the entries a token matched (every entry of one key has the same name: see ADMIN_API_KEYS). */
+function principalOf(kind: KeyKind, entries: StoredKey[], keyId: string): Principal | null {
+  if (entries.length === 0) return null;
+  const tenants = entries.map((entry) => entry.tenant);
   // One global entry (admin keys without a tenant) widens the key to every tenant.
   const scoped = tenants.includes(null) ? null : [...new Set(tenants as string[])];
-  return { kind, tenants: scoped, key_id: keyId };
+  return { kind, tenants: scoped, key_id: keyId, key_name: entries[0].name };
+}
+
+/**
+ * Who a principal acts as in handoff claims: its key's name, else `key:<key id>` (`admin` when authentication is
+ * off). Names have no `:`, so no named key can pass for an unnamed one.
+ */
+export function operatorOf(principal: Principal): string {
+  if (principal.key_name !== null) return principal.key_name;
+  return principal.key_id !== null ? `key:${principal.key_id}` : 'admin';
 }
 
 /** The token of `Authorization: Bearer <token>`, or null when the header is missing or has another scheme. */

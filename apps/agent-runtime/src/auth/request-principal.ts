@@ -9,7 +9,7 @@ declare module 'fastify' {
 }
 
 /** Auth off (no key configured): every request acts for every tenant. */
-export const ANONYMOUS: Principal = { kind: 'anonymous', tenants: null, key_id: null };
+export const ANONYMOUS: Principal = { kind: 'anonymous', tenants: null, key_id: null, key_name: null };
 
 const matches = new WeakMap<FastifyRequest, KeyMatch | null>();
 

@@ -28,7 +28,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The tenants the presented admin key serves (null: every tenant) */
+        /** The tenants the presented admin key serves (null: every tenant) and who it acts as in claims */
         get: operations["AdminKeyController_me"];
         put?: never;
         post?: never;
@@ -184,7 +184,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** End the session (END_SESSION contract, event source admin) */
+        /** End the session (END_SESSION contract, event source admin); a claimed one only with the claimer's key or a global key */
         post: operations["AdminSessionsController_end"];
         delete?: never;
         options?: never;
@@ -218,7 +218,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Back to the bot after a human: clears a held handoff */
+        /** Back to the bot after a human: clears a held handoff; a claimed one only with the claimer's key or a global key */
         post: operations["AdminSessionsController_resume"];
         delete?: never;
         options?: never;
@@ -235,7 +235,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Take a conversation waiting for a person (who, when); claiming one someone else holds is 409 HANDOFF_CLAIMED */
+        /** Take a conversation waiting for a person, as the key's operator (its name in ADMIN_API_KEYS, else key:<key_id>); claiming one someone else holds is 409 HANDOFF_CLAIMED */
         post: operations["AdminSessionsController_claim"];
         delete?: never;
         options?: never;
@@ -416,6 +416,11 @@ export interface components {
              * @example 3f9a0c2b71de
              */
             key_id: string | null;
+            /**
+             * @description Who this key acts as in handoff claims: its name in ADMIN_API_KEYS (`name@tenant:key`), else `key:<key_id>`
+             * @example maria
+             */
+            operator: string;
         };
         HandoffMessageDto: {
             /** @enum {string} */
@@ -793,13 +798,6 @@ export interface components {
             state: components["schemas"]["StateSummaryDto"];
             /** @description claim only: who holds the conversation now */
             claim?: components["schemas"]["HandoffClaimDto"] | null;
-        };
-        ClaimBodyDto: {
-            /**
-             * @description Who takes the conversation; defaults to the admin key's id
-             * @example maria@contact-center
-             */
-            operator?: string;
         };
         DeleteResultDto: {
             conversation_key: string;
@@ -1190,7 +1188,11 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
         responses: {
             200: {
                 headers: {
@@ -1763,7 +1765,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
                 "application/json": components["schemas"]["AdminActionBodyDto"];
             };
@@ -1854,7 +1856,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
                 "application/json": components["schemas"]["AdminActionBodyDto"];
             };
@@ -1945,7 +1947,11 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
         responses: {
             200: {
                 headers: {
@@ -2032,9 +2038,9 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
-                "application/json": components["schemas"]["ClaimBodyDto"];
+                "application/json": Record<string, never>;
             };
         };
         responses: {

@@ -66,6 +66,7 @@ function DeskTenantForm({ tenant }: { tenant: string | undefined }) {
 }
 
 function WaitingCard({ item, now }: { item: WaitingHandoff; now: number }) {
+  const { key } = useOperator();
   const waited = formatDuration(Math.max(0, now - Date.parse(item.requested_at)));
   const messages = [
     ...item.last_messages.map((message) => ({ customer: message.role === 'user', text: message.content })),
@@ -122,7 +123,7 @@ function WaitingCard({ item, now }: { item: WaitingHandoff; now: number }) {
           <dt>Taken by</dt>
           <dd>
             {item.claim
-              ? `${item.claim.claimed_by} at ${formatDateTime(item.claim.claimed_at)}`
+              ? `${item.claim.claimed_by}${item.claim.claimed_by === key.operator ? ' (you)' : ''} at ${formatDateTime(item.claim.claimed_at)}`
               : 'nobody yet'}
           </dd>
         </div>
@@ -146,7 +147,7 @@ function WaitingCard({ item, now }: { item: WaitingHandoff; now: number }) {
   );
 }
 
-/** Takes the conversation for this operator (the key's id names who); someone else's claim is refused. */
+/** Takes the conversation for this operator (the key's name, else its id, says who); someone else's claim is refused. */
 function ClaimButton({ item }: { item: WaitingHandoff }) {
   const { client } = useOperator();
   const queries = useQueryClient();
