@@ -1,4 +1,10 @@
-import { AgentState, DomainAgentNode, HistoryMessage, isDomainAgentNode } from '@agent/contracts';
+import {
+  AgentState,
+  DomainAgentNode,
+  HistoryMessage,
+  isDomainAgentNode,
+  TransactionStatus,
+} from '@agent/contracts';
 
 /**
  * The history the classifier sees, in estimated tokens: the newest messages first, each cut to at most
@@ -25,6 +31,7 @@ export const CONTINUITY_SYSTEM_PROMPT = [
   '- END_SESSION: the user clearly wants to finish and needs nothing else.',
   "- ROUTE: new subject, another agent's subject, accepting a pending topic, no active_agent, or any doubt;",
   '  target: the one capability or pending topic asked for, verbatim (omit if several or unsure).',
+  'finished_operation (if present): active_agent just ended it; CONTINUE only for a new request or question.',
   'Judge the meaning in any language, not the words. confidence: your certainty, 0 to 1.',
   'Answer only {"decision":"CONTINUE|ROUTE|HUMAN_HANDOFF|END_SESSION","confidence":0.0,"reason":"few words","target":""}',
 ].join('\n');
@@ -47,6 +54,11 @@ export interface ContinuityPayload {
   current_message: string;
   /** Only when requests of an earlier message wait to be served: a "yes" may accept one. */
   pending_topics?: { topic: string; agent: string }[];
+  /**
+   * Only on the turn after an operation of the active agent ended: its work is done, so a bare follow-up is no
+   * reason to keep it.
+   */
+  finished_operation?: { operation: string; status: TransactionStatus };
 }
 
 /**
@@ -178,6 +190,7 @@ export function buildPayload(
     recent_history: recentHistory(state.history, currentMessage, historyTurns),
     current_message: currentMessage,
     ...pendingTopics(state),
+    ...finishedOperation(state, activeAgent),
   };
 }
 
@@ -207,6 +220,27 @@ function pendingTopics(state: AgentState): Pick<ContinuityPayload, 'pending_topi
       : [],
   );
   return topics.length > 0 ? { pending_topics: topics } : {};
+}
+
+/**
+ * The active agent's operation that ended on the previous turn (completed, failed, cancelled, out of scope), when
+ * no other one waits.
+ */
+function finishedOperation(
+  state: AgentState,
+  activeAgent: string,
+): Pick<ContinuityPayload, 'finished_operation'> {
+  const last = state.last_transaction;
+  const previousTurn = state.turn === undefined ? null : state.turn - 1;
+  if (
+    !last ||
+    last.finished_turn !== previousTurn ||
+    last.agent !== activeAgent ||
+    state.active_transaction
+  ) {
+    return {};
+  }
+  return { finished_operation: { operation: last.tool_name, status: last.status } };
 }
 
 export function nonEmptyString(value: unknown): string | null {
