@@ -182,6 +182,18 @@ export function noPendingTransaction(): Pick<
   };
 }
 
+/**
+ * The status of the operation a turn worked on, as the turn's response reports it: the waiting operation's, else
+ * that of the one that ended on this turn; null when the turn touched none.
+ */
+export function turnTransactionStatus(
+  state: Partial<Pick<TransactionSlice, 'active_transaction' | 'last_transaction'>> & { turn?: number },
+): TransactionStatus | null {
+  if (state.active_transaction) return state.active_transaction.status;
+  const last = state.last_transaction;
+  return last && last.finished_turn === state.turn ? last.status : null;
+}
+
 /** `next_state` while an operation collects its parameters. */
 export function collectingState(stateDomain: string): string {
   return `COLLECTING_${stateDomain}_PARAMETERS`;
