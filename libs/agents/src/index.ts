@@ -2,7 +2,6 @@ export * from './agents.module';
 export * from './agents.service';
 export { stripAgentPrefix } from './answer-text';
 export { idempotencyKey } from './transaction.flow';
-export type { TransactionEventBase, TransactionInterruption } from './transaction.events';
 export * from './transaction.types';
 export { confirmationOutput } from './confirmation-classifier';
 export { parameterValuesOutput } from './parameter-extractor';

@@ -26,7 +26,6 @@ import {
   TransactionStep,
   TransactionTurn,
 } from './transaction.step';
-import { isMissing } from './transaction.types';
 
 /*
  * The way forward of an operation, as pure transitions (see transaction.machine.ts): start it, ask for what is
@@ -48,6 +47,11 @@ const executionBody = z.object({ idempotent_replay: z.boolean().optional().catch
 
 /** Finished operations `operation_results` keeps, newest last: the state stays bounded. */
 const OPERATION_RESULTS_KEPT = 20;
+
+/** Whether a tool argument still has to be given: absent, null or blank. */
+export function isMissing(value: unknown): boolean {
+  return value === undefined || value === null || (typeof value === 'string' && value.trim() === '');
+}
 
 /** The idempotency key of a confirmed call: (conversation, turn that asked, tool call). */
 export function idempotencyKey(conversationKey: string, pending: PendingToolCall): string {

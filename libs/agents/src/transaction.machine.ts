@@ -8,9 +8,17 @@ import {
 } from '@agent/contracts';
 import type { CollectionAction, CollectionReading } from './parameter-extractor';
 import { TransactionInterruption, transactionEvent } from './transaction.events';
-import { advance, begin, execute, terminal, validateAndConfirm, withOutcome } from './transaction.flow';
+import {
+  advance,
+  begin,
+  execute,
+  isMissing,
+  terminal,
+  validateAndConfirm,
+  withOutcome,
+} from './transaction.flow';
 import { after, done, DoneStep, TransactionStep, TransactionTurn } from './transaction.step';
-import { ConfirmationDecision, ConfirmationResult, isMissing } from './transaction.types';
+import { ConfirmationDecision, ConfirmationResult } from './transaction.types';
 
 /*
  * The transaction state machine. Between turns an operation is COLLECTING_PARAMETERS or AWAITING_CONFIRMATION;

@@ -19,8 +19,3 @@ export interface ConfirmationResult {
   /** null when the model answered validly; else why the decision fell back to OTHER. */
   fallback_reason: 'below_threshold' | 'invalid_output' | 'llm_error' | 'incomplete' | null;
 }
-
-/** Whether a tool argument still has to be given: absent, null or blank. */
-export function isMissing(value: unknown): boolean {
-  return value === undefined || value === null || (typeof value === 'string' && value.trim() === '');
-}

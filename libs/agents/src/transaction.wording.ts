@@ -2,7 +2,7 @@ import type { ToolConfig } from '@agent/config';
 import type { ActiveTransaction, McpToolResult, ToolArguments } from '@agent/contracts';
 import { MCP_UNAVAILABLE_ERROR } from '@agent/mcp';
 import { fillTemplate, TransactionMessageKey, TransactionTexts } from './transaction-settings';
-import { isMissing } from './transaction.types';
+import { isMissing } from './transaction.flow';
 
 /** What the customer reads about an operation: its messages, filled with its labels and values. */
 export class TransactionWording {

@@ -3,7 +3,7 @@ import { DOMAIN_AGENT_NODES } from './route-decision';
 
 /**
  * The transaction slice of the state: what a transactional operation keeps between turns, and the helpers that
- * routing, session control and the agents share to read and clear it.
+ * routing, continuity, the agents and the turn response share to read and clear it.
  */
 
 /** Canonical transaction statuses: two active, the rest terminal. */
