@@ -12,8 +12,9 @@ import { startTestApp, TestApp, uniqueId } from '../support/test-app';
 /**
  * The customer in control of a transaction, in Portuguese, English and Spanish: giving the operation up while
  * its parameters are collected or at its confirmation, replacing it with another operation, and correcting
- * one value without losing it. The scripted models play what a real one reads from each reply; the runtime's
- * only job is to act on that reading on the same turn.
+ * one value without losing it; then asking for a person or ending the session in the middle of it, and the
+ * message after it ended. The scripted models play what a real one reads from each reply; the runtime's only
+ * job is to act on that reading on the same turn.
  */
 
 interface Phrases {
@@ -86,7 +87,7 @@ describe('transaction control in the customer’s words', () => {
     [fake, mcp] = await Promise.all([FakeLlmServer.start(), ReferenceMcpProcess.start()]);
     app = await startTestApp({
       fakeLlm: fake,
-      env: { ...mcp.appEnv, RAG_INGEST_ON_START: 'false' },
+      env: { ...mcp.appEnv, RAG_INGEST_ON_START: 'false', ENABLE_ROUTE_STICKINESS: 'true' },
     });
   }, 240000);
 
@@ -96,8 +97,26 @@ describe('transaction control in the customer’s words', () => {
     await fake?.stop();
   }, 60000);
 
+  /** The stickiness classifier's verdicts by message; any other message is a ROUTE, so the router decides. */
+  let verdicts: Record<string, { decision: string; confidence: number }> = {};
+  const classifierPayload = (request: FakeChatRequest) =>
+    JSON.parse(lastUserMessage(request)) as { current_message: string } & Record<string, unknown>;
+
   beforeEach(() => {
     fake.reset();
+    verdicts = {};
+    fake.script({
+      model: 'route_continuity',
+      reply: (request) => ({
+        json: {
+          ...(verdicts[classifierPayload(request).current_message] ?? {
+            decision: 'ROUTE',
+            confidence: 0.99,
+          }),
+          reason: 'scripted',
+        },
+      }),
+    });
     fake.script(GUARDRAILS_ALLOW);
     fake.script({ model: 'router', reply: routerReply });
     fake.script({ model: 'memory_extraction', reply: { json: { facts: [] } } });
@@ -283,6 +302,158 @@ describe('transaction control in the customer’s words', () => {
       expect((await events(sessionId)).map((e) => e.name)).toContain('IC.TRANSACTION_CORRECTED');
       expect(await mcp.orderStatus('100236')).toBe('processing');
       expect(await mcp.orderStatus('100239')).toBe('processing');
+    });
+  });
+  describe('a person, the end of the session and the next message', () => {
+    const cancelOrder = (orderId: string) => `Quero cancelar o pedido ${orderId}`;
+    /** Turn 1: the order's cancellation waits for the confirmation. */
+    const waitingConfirmation = async (sessionId: string, orderId: string) => {
+      agentStarts('cancelar_pedido', cancelOrder(orderId));
+      fake.script({ model: 'agent', reply: { content: 'Posso ajudar em algo mais?' } });
+      const first = await send(sessionId, cancelOrder(orderId));
+      expect(first.body).toMatchObject({
+        next_state: 'WAITING_ORDER_CONFIRMATION',
+        transaction_status: 'AWAITING_CONFIRMATION',
+      });
+      return (await stateOf(sessionId)).active_transaction as Record<string, unknown>;
+    };
+
+    it.each([
+      [
+        'human_handoff',
+        'Quero falar com uma pessoa',
+        'HUMAN_HANDOFF',
+        '100237',
+        {
+          session_control: 'HUMAN_HANDOFF',
+          human_handoff_requested: true,
+          next_state: 'HUMAN_HANDOFF_REQUESTED',
+        },
+        'session.human_handoff.requested',
+      ],
+      [
+        'end_session',
+        'Pode encerrar o atendimento',
+        'END_SESSION',
+        '100238',
+        { session_control: 'END_SESSION', session_ended: true, next_state: 'SESSION_ENDED' },
+        'session.end.requested',
+      ],
+    ])(
+      '%s during the confirmation ends the operation interrupted, and a later yes runs nothing',
+      async (reason, message, decision, orderId, contract, sessionEvent) => {
+        verdicts[message] = { decision, confidence: 0.97 };
+        confirmationReads('Sim, pode cancelar', { decision: 'CONFIRM', confidence: 0.97 });
+        const sessionId = uniqueId(reason);
+        const transaction = await waitingConfirmation(sessionId, orderId);
+
+        const second = await send(sessionId, message);
+        expect(second.body).toMatchObject({ ...contract, transaction_status: 'CANCELLED' });
+        const state = await stateOf(sessionId);
+        expect(state).toMatchObject({
+          active_transaction: null,
+          pending_tool_call: null,
+          confirmation_required: false,
+          transaction_status: 'CANCELLED',
+          last_transaction: {
+            transaction_id: transaction.transaction_id,
+            status: 'CANCELLED',
+            interruption: reason,
+            finished_turn: 2,
+          },
+        });
+        expect(state.operation_results).toEqual({
+          [String(transaction.transaction_id)]: expect.objectContaining({
+            status: 'CANCELLED',
+            finished_turn: 2,
+          }),
+        });
+        const turn2 = (await events(sessionId)).filter((e) => e.turn === 2);
+        const names = turn2.map((e) => e.name);
+        // The session event first: a handoff's summary shows the operation the customer was in the middle of.
+        expect(names.indexOf(sessionEvent)).toBeGreaterThanOrEqual(0);
+        expect(names.indexOf('IC.TRANSACTION_INTERRUPTED')).toBeGreaterThan(names.indexOf(sessionEvent));
+        expect(turn2.find((e) => e.name === 'IC.TRANSACTION_INTERRUPTED')?.payload).toMatchObject({
+          transaction_id: transaction.transaction_id,
+          tool_name: 'cancelar_pedido',
+          agent: 'orders_agent',
+          reason,
+        });
+
+        const third = await send(sessionId, 'Sim, pode cancelar');
+        expect(third.body.transaction_status).toBeNull();
+        expect((await events(sessionId)).map((e) => e.name)).not.toContain('IC.TRANSACTION_EXECUTED');
+        expect(await mcp.orderStatus(orderId)).toBe('processing');
+      },
+    );
+
+    it('an operator ending the session ends the collection the same way', async () => {
+      agentStarts('cancelar_pedido', 'Quero cancelar um pedido');
+      const sessionId = uniqueId('admin-end');
+      const first = await send(sessionId, 'Quero cancelar um pedido');
+      expect(first.body.transaction_status).toBe('COLLECTING_PARAMETERS');
+      const ended = await app.post<{ events: string[] }>(
+        `/v1/admin/sessions/${sessionId}/end?tenant_id=${tenant}`,
+        { reason: 'closing the queue' },
+      );
+      expect(ended.status).toBe(200);
+      expect(ended.body.events).toEqual(['session.end.requested', 'IC.TRANSACTION_INTERRUPTED']);
+      expect(await stateOf(sessionId)).toMatchObject({
+        active_transaction: null,
+        transaction_status: 'CANCELLED',
+        last_transaction: { status: 'CANCELLED', interruption: 'end_session' },
+      });
+    });
+
+    it('the message after a completed operation is classified knowing it ended, once', async () => {
+      confirmationReads('Sim, pode cancelar', { decision: 'CONFIRM', confidence: 0.97 });
+      verdicts['E o estorno, quando cai?'] = { decision: 'CONTINUE', confidence: 0.95 };
+      const sessionId = uniqueId('after-completion');
+      await waitingConfirmation(sessionId, '100231');
+      const completed = await send(sessionId, 'Sim, pode cancelar');
+      expect(completed.body).toMatchObject({ next_state: null, transaction_status: 'COMPLETED' });
+      expect(await mcp.orderStatus('100231')).toBe('cancelled');
+
+      // A new question for the agent that ended the operation: the classifier keeps it, on its own intent.
+      const question = await send(sessionId, 'E o estorno, quando cai?');
+      expect(question.body).toMatchObject({
+        route: 'orders_agent',
+        route_bypassed: true,
+        next_state: null,
+        transaction_status: null,
+        route_decision: { method: 'continuity', intent: 'retail_order_cancel', next_state: null },
+      });
+      // A bare acknowledgement two turns later: nothing ended on the turn before, so nothing is said about it.
+      await send(sessionId, 'ok');
+      const payloads = fake.requestsFor('route_continuity').map(classifierPayload);
+      expect(payloads.map((p) => p.current_message)).toEqual([
+        cancelOrder('100231'),
+        'Sim, pode cancelar',
+        'E o estorno, quando cai?',
+        'ok',
+      ]);
+      expect(payloads.map((p) => p.finished_operation ?? null)).toEqual([
+        null,
+        null,
+        { operation: 'cancelar_pedido', status: 'COMPLETED' },
+        null,
+      ]);
+      expect(Object.keys(payloads[2]).at(-1)).toBe('finished_operation');
+    });
+
+    it('a bare follow-up right after the operation ended goes to the router when the classifier says so', async () => {
+      confirmationReads('Sim, pode cancelar', { decision: 'REJECT', confidence: 0.97 });
+      const sessionId = uniqueId('after-cancel');
+      await waitingConfirmation(sessionId, '100239');
+      const cancelled = await send(sessionId, 'Sim, pode cancelar');
+      expect(cancelled.body.transaction_status).toBe('CANCELLED');
+      const followUp = await send(sessionId, 'ok');
+      expect(followUp.body).toMatchObject({ route_bypassed: false, transaction_status: null });
+      expect((followUp.body.route_decision as { method: string }).method).not.toBe('continuity');
+      expect(classifierPayload(fake.requestsFor('route_continuity')[2]).finished_operation).toEqual({
+        operation: 'cancelar_pedido',
+        status: 'CANCELLED',
+      });
     });
   });
 });

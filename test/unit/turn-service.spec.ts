@@ -98,8 +98,15 @@ describe('TurnService', () => {
     return read.state;
   }
 
-  /** Commits `state` as the conversation's next version, the way a previous turn would have left it. */
-  async function seedState(input: TurnInput, state: AgentState): Promise<void> {
+  /**
+   * Commits `state` as the conversation's next version, the way a previous turn would have left it (with the
+   * response it stored for its message, when given).
+   */
+  async function seedState(
+    input: TurnInput,
+    state: AgentState,
+    idempotency?: { message_id: string; response: Record<string, unknown> },
+  ): Promise<void> {
     const checkpoints = module.get(CheckpointService);
     const identity = {
       conversation_key: `${input.tenant_id}:${input.session_id}`,
@@ -116,6 +123,7 @@ describe('TurnService', () => {
       state,
       status: 'active',
       events: [],
+      idempotency,
     });
   }
 
@@ -150,6 +158,21 @@ describe('TurnService', () => {
     expect(again).toEqual({ response: first.response, replayed: true });
     expect((await store.getSession(`acme:${input.session_id}`))?.head_version).toBe(1);
     expect(heard).toEqual([]);
+  });
+
+  it('replays a response stored before responses carried transaction_status, with it null', async () => {
+    const input = message({ message_id: 'm-old' });
+    const { response } = await turns.handle(message({ session_id: input.session_id }));
+    const { transaction_status: _added, ...older } = response;
+    await seedState(input, await headState(`acme:${input.session_id}`), {
+      message_id: 'm-old',
+      response: { ...older, turn: 2, message_id: 'm-old' },
+    });
+    const replay = await turns.handle(input);
+    expect(replay).toEqual({
+      response: { ...response, turn: 2, message_id: 'm-old', transaction_status: null },
+      replayed: true,
+    });
   });
 
   it('refuses a message id reused with another body, writing nothing', async () => {

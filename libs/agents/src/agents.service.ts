@@ -58,15 +58,15 @@ export class AgentsService {
     let interruption: Partial<AgentState> = {};
     let interruptedNote: string | null = null;
     if (resumable) {
-      const shift = state.transaction_interruption;
-      if (!shift && resumable.transaction.agent === node) {
+      const shifted = state.transaction_interruption === 'intent_shift';
+      if (!shifted && resumable.transaction.agent === node) {
         // Abandonment, replacement and corrections are read from the reply inside the transaction.
-        return this.transactions.resume(node, state, resumable, tools);
+        return this.transactions.resume(state, resumable, tools);
       }
       // The router sent the turn to another intent or agent: an operation started now replaces this one.
-      const reason = shift ?? 'routed_to_another_agent';
+      const reason = shifted ? 'intent_shift' : 'routed_to_another_agent';
       interruption = this.transactions.interrupt(state, resumable.transaction, reason);
-      interruptedNote = `${this.transactions.message('interrupted', resumable.transaction)} (motivo: ${reason})`;
+      interruptedNote = `${this.transactions.wording.message('interrupted', resumable.transaction)} (motivo: ${reason})`;
     }
     const patch = await this.answer(node, { ...state, ...interruption }, interruptedNote, {
       tools,
@@ -74,6 +74,11 @@ export class AgentsService {
       replaced: resumable && interruptedNote ? resumable.transaction : null,
     });
     return { ...interruption, ...patch };
+  }
+
+  /** A person or the end of the session took the turn: the operation waiting for the customer ends unrun. */
+  interruptPending(state: AgentState, reason: 'human_handoff' | 'end_session'): Partial<AgentState> {
+    return this.transactions.interruptPending(state, reason);
   }
 
   /** A new answer for the same turn, following the output supervisor's guidance; null when it cannot. */

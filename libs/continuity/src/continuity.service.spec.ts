@@ -5,7 +5,7 @@ import { parseEnvNamespace } from '@agent/config';
 import type { AgentState, DomainAgentNode, RouteDecision, StoredEvent } from '@agent/contracts';
 import { EventBusService, MetricsService, TurnContext, TurnContextStore } from '@agent/observability';
 import { FakeChatRequest, FakeLlmServer, FakeReply } from '@agent/testing/fake-llm';
-import { decisionOf } from '@agent/testing/states';
+import { activeTransactionOf, decisionOf } from '@agent/testing/states';
 import { createTestLlm } from '@agent/testing/test-llm';
 import {
   approximateTokens,
@@ -476,6 +476,72 @@ describe('ContinuityService', () => {
           { role: 'assistant', content: 'Seu plano atual é Controle 50GB.' },
         ],
         current_message: 'o que está incluso?',
+      });
+    });
+  });
+
+  describe('after an operation of the active agent ended', () => {
+    /** product_agent's plan change ended on turn 2 (the turns are numbered from the context: 3 here). */
+    const ended = (overrides: Partial<AgentState> = {}): AgentState =>
+      baseState('e agora?', {
+        turn: 3,
+        last_transaction: {
+          ...activeTransactionOf({
+            tool_name: 'alterar_plano',
+            agent: 'product_agent',
+            intent: 'product_services_information',
+          }),
+          status: 'COMPLETED',
+          finished_turn: 2,
+        },
+        ...overrides,
+      });
+
+    it('tells the classifier, once and after the specification’s keys, that it ended', async () => {
+      const { service } = harness();
+      classifierReplies({ json: { decision: 'ROUTE', confidence: 0.95 } });
+      await evaluate(service, ended());
+      expect(Object.keys(sentPayload()).at(-1)).toBe('finished_operation');
+      expect(sentPayload().finished_operation).toEqual({ operation: 'alterar_plano', status: 'COMPLETED' });
+
+      await evaluate(service, ended({ turn: 4 }));
+      await evaluate(service, ended({ active_agent: 'billing_agent' }));
+      await evaluate(service, ended({ active_transaction: activeTransactionOf({ agent: 'product_agent' }) }));
+      for (const index of [1, 2, 3]) expect(sentPayload(index)).not.toHaveProperty('finished_operation');
+    });
+
+    it('a CONTINUE goes on with the operation’s intent, not the state that held it', async () => {
+      const { service } = harness();
+      classifierReplies({ json: { decision: 'CONTINUE', confidence: 0.95 } });
+      const held = decisionOf({
+        route: 'product_agent',
+        agent: 'product_agent',
+        intent: 'state:WAITING_PRODUCT_CONFIRMATION',
+        domain: 'telecom',
+        method: 'state_policy',
+        next_state: 'WAITING_PRODUCT_CONFIRMATION',
+        metadata: { transaction_intent: 'product_services_information' },
+      });
+      const after = await evaluate(
+        service,
+        ended({ route_decision: held, intent: held.intent, next_state: null }),
+      );
+      expect(after.outcome?.decision).toMatchObject({
+        intent: 'product_services_information',
+        next_state: null,
+      });
+      // While the operation waits, a CONTINUE holds its state as the router would.
+      const waiting = await evaluate(
+        service,
+        ended({
+          route_decision: held,
+          next_state: 'WAITING_PRODUCT_CONFIRMATION',
+          active_transaction: activeTransactionOf({ agent: 'product_agent' }),
+        }),
+      );
+      expect(waiting.outcome?.decision).toMatchObject({
+        intent: 'state:WAITING_PRODUCT_CONFIRMATION',
+        next_state: 'WAITING_PRODUCT_CONFIRMATION',
       });
     });
   });

@@ -8,6 +8,7 @@ import {
   ContinuityFallbackReason,
   ContinuitySignal,
   DomainAgentNode,
+  hasPendingTransaction,
   HUMAN_HANDOFF_REQUESTED_STATE,
   RouteDecision,
   SESSION_ENDED_STATE,
@@ -286,7 +287,7 @@ export class ContinuityService implements OnModuleInit {
     // Another decision (a blocked input, an agent handoff) may have replaced route_decision since the agent
     // became active; its intent and tools are not the agent's, so the state's own facts are used instead.
     const own = previous?.agent === activeAgent ? previous : undefined;
-    const intent = nonEmptyString(own?.intent) ?? this.ownIntent(state, activeAgent);
+    const intent = this.continuedIntent(own, state, activeAgent);
     const domain = nonEmptyString(own?.domain) ?? nonEmptyString(state.domain);
     const tools = own?.mcp_tools ?? this.ownTools(state, activeAgent);
     const nextState = nonEmptyString(state.next_state);
@@ -309,10 +310,27 @@ export class ContinuityService implements OnModuleInit {
     };
   }
 
+  /**
+   * The intent a continued turn keeps: the previous decision's. A decision that held a pending operation's state
+   * names that state (`state:<STATE>`); once nothing is pending any more (the operation ended), the turn goes on
+   * with the operation's own intent instead of a state that no longer exists.
+   */
+  private continuedIntent(own: RouteDecision | undefined, state: AgentState, agent: string): string | null {
+    if (own?.next_state && !hasPendingTransaction(state)) {
+      const recorded = [own.metadata.transaction_intent, state.last_transaction?.intent];
+      return recorded.find((name) => this.isIntentOf(name, state, agent)) ?? this.ownIntent(state, agent);
+    }
+    return nonEmptyString(own?.intent) ?? this.ownIntent(state, agent);
+  }
+
+  private isIntentOf(name: string | null | undefined, state: AgentState, agent: string): name is string {
+    return this.intentsOf(state, agent).some((intent) => intent.name === name);
+  }
+
   /** The state's intent when it is one of the active agent's enabled intents. */
   private ownIntent(state: AgentState, agent: string): string | null {
     const name = nonEmptyString(state.intent);
-    return name !== null && this.intentsOf(state, agent).some((i) => i.name === name) ? name : null;
+    return this.isIntentOf(name, state, agent) ? name : null;
   }
 
   /** The state's tools when they came with the agent's own intent, else every tool of the agent's intents. */

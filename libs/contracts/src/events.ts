@@ -28,6 +28,10 @@ export function rowEnvelope(row: Omit<RowEnvelope, 'session_id'>): RowEnvelope {
   };
 }
 
+/**
+ * Payloads by event name. A module may declare the events it emits next to its code by augmenting this
+ * interface (`declare module '@agent/contracts'`), as the transaction engine does for `IC.TRANSACTION_*`.
+ */
 export interface EventPayloads {
   'router.continuity': {
     decision: string;

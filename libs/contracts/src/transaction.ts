@@ -3,7 +3,7 @@ import { DOMAIN_AGENT_NODES } from './route-decision';
 
 /**
  * The transaction slice of the state: what a transactional operation keeps between turns, and the helpers that
- * routing, session control and the agents share to read and clear it.
+ * routing, continuity, the agents and the turn response share to read and clear it.
  */
 
 /** Canonical transaction statuses: two active, the rest terminal. */
@@ -180,6 +180,18 @@ export function noPendingTransaction(): Pick<
     confirmation_required: false,
     confirmation_received: false,
   };
+}
+
+/**
+ * The status of the operation a turn worked on, as the turn's response reports it: the waiting operation's, else
+ * that of the one that ended on this turn; null when the turn touched none.
+ */
+export function turnTransactionStatus(
+  state: Partial<Pick<TransactionSlice, 'active_transaction' | 'last_transaction'>> & { turn?: number },
+): TransactionStatus | null {
+  if (state.active_transaction) return state.active_transaction.status;
+  const last = state.last_transaction;
+  return last && last.finished_turn === state.turn ? last.status : null;
 }
 
 /** `next_state` while an operation collects its parameters. */

@@ -180,17 +180,6 @@ describe('SessionControlService', () => {
       expect(result.human_handoff_held).toBe(true);
     });
 
-    it('drops a pending confirmation so it can never be confirmed later', async () => {
-      const { result } = await inTurn(() => build().service.humanHandoff(pendingConfirmation));
-      expect(result).toMatchObject({
-        next_state: 'HUMAN_HANDOFF_REQUESTED',
-        pending_tool_call: null,
-        confirmation_required: false,
-        active_transaction: null,
-        transaction_interruption: 'human_handoff',
-      });
-    });
-
     it('an admin handoff records its source and reason', async () => {
       const { service, metrics, bus } = build();
       const { events } = await inTurn(() => service.humanHandoff({}, 'admin', 'operator request'), bus);
@@ -220,16 +209,6 @@ describe('SessionControlService', () => {
       expect(events.map((e) => e.name)).toEqual(['session.end.requested']);
       expect(events[0].payload).toMatchObject({ reason: 'done', source: 'continuity' });
       expect((await metrics.sessionsEnded.get()).values[0]).toMatchObject({ value: 1 });
-    });
-
-    it('drops a pending parameter collection', async () => {
-      const { result } = await inTurn(() =>
-        build().service.endSession({
-          next_state: 'COLLECTING_BILLING_PARAMETERS',
-          missing_parameters: ['valor'],
-        }),
-      );
-      expect(result).toMatchObject({ missing_parameters: [], transaction_interruption: 'end_session' });
     });
 
     it('uses the default messages', () => {

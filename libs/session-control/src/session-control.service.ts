@@ -5,9 +5,7 @@ import {
   AgentState,
   BLOCKED_ROUTE,
   HandoffRequest,
-  hasPendingTransaction,
   HUMAN_HANDOFF_REQUESTED_STATE,
-  noPendingTransaction,
   promptHistory,
   RouteDecision,
   SESSION_ENDED_STATE,
@@ -73,7 +71,6 @@ export class SessionControlService {
       human_handoff_held: this.config.HUMAN_HANDOFF_MODE === 'hold',
       mcp_tools: [],
       mcp_results: [],
-      ...abandonPendingTransaction(state, 'human_handoff'),
     };
   }
 
@@ -96,7 +93,6 @@ export class SessionControlService {
       next_state: SESSION_ENDED_STATE,
       mcp_tools: [],
       mcp_results: [],
-      ...abandonPendingTransaction(state, 'end_session'),
     };
   }
 
@@ -151,18 +147,6 @@ export class SessionControlService {
   get messages(): { handoff: string; end: string } {
     return { handoff: this.texts.handoff, end: this.texts.end };
   }
-}
-
-/**
- * A person or the end of the session supersedes a pending confirmation or parameter collection: it is dropped so
- * no later message (in notify mode, after a resume) can confirm a stale operation.
- */
-function abandonPendingTransaction(
-  state: AgentState,
-  interruption: 'human_handoff' | 'end_session',
-): Partial<AgentState> {
-  if (!hasPendingTransaction(state)) return {};
-  return { ...noPendingTransaction(), transaction_interruption: interruption };
 }
 
 /** Messages of the conversation a handoff request shows. */

@@ -12,6 +12,7 @@ import { DeadLetterService, HandoffClaim, HandoffDeskService } from '@agent/even
 import { MemoryService } from '@agent/memory';
 import { EventBusService, TurnContext, TurnContextStore } from '@agent/observability';
 import { SessionControlService } from '@agent/session-control';
+import { SessionNodes } from './session-nodes';
 import { HandoffClaimedError, SessionNotFoundError, SessionStateConflictError } from './workflow.errors';
 
 export type SessionAdminAction = 'end' | 'handoff' | 'resume' | 'claim';
@@ -56,6 +57,7 @@ export class SessionAdminService {
   constructor(
     private readonly checkpoints: CheckpointService,
     private readonly sessionControl: SessionControlService,
+    private readonly sessionNodes: SessionNodes,
     private readonly memory: MemoryService,
     private readonly handoffs: HandoffDeskService,
     private readonly deadLetters: DeadLetterService,
@@ -65,7 +67,7 @@ export class SessionAdminService {
   /** The END_SESSION contract, source `admin`; ending an ended session changes nothing. */
   end(conversationKey: string, requestId: string, reason: string): Promise<SessionAdminResult> {
     return this.apply('end', conversationKey, requestId, (state) =>
-      state.session_ended === true ? null : this.sessionControl.endSession(state, 'admin', reason),
+      state.session_ended === true ? null : this.sessionNodes.endSession(state, 'admin', reason),
     );
   }
 
@@ -80,7 +82,7 @@ export class SessionAdminService {
         );
       }
       if (state.human_handoff_requested === true) return null;
-      return this.sessionControl.humanHandoff(state, 'admin', reason);
+      return this.sessionNodes.humanHandoff(state, 'admin', reason);
     });
   }
 

@@ -13,6 +13,8 @@ import {
   ClientMetadata,
   continuitySignalSchema,
   routeDecisionSchema,
+  TRANSACTION_STATUSES,
+  turnTransactionStatus,
   TURN_SCRATCH_KEYS,
 } from '@agent/contracts';
 import { EventBusService, MetricsService, TurnContext, TurnContextStore } from '@agent/observability';
@@ -49,6 +51,8 @@ const turnResponseSchema = z.object({
   session_ended: z.boolean(),
   human_handoff_requested: z.boolean(),
   next_state: z.string().nullable(),
+  /** Responses stored before the field existed replay it as null. */
+  transaction_status: z.enum(TRANSACTION_STATUSES).nullable().default(null),
   blocked: z.boolean(),
   latency_ms: z.number(),
 });
@@ -229,6 +233,7 @@ export class TurnService {
       session_ended: state.session_ended === true,
       human_handoff_requested: state.human_handoff_requested === true,
       next_state: state.next_state ?? null,
+      transaction_status: turnTransactionStatus(state),
       blocked: state.blocked === true,
       latency_ms: Math.round(latencyMs),
     };

@@ -9,6 +9,7 @@ import { MemoryModule } from '@agent/memory';
 import { RoutingModule } from '@agent/routing';
 import { SessionControlModule } from '@agent/session-control';
 import { SessionAdminService } from './session-admin.service';
+import { SessionNodes } from './session-nodes';
 import { TurnService } from './turn.service';
 import { WorkflowService } from './workflow.service';
 
@@ -25,7 +26,7 @@ import { WorkflowService } from './workflow.service';
     JudgesModule,
     EventsModule,
   ],
-  providers: [WorkflowService, TurnService, SessionAdminService],
+  providers: [WorkflowService, TurnService, SessionAdminService, SessionNodes],
   exports: [
     WorkflowService,
     TurnService,

@@ -23,6 +23,7 @@ import { MemoryService } from '@agent/memory';
 import { EventBusService, NodeTelemetryService, TurnContext, TurnContextStore } from '@agent/observability';
 import { RoutingService } from '@agent/routing';
 import { SessionControlService } from '@agent/session-control';
+import { SessionNodes } from './session-nodes';
 import { END, nextNode, WorkflowNode } from './workflow.graph';
 
 type NodePatch = Partial<AgentState>;
@@ -58,6 +59,7 @@ export class WorkflowService {
     private readonly continuity: ContinuityService,
     private readonly routing: RoutingService,
     private readonly sessionControl: SessionControlService,
+    private readonly sessionNodes: SessionNodes,
     private readonly agents: AgentsService,
     private readonly judges: JudgesService,
   ) {
@@ -75,8 +77,8 @@ export class WorkflowService {
       orders_agent: agentNode('orders_agent'),
       support_agent: agentNode('support_agent'),
       handoff: (s) => this.agentHandoff(s),
-      human_handoff: (s) => Promise.resolve(this.sessionControl.humanHandoff(s)),
-      end_session: (s) => Promise.resolve(this.sessionControl.endSession(s)),
+      human_handoff: (s) => Promise.resolve(this.sessionNodes.humanHandoff(s)),
+      end_session: (s) => Promise.resolve(this.sessionNodes.endSession(s)),
       supervisor_agent: (s) => this.supervisorAgent(s),
       output_supervisor: (s) => this.outputSupervisor(s),
       output_guardrails: (s) => this.outputGuardrails(s),

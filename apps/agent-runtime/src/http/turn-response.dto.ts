@@ -1,4 +1,5 @@
 import { ApiProperty } from '@nestjs/swagger';
+import { TRANSACTION_STATUSES, TransactionStatus } from '@agent/contracts';
 
 /** 200 of POST /v1/channels/:channel/messages (docs/api.md). */
 export class TurnResponseDto {
@@ -60,6 +61,15 @@ export class TurnResponseDto {
 
   @ApiProperty({ type: String, nullable: true })
   next_state!: string | null;
+
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    enum: TRANSACTION_STATUSES,
+    description:
+      'The operation this turn worked on: the status it waits in, else the one it ended with on this turn; null when the turn touched none',
+  })
+  transaction_status!: TransactionStatus | null;
 
   @ApiProperty()
   blocked!: boolean;

@@ -376,6 +376,11 @@ export interface components {
             session_ended: boolean;
             human_handoff_requested: boolean;
             next_state: string | null;
+            /**
+             * @description The operation this turn worked on: the status it waits in, else the one it ended with on this turn; null when the turn touched none
+             * @enum {string|null}
+             */
+            transaction_status: "COLLECTING_PARAMETERS" | "AWAITING_CONFIRMATION" | "COMPLETED" | "FAILED" | "CANCELLED" | "OUT_OF_SCOPE" | null;
             blocked: boolean;
             /** @description Server-side latency of the turn */
             latency_ms: number;
