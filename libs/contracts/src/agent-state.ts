@@ -194,6 +194,10 @@ export const turnScratchSchema = z
     answer: z.string(),
     final_answer: z.string(),
     sanitized_input: z.string(),
+    /** What the personal-data policy masked or redacted in the message before the turn started. */
+    personal_data_masked: z.array(
+      z.object({ type: z.string(), action: z.enum(['mask', 'redact']), count: z.number().int() }),
+    ),
     blocked: z.boolean(),
     guardrail_decisions: z.array(railDecisionSchema),
     judge_results: z.array(judgeResultSchema),

@@ -159,7 +159,10 @@ export class WorkflowService {
     if (!result.blocked) {
       return { sanitized_input: result.sanitizedText, guardrail_decisions: result.decisions };
     }
-    return inputBlocked(state, result.message ?? '', result.decisions);
+    const blocked = inputBlocked(state, result.message ?? '', result.decisions);
+    // An oversized message is kept as its length and hash: its text would bloat every later checkpoint.
+    const withheld = result.withheldText;
+    return withheld === undefined ? blocked : { ...blocked, user_text: withheld, sanitized_input: withheld };
   }
 
   private async loadLongTermMemory(state: AgentState): Promise<NodePatch> {

@@ -257,9 +257,7 @@ describe('DLEX_OUT', () => {
     const answer = 'O cartão 4111 1111 1111 1111 e o CPF 529.982.247-25 constam no cadastro.';
     const stranger = await evaluate('DLEX_OUT', answer, { state: { user_text: 'qual meu cadastro?' } });
     expect(stranger.action).toBe(RailAction.SANITIZE);
-    expect(stranger.sanitize?.(answer)).toBe(
-      'O cartão **** **** **** 1111 e o CPF [CPF] constam no cadastro.',
-    );
+    expect(stranger.sanitize?.(answer)).toBe('O cartão 411111******1111 e o CPF [CPF] constam no cadastro.');
     const own = await evaluate('DLEX_OUT', 'Your CPF 529.982.247-25 is registered.', {
       state: { user_text: 'my cpf is 52998224725' },
     });
