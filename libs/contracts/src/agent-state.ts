@@ -175,6 +175,10 @@ export const memoryWriteResultSchema = z.object({
   discarded: z.number().int().optional(),
   skipped: z.string().optional(),
   error: z.string().optional(),
+  /** Facts the memory rails blocked, with the blocking rail codes: not stored. */
+  rejected: z
+    .array(z.object({ key: z.string(), category: z.string(), codes: z.array(z.string()) }))
+    .optional(),
 });
 export type MemoryWriteResult = z.output<typeof memoryWriteResultSchema>;
 

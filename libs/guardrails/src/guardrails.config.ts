@@ -103,6 +103,7 @@ export const guardrailsFileSchema = z
     output: stageSchema('output'),
     retrieval: stageSchema('retrieval'),
     tool: stageSchema('tool'),
+    memory: stageSchema('memory'),
   })
   .strict();
 

@@ -77,7 +77,7 @@ const GRL_BY_ACTION: Record<RailAction, GrlEvent> = {
 const GRL_FAIL_CLOSED: GrlEvent = 'GRL.008';
 const GRL_SUMMARY: GrlEvent = 'GRL.009';
 
-const SCREENED_STAGES: readonly ScreenedStage[] = ['retrieval', 'tool'];
+const SCREENED_STAGES: readonly ScreenedStage[] = ['retrieval', 'tool', 'memory'];
 
 /** Routes whose answer is a session-control message: never rewritten by output rails. */
 const SESSION_CONTROL_ROUTES = new Set(['human_handoff', 'end_session']);
@@ -227,8 +227,8 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
   }
 
   /**
-   * The retrieval and tool guardrails as the port the agents take; asking for it records that both stages
-   * run (checked at start-up).
+   * The retrieval, tool and memory guardrails as the port the agents and long-term memory take; asking for it
+   * records that these stages run (checked at start-up).
    */
   contentScreen(): ContentScreen {
     for (const stage of SCREENED_STAGES) this.screenedStages.add(stage);
@@ -236,10 +236,16 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
   }
 
   /**
-   * Retrieval and tool content through its stage's rails: the text after sanitization, or blocked. Each
-   * decision's GRL event carries the stage and the content's source.
+   * Retrieval, tool and memory content through its stage's rails: the text after sanitization, or blocked. Each
+   * decision's GRL event carries the stage and the content's source. A memory fact is first masked under the
+   * tenant's personal-data policy, as the customer's message was.
    */
-  async screenContent({ stage, source, text, state }: ContentScreenRequest): Promise<ContentScreenResult> {
+  async screenContent(request: ContentScreenRequest): Promise<ContentScreenResult> {
+    const { stage, source, state } = request;
+    const text =
+      stage === 'memory'
+        ? this.protectMessage(request.text, state.tenant_id ?? '', state.agent_id ?? '').text
+        : request.text;
     if (this.policy(state).rails[stage].length === 0) return { blocked: false, text, codes: [] };
     const outcome = await this.runStage({ stage, text, state, source });
     const blocking = outcome.results.filter((r) => !isApproving(r.action));

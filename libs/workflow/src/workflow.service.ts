@@ -383,7 +383,8 @@ export class WorkflowService {
 
   private async persistLongTermMemory(state: AgentState): Promise<NodePatch> {
     try {
-      const result = await this.memory.persistTurn(state);
+      const result = await this.memory.persistTurn(state, this.screen);
+      for (const fact of result.rejected ?? []) this.events.emit('long_term_memory.fact.rejected', fact);
       this.events.emit('long_term_memory.persist.completed', { saved: result.saved });
       return { long_term_memory_write_result: result };
     } catch (error) {

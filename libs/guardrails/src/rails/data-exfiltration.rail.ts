@@ -37,7 +37,7 @@ const DLEX_IN_INSTRUCTION =
 /** DLEX_IN: deterministic exfiltration screen, then the guardrail model. */
 export const dataExfiltrationInputRail = defineRail({
   code: 'DLEX_IN',
-  stages: ['input'],
+  stages: ['input', 'memory'],
   params: z.object({ ...llmParamsShape, llm: z.boolean().default(true) }).strict(),
   usesLlm: (params) => params.llm,
   create: (params) => ({

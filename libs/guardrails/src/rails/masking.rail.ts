@@ -17,7 +17,7 @@ import { defineRail } from './rail-definition';
  */
 export const maskingRail = defineRail({
   code: 'MSK',
-  stages: ['output', 'retrieval', 'tool'],
+  stages: ['output', 'retrieval', 'tool', 'memory'],
   params: z
     .object({
       types: z

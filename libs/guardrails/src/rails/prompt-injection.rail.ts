@@ -386,6 +386,8 @@ export const INJECTION_PATTERNS: readonly RegExp[] = [
   // chat-template and role tags smuggled into the message, a message that speaks as the system
   /<\|(im_start|im_end|system|endoftext)\|>|\[\/?(system|inst)\]|<\/?system>|^#{2,} ?system\b/m,
   /^\W{0,4}(system|systeme|sistema|admin|developer|root)\s*:.{0,80}\b(mode|modo|instruc\w*|consigne\w*|istruzion\w*|anweisung\w*|regel\w*|rules?|regras?|reglas?|regles?|regol\w*|policy|politica|override|show|reveal|mostre|revele|revela|rivela|reveler|zeige)/m,
+  // markup that runs when shown: a script, an event handler, a javascript: URL
+  /<\s*(script|iframe)\b|<[^>]*\bon(error|load|click|mouseover|focus|begin)\b|javascript\s*:/,
   // prompt extraction: "show your system prompt", "repeat the text above", any mention of its initial prompt
   new RegExp(`\\b${SHOW}\\b.{0,40}\\b${PROMPT}\\b`),
   /\b(repeat|print|copy|output|repita|repete|copie|imprima|repite|copia|imprime|wiederhole|kopiere|repete|recopie|ripeti|ricopia)\b.{0,30}\b(text|texto|testo|words|palavras|palabras|worte|mots|parole)\b.{0,20}\b(above|acima|arriba|oben|ci-dessus|sopra|before|antes|vorher|avant|prima)\b/,
@@ -461,7 +463,7 @@ const pinjInstruction = (stage: RailStage) =>
 /** PINJ: deterministic screen for blatant cases, then the guardrail model. */
 export const promptInjectionRail = defineRail({
   code: 'PINJ',
-  stages: ['input', 'retrieval', 'tool'],
+  stages: ['input', 'retrieval', 'tool', 'memory'],
   params: pinjParams,
   usesLlm: (params) => params.llm,
   create: (params) => {

@@ -31,7 +31,7 @@ const TOX_INSTRUCTION =
 /** TOX: deterministic threat/abuse screen, then the guardrail model. */
 export const toxicityRail = defineRail({
   code: 'TOX',
-  stages: ['input'],
+  stages: ['input', 'memory'],
   params: z
     .object({
       ...llmParamsShape,
