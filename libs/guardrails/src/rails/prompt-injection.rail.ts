@@ -384,8 +384,8 @@ export const INJECTION_PATTERNS: readonly RegExp[] = [
   /\b(new|nova|nueva|neue|nouvelle|nuova) (system |de sistema |del sistema |di sistema )?(rule|regra|regla|regel|regle|regola|policy|politica|consigne)\b.{0,40}\b(assistant|assistente|asistente|assistent|bot|ia|ai)\b/,
   /\b(nuova|nueva|nova|new) (regola|regla|regra|rule) (di|de|del) sistema\b/,
   // chat-template and role tags smuggled into the message, a message that speaks as the system
-  /<\|(im_start|im_end|system|endoftext)\|>|\[\/?(system|inst)\]|<\/?system>|^#{2,} ?system\b/m,
-  /^\W{0,4}(system|systeme|sistema|admin|developer|root)\s*:.{0,80}\b(mode|modo|instruc\w*|consigne\w*|istruzion\w*|anweisung\w*|regel\w*|rules?|regras?|reglas?|regles?|regol\w*|policy|politica|override|show|reveal|mostre|revele|revela|rivela|reveler|zeige)/m,
+  /<\|(im_start|im_end|system|endoftext)\|>|\[\/?(system|inst)\]|<\/?system>|(^|\s)#{2,} ?system\b/m,
+  /(^|[.!?;]\s)\W{0,4}(system|systeme|sistema|admin|developer|root)\s*:.{0,80}\b(mode|modo|instruc\w*|consigne\w*|istruzion\w*|anweisung\w*|regel\w*|rules?|regras?|reglas?|regles?|regol\w*|policy|politica|override|show|reveal|mostre|revele|revela|rivela|reveler|zeige|assistant|assistente|asistente|assistent)/m,
   // markup that runs when shown: a script, an event handler, a javascript: URL
   /<\s*(script|iframe)\b|<[^>]*\bon(error|load|click|mouseover|focus|begin)\b|javascript\s*:/,
   // prompt extraction: "show your system prompt", "repeat the text above", any mention of its initial prompt
