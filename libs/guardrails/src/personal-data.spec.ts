@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import fc from 'fast-check';
 import { CARD_FORMATS } from '../../../test/support/card-formats';
 import {
@@ -19,6 +21,17 @@ describe('card numbers', () => {
     expect(others).toEqual([]);
     expect(card).toMatchObject({ type: 'card', normalized: format.pan, value: format.text });
     expect(maskAll(text)).toBe(`Cobraram duas vezes no cartão <card:${format.masked}>, pode ver?`);
+  });
+
+  it('are the formats docs/guardrails.md lists, with what each becomes', () => {
+    const docs = readFileSync(join(__dirname, '..', '..', '..', 'docs', 'guardrails.md'), 'utf8');
+    for (const format of CARD_FORMATS) {
+      expect(docs).toMatch(
+        new RegExp(
+          `\\| ${format.name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} +\\| .+ \\| \`${format.masked.replace(/\*/g, '\\*')}\` +\\|`,
+        ),
+      );
+    }
   });
 
   it('leaves order numbers, amounts, dates, protocols and payment slips alone', () => {
