@@ -104,21 +104,30 @@ const HEX_PAIR = /[0-9a-fA-F]{2}/g;
 
 /** Decoded bytes that read as text: valid UTF-8, at least 85% letters, digits, punctuation or spaces. */
 function readable(bytes: Buffer): string | null {
-  const text = new TextDecoder('utf-8', { fatal: false }).decode(bytes);
+  // A character cut at the end of a run decoded in part is not a sign of binary data.
+  const text = new TextDecoder('utf-8', { fatal: false }).decode(bytes).replace(/\ufffd$/, '');
   if (text.length < 8 || text.includes('\ufffd')) return null;
   const plain = text.match(/[\p{L}\p{N}\p{P}\s]/gu)?.length ?? 0;
   return plain / text.length >= 0.85 && /\p{L}{3}/u.test(text) ? text : null;
 }
 
+/** How much of one encoded run is decoded: an instruction sits at its start, a large blob (an image) is data. */
+const MAX_DECODED_CHARS = 8192;
+
 /** The text of every base64 or hex run that decodes to readable text. */
 function decodedRuns(text: string): string[] {
   const decoded: string[] = [];
   for (const [run] of text.matchAll(BASE64_RUN)) {
-    const found = readable(Buffer.from(run.replace(/-/g, '+').replace(/_/g, '/'), 'base64'));
+    const head = run.slice(0, MAX_DECODED_CHARS).replace(/-/g, '+').replace(/_/g, '/');
+    const found = readable(Buffer.from(head, 'base64'));
     if (found) decoded.push(found);
   }
   for (const [run] of text.matchAll(HEX_RUN)) {
-    const pairs = run.replace(/\\x|0x|%/g, '').match(HEX_PAIR) ?? [];
+    const pairs =
+      run
+        .slice(0, MAX_DECODED_CHARS)
+        .replace(/\\x|0x|%/g, '')
+        .match(HEX_PAIR) ?? [];
     const found = readable(Buffer.from(pairs.join(''), 'hex'));
     if (found) decoded.push(found);
   }
