@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -179,7 +180,35 @@ describe('guardrails (e2e)', () => {
     await send('Pode verificar de novo?', sessionId);
     expect(fake.requestsFor('agent')).toHaveLength(2);
     for (const request of fake.requests) expect(JSON.stringify(request.body)).not.toContain('4111 1111');
-    expect(JSON.stringify(fake.requestsFor('agent')[1].body)).toContain('no cartão [CARD]');
+    expect(JSON.stringify(fake.requestsFor('agent')[1].body)).toContain('no cartão 411111******1111');
+  });
+
+  it('keeps a message blocked for its size as its length and hash: 30 such turns leave a small checkpoint', async () => {
+    const sessionId = uniqueId('size');
+    const sent: string[] = [];
+    for (let turn = 1; turn <= 30; turn++) {
+      const text = `${turn} Minha fatura veio errada e eu preciso de ajuda. `.repeat(700).slice(0, 32000);
+      sent.push(text);
+      const res = await send(text, sessionId);
+      expect(res.body).toMatchObject({ blocked: true, turn });
+    }
+    const [head] = await app.dataSource.query<{ state: string }[]>(
+      'SELECT state::text AS state FROM checkpoints WHERE conversation_key = $1 ORDER BY version DESC LIMIT 1',
+      [`acme:${sessionId}`],
+    );
+    expect(head.state.length).toBeLessThan(40_000);
+    const state = JSON.parse(head.state) as {
+      user_text: string;
+      history: { role: string; content: string }[];
+    };
+    const hash = createHash('sha256').update(sent[29]).digest('hex');
+    expect(state.user_text).toBe(`[message withheld: 32000 characters, sha256 ${hash}]`);
+    const users = state.history.filter((m) => m.role === 'user');
+    expect(users.length).toBeGreaterThan(1);
+    for (const message of users) {
+      expect(message.content).toMatch(/^\[message withheld: 32000 characters, sha256 [0-9a-f]{64}\]$/);
+    }
+    expect(head.state).not.toContain('Minha fatura veio errada');
   });
 
   it('a 2 MB model answer is cut at a sentence end before the rails and storage, with its event', async () => {

@@ -67,7 +67,7 @@ describe('guardrails and judges configuration at start-up', () => {
       // No model in the deployment: nothing to ask and nothing to protect, so the deterministic parts decide
       // alone (PINJ's fail-closed posture applies to a model that fails, not to one that does not exist).
       const decisions = rows[0].payload.decisions;
-      expect(decisions.map((d) => d.code).sort()).toEqual(['DLEX_IN', 'INPUT_SIZE', 'MSK', 'PINJ', 'TOX']);
+      expect(decisions.map((d) => d.code).sort()).toEqual(['DLEX_IN', 'INPUT_SIZE', 'PINJ', 'TOX']);
       expect(decisions.every((d) => d.action === 'allow')).toBe(true);
       // A blatant attack is still stopped by the deterministic screen.
       const attack = await app.post('/v1/channels/web/messages', {

@@ -1,4 +1,5 @@
 export * from './config.errors';
+export * from './deployment-secrets';
 export * from './env';
 export * from './env.schema';
 export * from './messages';

@@ -175,6 +175,10 @@ export const memoryWriteResultSchema = z.object({
   discarded: z.number().int().optional(),
   skipped: z.string().optional(),
   error: z.string().optional(),
+  /** Facts the memory rails blocked, with the blocking rail codes: not stored. */
+  rejected: z
+    .array(z.object({ key: z.string(), category: z.string(), codes: z.array(z.string()) }))
+    .optional(),
 });
 export type MemoryWriteResult = z.output<typeof memoryWriteResultSchema>;
 
@@ -194,6 +198,10 @@ export const turnScratchSchema = z
     answer: z.string(),
     final_answer: z.string(),
     sanitized_input: z.string(),
+    /** What the personal-data policy masked or redacted in the message before the turn started. */
+    personal_data_masked: z.array(
+      z.object({ type: z.string(), action: z.enum(['mask', 'redact']), count: z.number().int() }),
+    ),
     blocked: z.boolean(),
     guardrail_decisions: z.array(railDecisionSchema),
     judge_results: z.array(judgeResultSchema),

@@ -1,11 +1,14 @@
 import type { AgentState } from './agent-state';
 
-/** Guardrail stages for content that enters a prompt from outside the conversation. */
-export type ScreenedStage = 'retrieval' | 'tool';
+/**
+ * Guardrail stages for content that enters a prompt from outside the conversation: knowledge passages, tool
+ * results, and the long-term memory facts a turn extracted (they enter every later session's prompt).
+ */
+export type ScreenedStage = 'retrieval' | 'tool' | 'memory';
 
 export interface ContentScreenRequest {
   stage: ScreenedStage;
-  /** Where the content comes from (a knowledge document, a tool name): recorded with the guardrail events. */
+  /** Where the content comes from (a knowledge document, a tool name, a fact's key): recorded with the events. */
   source: string;
   text: string;
   state: Readonly<AgentState>;

@@ -104,6 +104,8 @@ export interface EventPayloads {
   'long_term_memory.load.failed': { error: string };
   'long_term_memory.persist.completed': { saved: number };
   'long_term_memory.persist.failed': { error: string };
+  /** A fact the memory rails blocked: not stored. */
+  'long_term_memory.fact.rejected': { key: string; category: string; codes: string[] };
   'checkpoint.recovery.skip_corrupt': { version: number; reason: string };
   'checkpoint.recovery.clean_start': { skipped: number };
   'checkpoint.recovery.version_gap': {

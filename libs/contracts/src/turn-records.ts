@@ -11,7 +11,7 @@ import { DOMAIN_AGENT_NODES } from './route-decision';
 export const RAIL_ACTIONS = ['allow', 'sanitize', 'observe', 'retry', 'handover', 'block'] as const;
 export type RailAction = (typeof RAIL_ACTIONS)[number];
 
-export const RAIL_STAGES = ['input', 'output', 'retrieval', 'tool'] as const;
+export const RAIL_STAGES = ['input', 'output', 'retrieval', 'tool', 'memory'] as const;
 export type RailStage = (typeof RAIL_STAGES)[number];
 
 /**

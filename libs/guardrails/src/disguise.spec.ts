@@ -128,7 +128,7 @@ describe('the deterministic screen sees through disguise', () => {
 
 describe('screenForms', () => {
   it('keeps the folded text as written and adds the revealed forms', () => {
-    expect(screenForms('Olá  Mundo')).toEqual(['ola mundo']);
+    expect(screenForms('Olá  Mundo')[0]).toBe('ola mundo');
     expect(screenForms('і g n о r е')).toContain('ignore');
     expect(screenForms('a11 1nstruct10ns')).toEqual(
       expect.arrayContaining(['a11 1nstruct10ns', 'aii instructions', 'all lnstructlons']),

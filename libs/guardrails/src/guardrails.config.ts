@@ -3,6 +3,7 @@ import { RAIL_STAGES, RailStage } from './rail.types';
 import { RAIL_CATALOGUE } from './rails/catalogue';
 import { SERVICE_LANGUAGES, SERVICE_MESSAGES, ServiceLanguage } from '@agent/config';
 import { GuardrailMessages } from './messages';
+import { personalDataSchema } from './personal-data-policy';
 
 export const GUARDRAILS_FILE = 'guardrails.yaml';
 
@@ -96,10 +97,13 @@ export const guardrailsFileSchema = z
       })
       .strict()
       .default({}),
+    /** Personal data in the customer's message, masked before anything else of the turn sees it. */
+    personal_data: personalDataSchema,
     input: stageSchema('input'),
     output: stageSchema('output'),
     retrieval: stageSchema('retrieval'),
     tool: stageSchema('tool'),
+    memory: stageSchema('memory'),
   })
   .strict();
 

@@ -102,7 +102,7 @@ describe('GuardrailsService input rails', () => {
     const h = harness();
     const screens = await h.service.runInput({ user_text: 'Minha fatura veio alta' });
     expect(screens).toMatchObject({ blocked: false, sanitizedText: 'Minha fatura veio alta' });
-    expect(screens.decisions.map((d) => d.code)).toEqual(['INPUT_SIZE', 'PINJ', 'TOX', 'DLEX_IN', 'MSK']);
+    expect(screens.decisions.map((d) => d.code)).toEqual(['INPUT_SIZE', 'PINJ', 'TOX', 'DLEX_IN']);
     expect(h.guardrailCalls()).toHaveLength(0);
     expect(names(h)).not.toContain('guardrails.input.completed');
 
@@ -153,12 +153,41 @@ describe('GuardrailsService input rails', () => {
     );
   });
 
-  it('masks card numbers before the model sees the message', async () => {
+  it('masks personal data under the policy of the tenant before the turn sees the message', async () => {
+    const h = harness({
+      ...loadYamlFile(SHIPPED, guardrailsFileSchema),
+      personal_data: { email: 'redact', tenants: { acme: { card: 'redact', email: 'allow' } } },
+    });
+    const text = 'cartão 4111 1111 1111 1111, email ana@exemplo.com';
+    expect(h.service.protectMessage(text, 'globex', 'telecom_contas')).toEqual({
+      text: 'cartão 411111******1111, email [EMAIL]',
+      findings: [
+        { type: 'card', action: 'mask', count: 1 },
+        { type: 'email', action: 'redact', count: 1 },
+      ],
+    });
+    expect(h.service.protectMessage(text, 'acme', 'telecom_contas').text).toBe(
+      'cartão [CARD], email ana@exemplo.com',
+    );
+    // What the entry masked is recorded as an MSK decision of the input stage, with its GRL event.
+    const { screens } = await input(h, {
+      user_text: 'meu cartão 411111******1111 foi cobrado',
+      personal_data_masked: [{ type: 'card', action: 'mask', count: 1 }],
+    });
+    expect(screens.decisions[0]).toMatchObject({ code: 'MSK', action: 'sanitize', allowed: true });
+    expect(names(h)).toContain('GRL.003');
+  });
+
+  it('removes invisible characters from what the models see, and keeps an oversized message as its hash', async () => {
     const h = harness();
-    const { screens } = await input(h, { user_text: 'meu cartão 4111 1111 1111 1111 foi cobrado' });
-    expect(screens).toMatchObject({ blocked: false, sanitizedText: 'meu cartão [CARD] foi cobrado' });
-    expect(h.guardrailCalls()).toHaveLength(1);
-    expect(JSON.stringify(h.guardrailCalls()[0].messages)).not.toContain('4111');
+    const hidden = await h.service.runInput({ user_text: 'minha\u200b fatura\u2060 veio alta' });
+    expect(hidden.sanitizedText).toBe('minha fatura veio alta');
+    const long = 'Minha fatura veio errada. '.repeat(1000);
+    const oversized = await h.service.runInput({ user_text: long });
+    expect(oversized.blocked).toBe(true);
+    expect(oversized.withheldText).toMatch(
+      new RegExp(`^\\[message withheld: ${long.length} characters, sha256 [0-9a-f]{64}\\]$`),
+    );
   });
 
   it('blocks on a confident model verdict, with the message of its rail, and only observes a hesitant one', async () => {
@@ -393,7 +422,7 @@ describe('GuardrailsService.superviseOutput', () => {
     );
     expect(masked).toMatchObject({
       supervisor_action: 'sanitize',
-      answer: 'O cartão **** **** **** 1111 está ativo.',
+      answer: 'O cartão 411111******1111 está ativo.',
     });
   });
 

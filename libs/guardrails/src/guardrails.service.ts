@@ -4,6 +4,7 @@ import {
   appConfig,
   ConfigFileError,
   ConfigFilesService,
+  deploymentSecrets,
   guardrailsConfig,
   loadYamlFile,
   PerAgent,
@@ -33,16 +34,20 @@ import { ModelStage } from './model-stage';
 import { aggregateAction, decisionsOf, firstWith, guidanceOf } from './output-supervisor';
 import { isApproving, isTerminal, RAIL_STAGES, RailAction, RailResult, RailStage } from './rail.types';
 import { RAIL_CATALOGUE } from './rails/catalogue';
-import { cutAtSentence } from './text';
+import type { RailEnvironment } from './rails/rail-definition';
+import { applyPolicy, policyFor, ProtectedText } from './personal-data-policy';
+import { cutAtSentence, withheldPlaceholder, withoutInvisible } from './text';
 import { LlmVerdictClient } from './rails/model-verdict';
 
 export interface InputGuardrailsResult {
   blocked: boolean;
   decisions: RailDecision[];
-  /** Input after sanitizing rails (masking). */
+  /** Input after sanitizing rails, without invisible characters: what every prompt sees. */
   sanitizedText: string;
   /** The safe user message when blocked. */
   message?: string;
+  /** What the history keeps of a message blocked for its size: its length and hash, never its text. */
+  withheldText?: string;
 }
 
 /** The guardrail model's input verdict (see `inputVerdict`). */
@@ -72,7 +77,7 @@ const GRL_BY_ACTION: Record<RailAction, GrlEvent> = {
 const GRL_FAIL_CLOSED: GrlEvent = 'GRL.008';
 const GRL_SUMMARY: GrlEvent = 'GRL.009';
 
-const SCREENED_STAGES: readonly ScreenedStage[] = ['retrieval', 'tool'];
+const SCREENED_STAGES: readonly ScreenedStage[] = ['retrieval', 'tool', 'memory'];
 
 /** Routes whose answer is a session-control message: never rewritten by output rails. */
 const SESSION_CONTROL_ROUTES = new Set(['human_handoff', 'end_session']);
@@ -101,6 +106,8 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
   private readonly notConfiguredReported = new Set<string>();
   /** Stages some part of the runtime asked to run (see `contentScreen`). */
   private readonly screenedStages = new Set<ScreenedStage>();
+  /** What the rails know of the deployment: its secrets, which no answer may repeat. */
+  private readonly environment: RailEnvironment = { secrets: deploymentSecrets() };
 
   constructor(
     files: ConfigFilesService,
@@ -136,7 +143,7 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
       RAIL_STAGES.map((stage) => [
         stage,
         config.stages[stage].map((entry) => ({
-          rail: requireDefinition(entry.code).create(entry.params),
+          rail: requireDefinition(entry.code).create(entry.params, this.environment),
           failClosed: entry.fail_closed ?? file.fail_closed,
           timeoutMs: entry.timeout_ms ?? file.timeout_ms,
         })),
@@ -220,8 +227,8 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
   }
 
   /**
-   * The retrieval and tool guardrails as the port the agents take; asking for it records that both stages
-   * run (checked at start-up).
+   * The retrieval, tool and memory guardrails as the port the agents and long-term memory take; asking for it
+   * records that these stages run (checked at start-up).
    */
   contentScreen(): ContentScreen {
     for (const stage of SCREENED_STAGES) this.screenedStages.add(stage);
@@ -229,16 +236,22 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
   }
 
   /**
-   * Retrieval and tool content through its stage's rails: the text after sanitization, or blocked. Each
-   * decision's GRL event carries the stage and the content's source.
+   * Retrieval, tool and memory content through its stage's rails: the text after sanitization, or blocked. Each
+   * decision's GRL event carries the stage and the content's source. A memory fact is first masked under the
+   * tenant's personal-data policy, as the customer's message was.
    */
-  async screenContent({ stage, source, text, state }: ContentScreenRequest): Promise<ContentScreenResult> {
+  async screenContent(request: ContentScreenRequest): Promise<ContentScreenResult> {
+    const { stage, source, state } = request;
+    const text =
+      stage === 'memory'
+        ? this.protectMessage(request.text, state.tenant_id ?? '', state.agent_id ?? '').text
+        : request.text;
     if (this.policy(state).rails[stage].length === 0) return { blocked: false, text, codes: [] };
     const outcome = await this.runStage({ stage, text, state, source });
     const blocking = outcome.results.filter((r) => !isApproving(r.action));
     return {
       blocked: blocking.length > 0,
-      text: blocking.length > 0 ? text : outcome.text,
+      text: blocking.length > 0 ? text : withoutInvisible(outcome.text),
       codes: blocking.map((r) => r.code),
     };
   }
@@ -252,9 +265,9 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
     const text = state.user_text ?? '';
     const { executor, rails, config } = this.policy(state);
     const outcome = await executor.run(rails.input, { stage: 'input', text, state });
-    const decisions = decisionsOf(outcome);
+    const decisions = [...this.maskingDecisions(state), ...decisionsOf(outcome)];
     const blocking = outcome.results.filter((r) => !isApproving(r.action));
-    const sanitizedText = blocking.length > 0 ? text : outcome.text;
+    const sanitizedText = withoutInvisible(blocking.length > 0 ? text : outcome.text);
     if (blocking.length > 0 || this.askedModel('input', sanitizedText, state).length === 0) {
       this.emitInputCompleted(decisions, blocking);
     }
@@ -265,7 +278,44 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
       ...(blocking.length > 0
         ? { message: inputBlockedMessage(config.messages, fastestFirst(outcome, blocking)) }
         : {}),
+      ...(blocking.some((r) => r.code === 'INPUT_SIZE') ? { withheldText: withheldPlaceholder(text) } : {}),
     };
+  }
+
+  /**
+   * The customer's message under the personal-data policy of its tenant (guardrails.yaml `personal_data`, the
+   * agent_id's file): what the turn, its fingerprint and everything stored see instead of the text as sent.
+   */
+  protectMessage(text: string, tenantId: string, agentId: string): ProtectedText {
+    return applyPolicy(text, policyFor(this.policies.for(agentId).config.file.personal_data, tenantId));
+  }
+
+  /** The entry masking of the turn's message as an MSK decision, with its GRL event. */
+  private maskingDecisions(state: AgentState): RailDecision[] {
+    const findings = state.personal_data_masked ?? [];
+    if (findings.length === 0) return [];
+    const decision: RailDecision = {
+      code: 'MSK',
+      stage: 'input',
+      allowed: true,
+      action: RailAction.SANITIZE,
+      reason: `personal_data policy: ${findings.map((f) => `${f.count} ${f.type} ${f.action}ed`).join(', ')}`,
+      latency_ms: 0,
+      metadata: {
+        source: 'personal_data',
+        types: findings.map((f) => f.type),
+        count: findings.reduce((sum, f) => sum + f.count, 0),
+      },
+    };
+    this.events.emit(GRL_BY_ACTION.sanitize, {
+      stage: 'input',
+      code: decision.code,
+      action: decision.action,
+      reason: decision.reason,
+      latency_ms: 0,
+      metadata: decision.metadata,
+    });
+    return [decision];
   }
 
   /**

@@ -1,5 +1,7 @@
+import { createHash } from 'node:crypto';
 import unhomoglyph from 'unhomoglyph';
 import { foldText } from '@agent/contracts';
+import { INVISIBLE_CHARACTERS } from './personal-data';
 
 const FORMAT_CHARACTERS = /\p{Cf}/gu;
 const NON_ASCII_LETTER = /[^\p{ASCII}]/gu;
@@ -64,6 +66,99 @@ function foldLeet(text: string, one: 'i' | 'l'): string {
   });
 }
 
+/** Unicode tag characters (U+E0020–U+E007E): ASCII spelled invisibly, 0xE0000 above the letter it hides. */
+const TAG_CHARACTERS = /[\u{e0020}-\u{e007e}]+/gu;
+/** A tag run right after the black flag emoji spells a subdivision flag (🏴 + "gbsct"), not hidden text. */
+const FLAG_TAGS = /\u{1f3f4}[\u{e0020}-\u{e007e}]+\u{e007f}?/gu;
+/** Four or more variation selectors in a row: bytes hidden after a visible character, never a glyph variant. */
+const SELECTOR_RUN = /[\ufe00-\ufe0f\u{e0100}-\u{e01ef}]{4,}/u;
+
+/** The ASCII text hidden in tag characters (flags aside); empty when there is none. */
+export function hiddenTagText(text: string): string {
+  const runs = text.replace(FLAG_TAGS, '').match(TAG_CHARACTERS) ?? [];
+  return runs
+    .map((run) => [...run].map((c) => String.fromCharCode((c.codePointAt(0) ?? 0) - 0xe0000)).join(''))
+    .join(' ')
+    .trim();
+}
+
+/** Whether the text carries data no reader sees: ASCII in tag characters, or a run of variation selectors. */
+export function hidesText(text: string): boolean {
+  return hiddenTagText(text) !== '' || SELECTOR_RUN.test(text);
+}
+
+/** The text without invisible characters: what a model may be sent. */
+export function withoutInvisible(text: string): string {
+  return text.replace(INVISIBLE_CHARACTERS, '');
+}
+
+/** What the history keeps of a message withheld for its size: its length and SHA-256, not its text. */
+export function withheldPlaceholder(text: string): string {
+  const hash = createHash('sha256').update(text).digest('hex');
+  return `[message withheld: ${text.length} characters, sha256 ${hash}]`;
+}
+
+const BASE64_RUN = /[A-Za-z0-9+/_-]{16,}={0,2}/g;
+const HEX_RUN = /(?:(?:\\x|0x|%)?[0-9a-fA-F]{2}[\s,:]?){8,}/g;
+const HEX_PAIR = /[0-9a-fA-F]{2}/g;
+
+/** Decoded bytes that read as text: valid UTF-8, at least 85% letters, digits, punctuation or spaces. */
+function readable(bytes: Buffer): string | null {
+  // A character cut at the end of a run decoded in part is not a sign of binary data.
+  const text = new TextDecoder('utf-8', { fatal: false }).decode(bytes).replace(/\ufffd$/, '');
+  if (text.length < 8 || text.includes('\ufffd')) return null;
+  const plain = text.match(/[\p{L}\p{N}\p{P}\s]/gu)?.length ?? 0;
+  return plain / text.length >= 0.85 && /\p{L}{3}/u.test(text) ? text : null;
+}
+
+/** How much of one encoded run is decoded: an instruction sits at its start, a large blob (an image) is data. */
+const MAX_DECODED_CHARS = 8192;
+
+/** The text of every base64 or hex run that decodes to readable text. */
+function decodedRuns(text: string): string[] {
+  const decoded: string[] = [];
+  for (const [run] of text.matchAll(BASE64_RUN)) {
+    const head = run.slice(0, MAX_DECODED_CHARS).replace(/-/g, '+').replace(/_/g, '/');
+    const found = readable(Buffer.from(head, 'base64'));
+    if (found) decoded.push(found);
+  }
+  for (const [run] of text.matchAll(HEX_RUN)) {
+    const pairs =
+      run
+        .slice(0, MAX_DECODED_CHARS)
+        .replace(/\\x|0x|%/g, '')
+        .match(HEX_PAIR) ?? [];
+    const found = readable(Buffer.from(pairs.join(''), 'hex'));
+    if (found) decoded.push(found);
+  }
+  return decoded;
+}
+
+function rot13(text: string): string {
+  return text.replace(/[a-z]/gi, (c) => {
+    const base = c <= 'Z' ? 65 : 97;
+    return String.fromCharCode(((c.charCodeAt(0) - base + 13) % 26) + base);
+  });
+}
+
+const reversed = (text: string) => [...text].reverse().join('');
+
+/**
+ * What the text may hide from a reader but not from a model: text in tag characters, base64 and hex runs,
+ * ROT13, and the text read backwards (whole, and word by word).
+ */
+function hiddenForms(text: string): string[] {
+  const visible = withoutInvisible(text);
+  const forms = [
+    ...decodedRuns(visible),
+    rot13(visible),
+    reversed(visible),
+    visible.replace(/\p{L}+/gu, reversed),
+  ];
+  const tags = hiddenTagText(text);
+  return tags ? [tags, ...forms] : forms;
+}
+
 /**
  * The forms of the texts screened last: the input rails screen the same message one after the other (PINJ, TOX,
  * DLEX_IN), and the next turn's split check screens it again as the previous message. Bounded in count and in
@@ -72,13 +167,14 @@ function foldLeet(text: string, one: 'i' | 'l'): string {
 const RECENT_FORMS = new Map<string, readonly string[]>();
 const RECENT_FORMS_SIZE = 256;
 /** Of the text and its forms together: folding can make a text much longer (NFKC expands some characters 18×). */
-const RECENT_FORMS_MAX_CHARS = 16384;
+const RECENT_FORMS_MAX_CHARS = 32768;
 
 /**
- * The forms a deterministic screen tests, all folded (see `foldText`): the text as written, and the text
- * with its disguises undone — NFKC and invisible format characters first, then confusable letters to their
- * Latin skeleton, letters spelled out with spaces or dots rejoined and leetspeak folded ("1" read as "i" and
- * as "l"). A pattern that matches any form matches the text.
+ * The forms a deterministic screen tests, all folded (see `foldText`): the text as written; the text with its
+ * disguises undone — NFKC and invisible format characters first, then confusable letters to their Latin
+ * skeleton, letters spelled out with spaces or dots rejoined and leetspeak folded ("1" read as "i" and as "l");
+ * and what it hides (`hiddenForms`: tag characters, base64 and hex, ROT13, reversed text). A pattern that
+ * matches any form matches the text.
  */
 export function screenForms(text: string): readonly string[] {
   const known = RECENT_FORMS.get(text);
@@ -86,7 +182,12 @@ export function screenForms(text: string): readonly string[] {
   const plain = foldText(text);
   const revealed = rejoinSpacedLetters(latinSkeleton(text.normalize('NFKC').replace(FORMAT_CHARACTERS, '')));
   const forms = Object.freeze([
-    ...new Set([plain, foldText(foldLeet(revealed, 'i')), foldText(foldLeet(revealed, 'l'))]),
+    ...new Set([
+      plain,
+      foldText(foldLeet(revealed, 'i')),
+      foldText(foldLeet(revealed, 'l')),
+      ...hiddenForms(text).map(foldText),
+    ]),
   ]);
   if (forms.reduce((chars, form) => chars + form.length, text.length) <= RECENT_FORMS_MAX_CHARS) {
     const oldest = RECENT_FORMS.size >= RECENT_FORMS_SIZE ? RECENT_FORMS.keys().next() : null;

@@ -112,10 +112,15 @@ function identifier(text: string): string {
     .slice(0, 64);
 }
 
-/** One line, no control characters: values are rendered as `- key: value` lines into agent prompts. */
+/**
+ * One line, no control characters and no angle brackets: values are rendered as `- key: value` lines between
+ * the delimiters of the agent prompt's data block, which a value must never be able to close.
+ */
 function oneLine(text: string): string {
   return text
     .replace(/[\p{Cc}\p{Zl}\p{Zp}]+/gu, ' ')
+    .replace(/</g, '‹')
+    .replace(/>/g, '›')
     .replace(/\s+/g, ' ')
     .trim();
 }

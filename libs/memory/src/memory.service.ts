@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ConfigType } from '@nestjs/config';
 import { memoryConfig } from '@agent/config';
-import type { AgentState, LongTermMemory, MemoryWriteResult } from '@agent/contracts';
+import type { AgentState, ContentScreen, LongTermMemory, MemoryWriteResult } from '@agent/contracts';
 import { LlmService } from '@agent/llm';
 import { LongTermMemoryStore } from './long-term-memory.store';
 import {
@@ -11,7 +11,13 @@ import {
   validateExtraction,
 } from './memory-extraction';
 import { MemoryExtractionError } from './memory.errors';
-import type { LongTermMemoryItem, MemorySubject, SessionPurge, SubjectPurge } from './memory.types';
+import type {
+  LongTermMemoryItem,
+  MemoryFact,
+  MemorySubject,
+  SessionPurge,
+  SubjectPurge,
+} from './memory.types';
 
 export interface LoadedMemory {
   items: LongTermMemory[];
@@ -51,11 +57,13 @@ export class MemoryService {
   }
 
   /**
-   * Extracts durable facts from this turn's message with the memory_extraction profile and upserts them.
-   * Returns `{saved, discarded}`, or `{saved: 0, skipped: <reason>}` without a model call when there is
-   * nothing to do (handoff and end turns included).
+   * Extracts durable facts from this turn's message with the memory_extraction profile, passes each through the
+   * memory guardrails (`screen`: the screens, the model verdict, personal-data masking) and upserts those they
+   * let through, masked; a blocked fact is not stored and is listed in `rejected` with its rail codes.
+   * Returns `{saved, discarded, rejected?}`, or `{saved: 0, skipped: <reason>}` without a model call when there
+   * is nothing to do (handoff and end turns included).
    */
-  async persistTurn(state: AgentState): Promise<MemoryWriteResult> {
+  async persistTurn(state: AgentState, screen: ContentScreen): Promise<MemoryWriteResult> {
     if (!this.enabled) return { saved: 0, skipped: 'disabled' };
     const subject = subjectOf(state);
     if (!subject) return { saved: 0, skipped: 'no_subject' };
@@ -77,10 +85,9 @@ export class MemoryService {
     });
     if (!result.ok && result.reason === 'not_configured') return { saved: 0, skipped: 'llm_not_configured' };
     if (!result.ok) throw new MemoryExtractionError(result.reason, result.detail);
-    const { facts, discarded } = validateExtraction(
-      result.value.facts,
-      this.config.LONG_TERM_MEMORY_MIN_CONFIDENCE,
-    );
+    const extracted = validateExtraction(result.value.facts, this.config.LONG_TERM_MEMORY_MIN_CONFIDENCE);
+    const { facts, rejected } = await screenFacts(extracted.facts, state, screen);
+    const discarded = extracted.discarded;
     const saved =
       facts.length === 0
         ? 0
@@ -89,7 +96,7 @@ export class MemoryService {
             message_id: state.message_id ?? null,
             metadata: { extractor: this.config.LONG_TERM_MEMORY_LLM_PROFILE, turn: state.turn ?? null },
           });
-    return { saved, discarded };
+    return { saved, discarded, ...(rejected.length > 0 ? { rejected } : {}) };
   }
 
   /** Deletes a subject's memory in a tenant, of one agent or of every agent (privacy purge); returns how many. */
@@ -101,6 +108,36 @@ export class MemoryService {
   purgeSession(session: SessionPurge): Promise<number> {
     return this.store.purgeSession(session);
   }
+}
+
+/**
+ * Each fact through the memory guardrails, key and value together (a key can carry words too): the ones they let
+ * through with their value as masked, and the ones they blocked with the rail codes.
+ */
+async function screenFacts(
+  facts: readonly MemoryFact[],
+  state: AgentState,
+  screen: ContentScreen,
+): Promise<{ facts: MemoryFact[]; rejected: NonNullable<MemoryWriteResult['rejected']> }> {
+  const screened = await Promise.all(
+    facts.map(async (fact) => {
+      const label = `${fact.key}: `;
+      const result = await screen({
+        stage: 'memory',
+        source: `fact:${fact.key}`,
+        text: label + fact.value,
+        state,
+      });
+      const value = result.text.startsWith(label) ? result.text.slice(label.length) : result.text;
+      return { fact: { ...fact, value }, result };
+    }),
+  );
+  return {
+    facts: screened.filter((s) => !s.result.blocked && s.fact.value.trim() !== '').map((s) => s.fact),
+    rejected: screened
+      .filter((s) => s.result.blocked)
+      .map((s) => ({ key: s.fact.key, category: s.fact.category, codes: s.result.codes })),
+  };
 }
 
 /** Tenant, agent and subject key, all present; the subject key comes from the host (user_id), never the session. */

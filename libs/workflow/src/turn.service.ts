@@ -17,6 +17,7 @@ import {
   turnTransactionStatus,
   TURN_SCRATCH_KEYS,
 } from '@agent/contracts';
+import { GuardrailsService } from '@agent/guardrails';
 import { EventBusService, MetricsService, TurnContext, TurnContextStore } from '@agent/observability';
 import { IdempotencyKeyReusedError } from './workflow.errors';
 import { WorkflowService } from './workflow.service';
@@ -93,10 +94,15 @@ export class TurnService {
     private readonly workflow: WorkflowService,
     private readonly metrics: MetricsService,
     private readonly events: EventBusService,
+    private readonly guardrails: GuardrailsService,
   ) {}
 
-  async handle(input: TurnInput): Promise<TurnOutcome> {
+  async handle(sent: TurnInput): Promise<TurnOutcome> {
     const started = performance.now();
+    // Before anything else sees the message: from here on the turn, its fingerprint, its events and everything
+    // stored hold the text as the personal-data policy left it, never the card number as sent.
+    const masking = this.guardrails.protectMessage(sent.text, sent.tenant_id, sent.agent_id);
+    const input: TurnInput = { ...sent, text: masking.text };
     const conversationKey = conversationKeyOf(input.tenant_id, input.session_id);
     const identity: ConversationIdentity = {
       conversation_key: conversationKey,
@@ -133,7 +139,10 @@ export class TurnService {
       return await TurnContextStore.run(context, async () => {
         const loaded = await this.checkpoints.load(lease, 'carried over');
         const messageId = input.message_id ?? randomUUID();
-        const initial = this.initialState(loaded?.state ?? {}, input, conversationKey, turn, messageId);
+        const initial: AgentState = {
+          ...this.initialState(loaded?.state ?? {}, input, conversationKey, turn, messageId),
+          ...(masking.findings.length > 0 ? { personal_data_masked: masking.findings } : {}),
+        };
         let final: AgentState;
         try {
           final = await this.workflow.runTurn(initial);

@@ -161,7 +161,10 @@ export class WorkflowService {
     if (!result.blocked) {
       return { sanitized_input: result.sanitizedText, guardrail_decisions: result.decisions };
     }
-    return inputBlocked(state, result.message ?? '', result.decisions);
+    const blocked = inputBlocked(state, result.message ?? '', result.decisions);
+    // An oversized message is kept as its length and hash: its text would bloat every later checkpoint.
+    const withheld = result.withheldText;
+    return withheld === undefined ? blocked : { ...blocked, user_text: withheld, sanitized_input: withheld };
   }
 
   private async loadLongTermMemory(state: AgentState): Promise<NodePatch> {
@@ -382,7 +385,8 @@ export class WorkflowService {
 
   private async persistLongTermMemory(state: AgentState): Promise<NodePatch> {
     try {
-      const result = await this.memory.persistTurn(state);
+      const result = await this.memory.persistTurn(state, this.screen);
+      for (const fact of result.rejected ?? []) this.events.emit('long_term_memory.fact.rejected', fact);
       this.events.emit('long_term_memory.persist.completed', { saved: result.saved });
       return { long_term_memory_write_result: result };
     } catch (error) {

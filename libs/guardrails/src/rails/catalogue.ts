@@ -2,6 +2,7 @@ import { coherenceRail } from './coherence.rail';
 import { complianceRail } from './compliance.rail';
 import { dataExfiltrationInputRail, dataLeakOutputRail } from './data-exfiltration.rail';
 import { inputSizeRail } from './input-size.rail';
+import { linksRail } from './links.rail';
 import { maskingRail } from './masking.rail';
 import { prematurePromiseRail } from './premature-promise.rail';
 import { promptInjectionOutputRail, promptInjectionRail } from './prompt-injection.rail';
@@ -20,6 +21,7 @@ export const RAIL_CATALOGUE: ReadonlyMap<string, RailDefinition> = new Map(
     maskingRail,
     dataLeakOutputRail,
     promptInjectionOutputRail,
+    linksRail,
     prematurePromiseRail,
   ].map((definition) => [definition.code, definition]),
 );

@@ -1,12 +1,19 @@
 import { z } from 'zod';
 import type { AgentState } from '@agent/contracts';
-import { findPii, maskCardKeepingLast4, PiiMatch, placeholder, replacePii, digitsOnly } from '../pii';
+import {
+  findPersonalData,
+  partialMask,
+  PersonalDataMatch,
+  PersonalDataType,
+  placeholder,
+  replacePersonalData,
+} from '../personal-data';
 import { RailAction, RailEvaluation } from '../rail.types';
-import { firstMatch, screenForms } from '../text';
+import { firstMatch, screenForms, withoutInvisible } from '../text';
 import { llmParamsShape } from './model-verdict';
 import { defineRail } from './rail-definition';
 
-/** Attempts to obtain other people's or bulk data (folded text, Portuguese, English, Spanish and German). */
+/** Attempts to obtain other people's or bulk data (folded text, Portuguese, English, Spanish, German, French and Italian). */
 export const EXFILTRATION_PATTERNS: readonly RegExp[] = [
   /\b(liste|listar|lista|mostre|mostrar|mostra|exporte|exportar|extraia|extrair|baixe|baixar|envie|enviar|quero|me (passe|passa|de|da|envie|envia|mande|manda))\b.{0,15}\b(todos|todas)\b.{0,6}\b(os |as )?(dados|clientes|usuarios|contas|cpfs|senhas|emails|e-mails|telefones|cartoes|registros|assinantes|faturas)\b/,
   /\b(dados|cpf|cpfs|endereco|telefone|email|e-mail|fatura|faturas|senha|conta|cartao|pedidos?)\b.{0,12}\b(de|do|da|dos|das)\b.{0,4}\b(outr[oa]s? (clientes?|pessoas?|usuarios?|assinantes?|titulares?)|terceiros|todos os clientes)\b/,
@@ -17,6 +24,11 @@ export const EXFILTRATION_PATTERNS: readonly RegExp[] = [
   /\bselect \* from\b|\bunion select\b/,
   /\b(lista|listame|muestra|muestrame|exporta|extrae|descarga|envia|enviame|dame)\b.{0,15}\b(todos|todas)\b.{0,6}\b(los |las )?(datos|clientes|usuarios|cuentas|contrasenas|correos|telefonos|tarjetas|registros|abonados|facturas)\b/,
   /\b(zeige|zeig|liste|exportiere|extrahiere|schicke|schick|gib)\b.{0,15}\b(alle)\b.{0,10}\b(daten|kunden|kundendaten|benutzer|konten|passworter|e-mails|telefonnummern|karten|datensatze)\b/,
+  /\b(daten|adresse|rechnung|rechnungen|bestellungen?|konto|telefonnummer)\b.{0,12}\b(anderer|eines anderen|fremder) (kunden|personen|nutzer)\b/,
+  /\b(liste|affiche|montre|exporte|extrais|envoie|donne|telecharge)\b.{0,15}\b(tous|toutes)\b.{0,6}\b(les )?(donnees|clients|utilisateurs|comptes|mots de passe|e-mails|telephones|cartes|enregistrements|abonnes|factures)\b/,
+  /\b(donnees|adresse|facture|factures|commandes?|compte|telephone|e-mail)\b.{0,12}\b(des|d'un|d'une|de l')\b.{0,4}\b(autres? (clients?|personnes?|utilisateurs?|abonnes?)|tiers)\b/,
+  /\b(elenca|mostra|mostrami|esporta|estrai|invia|inviami|dammi|scarica)\b.{0,15}\b(tutti|tutte)\b.{0,6}\b(i |le |gli )?(dati|clienti|utenti|account|conti|password|e-mail|telefoni|carte|record|abbonati|fatture)\b/,
+  /\b(dati|indirizzo|fattura|fatture|ordini|ordine|conto|telefono|e-mail)\b.{0,12}\b(di|degli|dei|di un)\b.{0,4}\b(altr[io] (clienti|cliente|persone|utenti|abbonati)|terzi)\b/,
 ];
 
 const DLEX_IN_INSTRUCTION =
@@ -25,7 +37,7 @@ const DLEX_IN_INSTRUCTION =
 /** DLEX_IN: deterministic exfiltration screen, then the guardrail model. */
 export const dataExfiltrationInputRail = defineRail({
   code: 'DLEX_IN',
-  stages: ['input'],
+  stages: ['input', 'memory'],
   params: z.object({ ...llmParamsShape, llm: z.boolean().default(true) }).strict(),
   usesLlm: (params) => params.llm,
   create: (params) => ({
@@ -54,29 +66,57 @@ export const dataExfiltrationInputRail = defineRail({
   }),
 });
 
-/** Credentials and keys that must never reach a customer. */
+/** Credentials and keys that must never reach a customer, whatever deployment they belong to. */
 export const SECRET_PATTERNS: readonly RegExp[] = [
-  /\bsk-(proj-)?[A-Za-z0-9_-]{20,}\b/,
+  /\bsk-(proj-|ant-)?[A-Za-z0-9_-]{20,}\b/,
   /\bAKIA[0-9A-Z]{16}\b/,
+  /\bwhsec_[A-Za-z0-9+/=]{20,}/,
+  /\b(ghp|gho|github_pat|xox[abp]|glpat)[-_][A-Za-z0-9_-]{16,}/,
   /-----BEGIN [A-Z ]*PRIVATE KEY-----/,
   /\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\b/,
   /\b(password|passwd|senha|api[_ -]?key|secret|token|client[_ -]?secret)\s*[:=]\s*\S{6,}/i,
-  /\b(postgres(ql)?|mysql|mongodb(\+srv)?|redis):\/\/[^\s:/]+:[^\s@/]+@/i,
+  /\b(postgres(ql)?|mysql|mongodb(\+srv)?|redis|amqp|nats):\/\/[^\s:/]+:[^\s@/]+@/i,
 ];
 
-/** Every earlier user message and the current one: personal data the customer gave us themselves. */
-function customerProvidedDigits(state: Readonly<AgentState>): Set<string> {
-  const texts = [
-    state.user_text ?? '',
-    ...(state.history ?? []).filter((m) => m.role === 'user').map((m) => m.content),
-  ];
-  return new Set(texts.flatMap((t) => findPii(t, ['cpf', 'cnpj', 'card']).map((m) => digitsOnly(m.value))));
+/** The shortest configured secret matched by value: shorter ones would match ordinary words. */
+const MIN_SECRET_LENGTH = 8;
+
+/** Whether the answer holds one of the deployment's secret values (also with spaces or invisible characters). */
+function holdsDeploymentSecret(text: string, secrets: readonly string[]): boolean {
+  if (secrets.length === 0) return false;
+  const squeezed = withoutInvisible(text).replace(/\s+/g, '');
+  return secrets.some(
+    (secret) => secret.length >= MIN_SECRET_LENGTH && (text.includes(secret) || squeezed.includes(secret)),
+  );
 }
 
-/** DLEX_OUT's deterministic part: a secret blocks; card numbers and other people's CPF/CNPJ are masked. */
-function screenAnswer(text: string, state: Readonly<AgentState>, template: string): RailEvaluation {
-  const secret = firstMatch(text, SECRET_PATTERNS);
-  if (secret) {
+/** Personal data the answer may repeat, by type and identity: what this conversation itself holds. */
+function knownPersonalData(state: Readonly<AgentState>): Set<string> {
+  const texts = [
+    state.user_text ?? '',
+    ...(state.history ?? []).map((m) => m.content),
+    ...(state.mcp_results ?? []).map((r) => JSON.stringify(r)),
+    ...(state.rag_results ?? []).map((r) => r.content),
+  ];
+  return new Set(texts.flatMap((t) => findPersonalData(t).map((m) => `${m.type}:${m.normalized}`)));
+}
+
+/** The classes checked for other people's data, and what an answer may always show of a card. */
+const FOREIGN_TYPES: readonly PersonalDataType[] = ['card', 'iban', 'cnpj', 'cpf', 'email', 'phone'];
+
+/**
+ * DLEX_OUT's deterministic part: a secret blocks (known credential formats, and the deployment's own keys and
+ * secrets by value); a card number is masked to its first six and last four digits; an IBAN, CPF, CNPJ, e-mail
+ * or phone number that this conversation did not bring (the customer's messages, earlier answers, this turn's
+ * tool results and passages) is someone else's and is masked. Pure over the answer's text and the state.
+ */
+function screenAnswer(
+  text: string,
+  state: Readonly<AgentState>,
+  template: string,
+  secrets: readonly string[],
+): RailEvaluation {
+  if (firstMatch(text, SECRET_PATTERNS) || holdsDeploymentSecret(text, secrets)) {
     return {
       action: RailAction.BLOCK,
       reason: 'the answer contains a secret or credential',
@@ -84,10 +124,10 @@ function screenAnswer(text: string, state: Readonly<AgentState>, template: strin
       metadata: { source: 'screen', kind: 'secret' },
     };
   }
-  const own = customerProvidedDigits(state);
+  const known = knownPersonalData(state);
   const leaking = (current: string) =>
-    findPii(current, ['card', 'cnpj', 'cpf']).filter(
-      (m) => m.type === 'card' || !own.has(digitsOnly(m.value)),
+    findPersonalData(current, { types: FOREIGN_TYPES }).filter(
+      (m) => m.type === 'card' || !known.has(`${m.type}:${m.normalized}`),
     );
   const leaks = leaking(text);
   if (leaks.length === 0) {
@@ -97,12 +137,11 @@ function screenAnswer(text: string, state: Readonly<AgentState>, template: strin
       metadata: { source: 'screen' },
     };
   }
-  const mask = (m: PiiMatch) =>
-    m.type === 'card' ? maskCardKeepingLast4(m.value) : placeholder(template, m.type);
+  const mask = (m: PersonalDataMatch) => (m.type === 'card' ? partialMask(m) : placeholder(template, m.type));
   return {
     action: RailAction.SANITIZE,
     reason: `masked ${leaks.length} personal data item(s) in the answer`,
-    sanitize: (current) => replacePii(current, leaking(current), mask),
+    sanitize: (current) => replacePersonalData(current, leaking(current), mask),
     metadata: { source: 'screen', types: [...new Set(leaks.map((m) => m.type))] },
   };
 }
@@ -111,7 +150,7 @@ const DLEX_OUT_INSTRUCTION =
   'block an answer disclosing secrets, credentials, internal systems, or personal data of anyone but this customer.';
 
 /**
- * DLEX_OUT: secrets block the answer; card numbers, and CPF/CNPJ the customer did not give us, are masked
+ * DLEX_OUT: secrets block the answer; card numbers, and personal data of anyone but this customer, are masked
  * (sanitize) rather than blocked, so the rest of a useful answer survives.
  */
 export const dataLeakOutputRail = defineRail({
@@ -125,7 +164,7 @@ export const dataLeakOutputRail = defineRail({
     })
     .strict(),
   usesLlm: (params) => params.llm,
-  create: (params) => ({
+  create: (params, environment) => ({
     code: 'DLEX_OUT',
     modelCheck: () =>
       params.llm
@@ -135,6 +174,7 @@ export const dataLeakOutputRail = defineRail({
             blockAction: RailAction.BLOCK,
           }
         : null,
-    evaluate: ({ text, state }) => Promise.resolve(screenAnswer(text, state, params.placeholder)),
+    evaluate: ({ text, state }) =>
+      Promise.resolve(screenAnswer(text, state, params.placeholder, environment.secrets)),
   }),
 });

@@ -1,31 +1,46 @@
 import { z } from 'zod';
-import { findPii, PII_TYPES, PiiType, placeholder, replacePii } from '../pii';
+import {
+  findPersonalData,
+  isPhoneRegion,
+  PERSONAL_DATA_TYPES,
+  PersonalDataType,
+  placeholder,
+  replacePersonalData,
+} from '../personal-data';
 import { RailAction } from '../rail.types';
 import { defineRail } from './rail-definition';
 
-/** MSK: masks CPF/CNPJ, e-mail, phone and card numbers (sanitize, deterministic). */
+/**
+ * MSK: masks cards, IBANs, CPF/CNPJ, e-mail and phone numbers in content from outside the conversation (passages,
+ * tool results) and in answers (sanitize, deterministic). The customer's own message is masked before the turn
+ * starts, by guardrails.yaml `personal_data`.
+ */
 export const maskingRail = defineRail({
   code: 'MSK',
-  stages: ['input', 'output', 'retrieval', 'tool'],
+  stages: ['output', 'retrieval', 'tool', 'memory'],
   params: z
     .object({
       types: z
-        .array(z.enum(PII_TYPES))
+        .array(z.enum(PERSONAL_DATA_TYPES))
         .min(1)
-        .default([...PII_TYPES]),
-      /** `{type}` becomes CPF, CNPJ, EMAIL, PHONE or CARD. */
+        .default([...PERSONAL_DATA_TYPES]),
+      /** `{type}` becomes CARD, IBAN, CPF, CNPJ, EMAIL or PHONE. */
       placeholder: z.string().min(1).default('[{type}]'),
+      /** How a phone number without a country code is read. */
+      phone_region: z.string().refine(isPhoneRegion, 'expected a country code (BR, US, …)').default('BR'),
     })
     .strict(),
   usesLlm: () => false,
   create: (params) => {
-    const types: readonly PiiType[] = params.types;
+    const options = { types: params.types as readonly PersonalDataType[], phoneRegion: params.phone_region };
     const mask = (text: string) =>
-      replacePii(text, findPii(text, types), (m) => placeholder(params.placeholder, m.type));
+      replacePersonalData(text, findPersonalData(text, options), (m) =>
+        placeholder(params.placeholder, m.type),
+      );
     return {
       code: 'MSK',
       evaluate: ({ text }) => {
-        const found = findPii(text, types);
+        const found = findPersonalData(text, options);
         if (found.length === 0) {
           return Promise.resolve({ action: RailAction.ALLOW, reason: 'no personal data', metadata: {} });
         }

@@ -1,5 +1,14 @@
 import { z } from 'zod';
 import type { Rail, RailStage } from '../rail.types';
+
+/** What a rail may need of the deployment besides its params. */
+export interface RailEnvironment {
+  /** The deployment's secret values (API keys, webhook secrets, the model key): never shown to a customer. */
+  secrets: readonly string[];
+}
+
+export const NO_ENVIRONMENT: RailEnvironment = { secrets: [] };
+
 /** A rail code of the catalogue: where it may run, its params schema and how to build it. */
 export interface RailDefinition {
   code: string;
@@ -8,7 +17,7 @@ export interface RailDefinition {
   params: z.ZodTypeAny;
   /** Whether this configuration calls the guardrail model (reported at start-up). */
   usesLlm(params: unknown): boolean;
-  create(params: unknown): Rail;
+  create(params: unknown, environment?: RailEnvironment): Rail;
 }
 
 /** Keeps each rail's params typed inside its own file while the catalogue stays heterogeneous. */
@@ -17,13 +26,14 @@ export function defineRail<S extends z.ZodTypeAny>(definition: {
   stages: readonly RailStage[];
   params: S;
   usesLlm: (params: z.output<S>) => boolean;
-  create: (params: z.output<S>) => Rail;
+  create: (params: z.output<S>, environment: RailEnvironment) => Rail;
 }): RailDefinition {
   return {
     code: definition.code,
     stages: definition.stages,
     params: definition.params,
     usesLlm: (params) => definition.usesLlm(definition.params.parse(params) as z.output<S>),
-    create: (params) => definition.create(definition.params.parse(params) as z.output<S>),
+    create: (params, environment = NO_ENVIRONMENT) =>
+      definition.create(definition.params.parse(params) as z.output<S>, environment),
   };
 }

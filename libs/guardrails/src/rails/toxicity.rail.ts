@@ -6,7 +6,7 @@ import { llmParamsShape } from './model-verdict';
 import { defineRail } from './rail-definition';
 
 /**
- * Threats and abuse aimed at a person (folded text, Portuguese, English, Spanish and German). Frustration with the
+ * Threats and abuse aimed at a person (folded text, Portuguese, English, Spanish, German, French and Italian). Frustration with the
  * service ("que absurdo", "this is ridiculous") is not toxic: the sentiment judge tracks it instead.
  */
 export const TOXIC_PATTERNS: readonly RegExp[] = [
@@ -19,6 +19,8 @@ export const TOXIC_PATTERNS: readonly RegExp[] = [
   /\b(you|u) (idiot|moron|imbecile|bitch)\b/,
   /\b(te voy a|voy a) (matar|golpear|partir la cara)\b|\b(hijo de puta|hija de puta|vete a la mierda|pendejo de mierda)\b/,
   /\bich (bringe|bring|werde) dich (um|umbringen|toten|fertigmachen)\b|\b(fick dich|hurensohn|du arschloch|du vollidiot)\b/,
+  /\bje vais te (tuer|buter|defoncer|casser la gueule)\b|\b(va te faire foutre|fils de pute|nique ta mere|(espece de|sale|t'es un|tu es un) (connard|salaud|abruti|encule|idiot))\b/,
+  /\bti (ammazzo|uccido|spacco la faccia)\b|\b(vaffanculo|figlio di puttana|(sei un|sei una|brutto) (idiota|stronzo|stronza|coglione|imbecille|deficiente))\b/,
 ];
 
 const escapeRegex = (value: string) => value.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
@@ -29,7 +31,7 @@ const TOX_INSTRUCTION =
 /** TOX: deterministic threat/abuse screen, then the guardrail model. */
 export const toxicityRail = defineRail({
   code: 'TOX',
-  stages: ['input'],
+  stages: ['input', 'memory'],
   params: z
     .object({
       ...llmParamsShape,
