@@ -192,6 +192,8 @@ export const appEnvSchema = z.object({
   NODE_ENV: envEnum(['development', 'production', 'test'], 'development'),
   PORT: envNumber(3000, { min: 0, max: 65535, int: true }),
   LOG_LEVEL: envEnum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
+  /** `json` lines for collectors; `pretty` (pino-pretty, a development dependency) for a terminal. */
+  LOG_FORMAT: envEnum(['json', 'pretty'], 'json'),
   CONFIG_DIR: envString('config'),
   SHUTDOWN_GRACE_MS: envNumber(10000, { min: 0, int: true }),
   BODY_LIMIT_BYTES: envNumber(64 * 1024, { min: 1024, int: true }),
