@@ -117,6 +117,13 @@ describe(LlmService.name, () => {
     expect(fake.requests[0].body.max_tokens).toBe(80);
   });
 
+  it("prices a profile at its model's price from llm_profiles.yaml, and knows when there is none", () => {
+    expect(service.llm.priceOf('router')).toEqual({ model: 'router', currency: 'USD', input: 2, output: 8 });
+    expect(service.llm.priceOf('agent')).toBeNull();
+    // A profile the file lacks calls `default`, whose model has no price.
+    expect(service.llm.priceOf('no_such_profile')).toBeNull();
+  });
+
   it('falls back to the default profile for an unknown profile name', async () => {
     fake.script({ model: 'default', reply: { content: 'from default' } });
     const result = await service.llm.chat({

@@ -211,6 +211,17 @@ export class LlmService implements OnModuleInit, OnModuleDestroy {
     };
   }
 
+  /**
+   * What a call of `profile` costs per million tokens: the price llm_profiles.yaml gives the model the profile
+   * calls now, or null when the file prices no such model (or the profile has none).
+   */
+  priceOf(profile: string): { model: string; currency: string; input: number; output: number } | null {
+    const prices = this.files.llmProfiles.prices;
+    const model = this.resolveProfile(profile)?.model;
+    const price = prices && model !== undefined ? prices.models[model] : undefined;
+    return prices && model !== undefined && price ? { model, currency: prices.currency, ...price } : null;
+  }
+
   /** The profile a stage would use, or null when neither it nor `default` exists. */
   resolveProfile(requested: string): ResolvedProfile | null {
     const profiles = this.files.llmProfiles.profiles;
