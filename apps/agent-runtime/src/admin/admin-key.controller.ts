@@ -17,7 +17,11 @@ import { AdminKeyDto } from './admin.dto';
 @Controller('v1/admin/me')
 export class AdminKeyController {
   @Get()
-  @ApiOperation({ summary: 'The tenants the presented admin key serves (null: every tenant)' })
+  @ApiOperation({
+    summary: 'The tenants the presented admin key serves (null: every tenant)',
+    description:
+      'Asked without a key it answers only when authentication is off (`authentication: false`: any key signs in), and 401 otherwise; the console says so on its sign-in page.',
+  })
   @ApiOkResponse({ type: AdminKeyDto })
   me(@Req() request: FastifyRequest): AdminKeyDto {
     const principal = principalOf(request);

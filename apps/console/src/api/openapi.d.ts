@@ -28,7 +28,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The tenants the presented admin key serves (null: every tenant) */
+        /**
+         * The tenants the presented admin key serves (null: every tenant)
+         * @description Asked without a key it answers only when authentication is off (`authentication: false`: any key signs in), and 401 otherwise; the console says so on its sign-in page.
+         */
         get: operations["AdminKeyController_me"];
         put?: never;
         post?: never;
