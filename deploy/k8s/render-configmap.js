@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Renders deploy/k8s/configmap-files.yaml (ConfigMap `agent-runtime-config`) from the top-level config/*.yaml.
+// Renders deploy/k8s/base/configmap-files.yaml (ConfigMap `agent-runtime-config`) from the top-level config/*.yaml.
 //   node deploy/k8s/render-configmap.js          write it
 //   node deploy/k8s/render-configmap.js --check  exit 1 when it is out of date (CI)
 // The Deployment overlays these files on the image's config/ (prompts stay in the image). Re-render before
@@ -10,7 +10,7 @@ const YAML = require('yaml');
 
 const root = path.resolve(__dirname, '..', '..');
 const configDir = path.join(root, 'config');
-const target = path.join(__dirname, 'configmap-files.yaml');
+const target = path.join(__dirname, 'base', 'configmap-files.yaml');
 
 function render() {
   const data = {};
@@ -33,10 +33,12 @@ const rendered = render();
 if (process.argv.includes('--check')) {
   const current = fs.existsSync(target) ? fs.readFileSync(target, 'utf8') : '';
   if (current !== rendered) {
-    console.error('deploy/k8s/configmap-files.yaml is out of date: run node deploy/k8s/render-configmap.js');
+    console.error(
+      'deploy/k8s/base/configmap-files.yaml is out of date: run node deploy/k8s/render-configmap.js',
+    );
     process.exit(1);
   }
-  console.log('deploy/k8s/configmap-files.yaml is up to date');
+  console.log('deploy/k8s/base/configmap-files.yaml is up to date');
 } else {
   fs.writeFileSync(target, rendered);
   console.log(`wrote ${path.relative(root, target)}`);

@@ -12,6 +12,7 @@ const TENANT = `con${Date.now().toString(36)}`;
 const OTHER = `${TENANT}-other`;
 const STATS_TENANT = `${TENANT}-stats`;
 const LIST_TENANT = `${TENANT}-list`;
+const PHONE_TENANT = `${TENANT}-phone`;
 const ADMIN_KEY = 'console-admin-global';
 const TENANT_ADMIN_KEY = 'console-admin-tenant';
 const ADMIN = { authorization: `Bearer ${ADMIN_KEY}` };
@@ -21,8 +22,11 @@ const CHANNEL_KEYS: Record<string, string> = {
   [OTHER]: 'console-channel-other',
   [STATS_TENANT]: 'console-channel-stats',
   [LIST_TENANT]: 'console-channel-list',
+  [PHONE_TENANT]: 'console-channel-phone',
 };
 type StickinessStats = components['schemas']['StickinessStatsDto'];
+/** A phone's viewport width, CSS pixels. */
+const PHONE_WIDTH = 390;
 /** The console's page size. */
 const PAGE_SIZE = 25;
 
@@ -152,6 +156,7 @@ describe('operator console in Chromium', () => {
   it('refuses a wrong key and keeps nothing', async () => {
     await signIn('not-a-key');
     await expectVisible(page.getByRole('alert').filter({ hasText: 'This key was refused' }));
+    await expect(page.getByText('Authentication is off').count()).resolves.toBe(0);
     await screenshot(page, 'sign-in-refused');
     expect(await page.evaluate<number>('sessionStorage.length')).toBe(0);
     await expectVisible(page.getByLabel('Admin API key'));
@@ -475,8 +480,110 @@ describe('operator console in Chromium', () => {
       stats.profiles.map((p) => [p.profile, fixed(p.latency_p50_ms), fixed(p.latency_p95_ms)]),
     );
     expect(stats.profiles.every((p) => p.latency_p50_ms !== null)).toBe(true);
+    // The keyword stage decided every turn: no router model call in the period prices the avoided ones.
+    expect(stats.cost).toMatchObject({ currency: 'USD', router_call: null, saved: null, net_saved: null });
+    expect(await figure('Money saved')).toEqual([
+      '—',
+      'No router model call in this period to price the avoided ones by',
+      expect.stringMatching(/^\$[\d.]+ on priced model calls; no price for agent$/),
+    ]);
+    await expectEveryCategoryLabelled(page, stats);
     expect(page.url()).toContain('period=24h');
     await screenshot(page, 'stats');
+  });
+
+  it('works on a phone (390 px): sessions as readable rows, every chart labelled, the money stickiness saved', async () => {
+    fake.reset();
+    scriptStages(fake, {
+      'Qual é o meu plano?': { decision: 'ROUTE', confidence: 0.98 },
+      'e o que está incluso?': { decision: 'CONTINUE', confidence: 0.97 },
+      'quero outra coisa': { decision: 'ROUTE', confidence: 0.96 },
+      'pode encerrar': { decision: 'END_SESSION', confidence: 0.99 },
+      'quero falar com uma pessoa': { decision: 'HUMAN_HANDOFF', confidence: 0.99 },
+    });
+    const ids = [uniqueId('phone'), uniqueId('phone'), uniqueId('phone')];
+    // "quero outra coisa" has no keyword: the router's model decides it, which prices an avoided router call.
+    for (const text of ['Qual é o meu plano?', 'e o que está incluso?', 'quero outra coisa']) {
+      await say(ids[0], text, PHONE_TENANT);
+    }
+    for (const text of ['Qual é o meu plano?', 'pode encerrar']) await say(ids[1], text, PHONE_TENANT);
+    for (const text of ['Qual é o meu plano?', 'quero falar com uma pessoa']) {
+      await say(ids[2], text, PHONE_TENANT);
+    }
+
+    await page.setViewportSize({ width: PHONE_WIDTH, height: 844 });
+    await signIn(ADMIN_KEY);
+    await page.goto(`${app.baseUrl}/console/#/sessions?tenant=${PHONE_TENANT}`);
+    for (const id of ids) {
+      const row = page.locator('tbody tr').filter({ has: page.getByRole('link', { name: id }) });
+      await expectVisible(row);
+      // The session, its facts, its status and its last activity, all inside the screen.
+      for (const part of [
+        row.getByRole('link', { name: id }),
+        row.locator('.session-facts'),
+        row.locator('.badge'),
+      ]) {
+        await expectVisible(part);
+        const box = await part.first().boundingBox();
+        expect(box && box.x >= 0 && box.x + box.width <= PHONE_WIDTH).toBe(true);
+      }
+      await expectVisible(row.getByText(/ago$/));
+    }
+    await expect(page.locator('tbody tr').first().locator('.session-facts').textContent()).resolves.toContain(
+      PHONE_TENANT,
+    );
+    await expectNoSidewaysScroll(page);
+    await screenshot(page, 'sessions-390');
+
+    await page.goto(`${app.baseUrl}/console/#/stats?tenant=${PHONE_TENANT}&period=24h`);
+    const asked = page.waitForRequest((request) => request.url().includes(`tenant_id=${PHONE_TENANT}`));
+    await page.reload();
+    const period = new URL((await asked).url()).searchParams;
+    const stats = (await app.get<StickinessStats>(`/v1/admin/stats?${period.toString()}`, ADMIN)).body;
+    // The handoff and the end skip the router too.
+    expect(stats).toMatchObject({ turns: 7, router_calls_avoided: 3, router_calls: 1 });
+    expect(stats.decisions.map((d) => d.decision).sort()).toEqual([
+      'CONTINUE',
+      'END_SESSION',
+      'HUMAN_HANDOFF',
+      'ROUTE',
+    ]);
+    // Three avoided router calls at the price of the one made ($2 and $8 per million tokens, 420 and 20 tokens),
+    // less the classifier's calls ($0.4 and $1.6 per million, 310 and 14 tokens each).
+    const classifierCalls = stats.profiles.find((p) => p.profile === 'route_continuity')?.calls ?? 0;
+    const netSaved = (3 * (420 * 2 + 20 * 8)) / 1e6 - (classifierCalls * (310 * 0.4 + 14 * 1.6)) / 1e6;
+    // The API keeps a millionth of the currency unit.
+    expect(stats.cost.net_saved).toBeCloseTo(netSaved, 6);
+    const money = page
+      .locator('dl.figures > div')
+      .filter({ has: page.locator('dt').getByText('Money saved') });
+    await expectVisible(money);
+    const [shown, saving] = await money.locator('dd').allTextContents();
+    expect(Number(shown.replace(/[$,]/g, ''))).toBe(Number((stats.cost.net_saved ?? 0).toPrecision(3)));
+    expect(saving).toMatch(/^\$[\d.]+ on 3 router calls avoided, less \$[\d.]+ for the classifier$/);
+    await expectEveryCategoryLabelled(page, stats);
+    await expectNoSidewaysScroll(page);
+    await screenshot(page, 'stats-390');
+  });
+
+  it('says on the sign-in page when authentication is off, and then any key signs in', async () => {
+    const open = await startTestApp({ fakeLlm: fake, env: { CHANNEL_API_KEYS: '', ADMIN_API_KEYS: '' } });
+    try {
+      await page.setViewportSize({ width: PHONE_WIDTH, height: 844 });
+      await page.goto(`${open.baseUrl}/console/`);
+      await expectVisible(
+        page.getByRole('status').filter({ hasText: 'Authentication is off on this server' }),
+      );
+      await expectNoSidewaysScroll(page);
+      await screenshot(page, 'sign-in-authentication-off-390');
+      await page.getByLabel('Admin API key').fill('any-key-at-all');
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await expectVisible(page.getByRole('button', { name: 'Sign out' }));
+    } finally {
+      // The page's keep-alive connections would hold the server's close until they time out.
+      await page.close();
+      await open.close();
+    }
   });
 
   it("shows a tenant key only its tenant's sessions", async () => {
@@ -506,4 +613,31 @@ describe('operator console in Chromium', () => {
 
 async function expectVisible(locator: ReturnType<Page['getByText']>): Promise<void> {
   await locator.first().waitFor({ state: 'visible', timeout: 15_000 });
+}
+
+/** The page fits its viewport: nothing makes the reader scroll sideways. */
+async function expectNoSidewaysScroll(page: Page): Promise<void> {
+  const widths = await page.evaluate<{ page: number; viewport: number }>(
+    '({ page: document.documentElement.scrollWidth, viewport: document.documentElement.clientWidth })',
+  );
+  expect(widths.page).toBeLessThanOrEqual(widths.viewport);
+}
+
+/** Every category of the category charts is written in its chart (ECharts hides labels it finds crowded). */
+async function expectEveryCategoryLabelled(page: Page, stats: StickinessStats): Promise<void> {
+  const profiles = stats.profiles.map((p) => p.profile);
+  const charts: [string, string[]][] = [
+    ['Continuity decisions', [...new Set(stats.decisions.map((d) => d.decision))]],
+    ['Tokens by LLM profile', profiles],
+    ['Model time per turn by LLM profile (ms)', profiles],
+  ];
+  for (const [title, categories] of charts) {
+    const chart = page.getByRole('figure', { name: title });
+    await expectVisible(chart.locator('svg'));
+    const labels = await chart.locator('svg text').allTextContents();
+    expect({ title, missing: categories.filter((category) => !labels.includes(category)) }).toEqual({
+      title,
+      missing: [],
+    });
+  }
 }

@@ -1,3 +1,4 @@
+import type { components } from '../../apps/console/src/api/openapi';
 import { FakeLlmServer } from '../support/fake-llm';
 import { scriptStages } from '../support/scripted-stages';
 import { startTestApp, TestApp, uniqueId } from '../support/test-app';
@@ -9,30 +10,15 @@ const ADMIN = { authorization: 'Bearer admin-stats-global' };
 const SCOPED = { authorization: 'Bearer admin-stats-scoped' };
 const CHANNEL = { authorization: 'Bearer channel-stats' };
 
-interface Stats {
-  tenant_id: string | null;
-  from: string;
-  to: string;
-  bucket: string;
-  turns: number;
-  continuity_evaluated: number;
-  bypassed_turns: number;
-  bypass_rate: number | null;
-  router_calls: number;
-  router_calls_avoided: number;
-  decisions: { decision: string; accepted: boolean; count: number }[];
-  fallback_reasons: { reason: string; count: number }[];
-  shadow: { compared: number; agreed: number; agreement_rate: number | null };
-  turn_latency_ms: { p50: number | null; p95: number | null };
-  profiles: {
-    profile: string;
-    calls: number;
-    failures: number;
-    prompt_tokens: number;
-    completion_tokens: number;
-  }[];
-  series: { start: string; turns: number; bypassed_turns: number; router_calls: number }[];
-}
+/** The API's answer, as the committed OpenAPI document (and the console) type it. */
+type Stats = components['schemas']['StickinessStatsDto'];
+
+/** The test profiles' prices per million tokens (test/support/config/llm_profiles.yaml); the agent's has none. */
+const PRICES: Record<string, { input: number; output: number }> = {
+  router: { input: 2, output: 8 },
+  route_continuity: { input: 0.4, output: 1.6 },
+  guardrail: { input: 0.4, output: 1.6 },
+};
 
 interface TimelineTurn {
   route_bypassed: boolean;
@@ -146,6 +132,33 @@ describe('GET /v1/admin/stats (stickiness and cost over a period)', () => {
     expect(body.series).toHaveLength(hours);
     expect(body.series.reduce((sum, bucket) => sum + bucket.turns, 0)).toBe(6);
     expect(body.series.reduce((sum, bucket) => sum + bucket.bypassed_turns, 0)).toBe(3);
+
+    // Money: each profile's tokens at its model's price, the agent's unpriced; avoided router calls at the
+    // average router call of the period, less the classifier.
+    const costOf = (p: Stats['profiles'][number]) =>
+      (p.prompt_tokens * PRICES[p.profile].input + p.completion_tokens * PRICES[p.profile].output) / 1e6;
+    const priced = body.profiles.filter((p) => p.profile in PRICES);
+    const router = body.profiles.find((p) => p.profile === 'router');
+    const routerCall = router && router.calls > 0 ? costOf(router) / router.calls : null;
+    const classifier = (6 * (310 * 0.4 + 14 * 1.6)) / 1e6;
+    const saved =
+      body.router_calls_avoided === 0
+        ? 0
+        : routerCall === null
+          ? null
+          : body.router_calls_avoided * routerCall;
+    expect(body.cost).toEqual({
+      currency: 'USD',
+      total: expect.closeTo(
+        priced.reduce((sum, p) => sum + costOf(p), 0),
+        6,
+      ),
+      classifier: expect.closeTo(classifier, 6),
+      router_call: routerCall === null ? null : expect.closeTo(routerCall, 6),
+      saved: saved === null ? null : expect.closeTo(saved, 6),
+      net_saved: saved === null ? null : expect.closeTo(saved - classifier, 6),
+      unpriced_profiles: ['agent'],
+    });
   });
 
   it('counts only the turns inside the period', async () => {

@@ -16,11 +16,17 @@ interface Started {
   output: () => string;
 }
 
-async function npmStart(): Promise<Started> {
+async function npmStart(extraEnv: NodeJS.ProcessEnv = {}): Promise<Started> {
   const port = await freePort();
   // Migrated already: the first start of an empty directory is the CI smoke test's (scripts/smoke-embedded.sh).
   const dataDir = embeddedDataDir('npm-start-test-');
-  const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), DATA_DIR: dataDir, LOG_LEVEL: 'info' };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    PORT: String(port),
+    DATA_DIR: dataDir,
+    LOG_LEVEL: 'info',
+    ...extraEnv,
+  };
   delete env.DATABASE_URL;
   delete env.LLM_BASE_URL;
   const npm = spawn('npm', ['start'], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -88,7 +94,7 @@ describe('npm start', () => {
     started.push(run);
     const base = `http://127.0.0.1:${run.port}`;
 
-    // Decorator metadata survives the build: class-validator rejects a bad body field by field...
+    // Decorator metadata survives the build: the route schemas compiled from the DTOs reject a bad body field by field...
     const invalid = await fetch(`${base}/v1/channels/web/messages`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -131,9 +137,21 @@ describe('npm start', () => {
     expect(await portAnswers(run.port)).toBe(false);
   }, 240000);
 
-  it('SIGINT to the server pid stops it, its database and npm', async () => {
-    const run = await npmStart();
+  it('SIGINT to the server pid stops it, its database and npm; LOG_FORMAT=pretty logs readable lines', async () => {
+    const run = await npmStart({ LOG_FORMAT: 'pretty' });
     started.push(run);
+    expect(
+      await waitUntil(
+        () => new RegExp(`INFO: \\[Main\\] agent-runtime listening on port ${run.port}`).test(run.output()),
+        10000,
+      ),
+    ).toBe(true);
+    expect(
+      run
+        .output()
+        .split('\n')
+        .filter((line) => line.startsWith('{')),
+    ).toEqual([]);
     const server = processesOf(run.dataDir).find(({ cmdline }) =>
       cmdline.includes('agent-runtime/src/main.js'),
     );

@@ -1,4 +1,4 @@
-import { cpSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AgentState } from '@agent/contracts';
@@ -154,4 +154,44 @@ describe('product agent with RAG', () => {
       await app.dataSource.query('DELETE FROM rag_documents WHERE id = $1', [document.id]);
     }
   });
+});
+
+/**
+ * The RAG preconditions are start-up errors: a configuration that cannot work stops the service with a message
+ * naming what to fix, and never reaches a conversation as an empty retrieval.
+ */
+describe('RAG configuration that cannot work', () => {
+  const startError = (env: Record<string, string>) =>
+    startTestApp({ env }).then(
+      async (app) => {
+        await app.close();
+        return null;
+      },
+      (error: unknown) => (error instanceof Error ? error.message : String(error)),
+    );
+
+  it('stops the start-up on a missing knowledge directory, vector search without its model, or an unreadable file', async () => {
+    const missing = join(tmpdir(), uniqueId('no-knowledge'));
+    expect(await startError({ RAG_KNOWLEDGE_DIR: missing })).toBe(
+      `the knowledge base directory ${missing} (RAG_KNOWLEDGE_DIR) does not exist, and product_agent (namespace product) retrieve from it: create it, point RAG_KNOWLEDGE_DIR at it, or set RAG_INGEST_ON_START=false where another process ingests`,
+    );
+    // The test profiles have no `embedding` profile.
+    expect(await startError({ RAG_SEARCH_MODE: 'vector' })).toMatch(
+      /^RAG_SEARCH_MODE=vector needs an embedding model: set LLM_EMBEDDING_MODEL/,
+    );
+    const broken = mkdtempSync(join(tmpdir(), 'rag-broken-'));
+    mkdirSync(join(broken, 'product'));
+    writeFileSync(join(broken, 'product', 'precos.json'), '{"plano": ');
+    try {
+      expect(await startError({ RAG_KNOWLEDGE_DIR: broken })).toMatch(
+        new RegExp(
+          `^the knowledge base ${broken} cannot be ingested: cannot parse ${join(broken, 'product', 'precos.json')}`,
+        ),
+      );
+    } finally {
+      rmSync(broken, { recursive: true, force: true });
+    }
+    // Served only, nothing is ingested here: the directory another process ingests from need not exist.
+    expect(await startError({ RAG_KNOWLEDGE_DIR: missing, RAG_SERVE_ONLY: 'true' })).toBeNull();
+  }, 240000);
 });

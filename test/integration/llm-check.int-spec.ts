@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { freePort } from '../support/app-process';
 import { agentPolicyConfigDir, shippedConfig } from '../support/agent-policy-config';
 import { FakeLlmServer, FakeReply, requestText } from '../support/fake-llm';
 import { compiledEntry, REPO_ROOT } from '../support/repo-root';
@@ -123,6 +124,25 @@ describe('npm run llm:check', () => {
     expect(stdout).toContain('every configured profile answered (1 optional skipped)');
     expect(fake.requests).toHaveLength(9);
     expect([...new Set(fake.requests.map((r) => r.model))]).toEqual([served]);
+  }, 150000);
+
+  it('prints the URL and the network cause of an endpoint it cannot reach: refused, DNS', async () => {
+    const closed = `http://127.0.0.1:${await freePort()}/v1`;
+    const unresolvable = 'http://no-such-host.invalid/v1';
+    const [refused, dns] = await Promise.all([
+      runCheck({ LLM_BASE_URL: closed, LLM_MODEL: 'x' }),
+      runCheck({ LLM_BASE_URL: unresolvable, LLM_MODEL: 'x' }),
+    ]);
+    expect(refused.code).toBe(1);
+    expect(row(refused.stdout, 'agent')[3]).toBe(`unreachable: ${closed}: connection refused (ECONNREFUSED)`);
+    expect(row(refused.stdout, 'router')[3]).toBe(
+      `unreachable: ${closed}: connection refused (ECONNREFUSED)`,
+    );
+    expect(dns.code).toBe(1);
+    expect(row(dns.stdout, 'agent')[3]).toMatch(
+      /^unreachable: http:\/\/no-such-host\.invalid\/v1: DNS lookup of no-such-host\.invalid failed \((ENOTFOUND|EAI_AGAIN)\)$/,
+    );
+    expect(dns.stdout).not.toContain('Connection error');
   }, 150000);
 
   it('says what is missing without calling anything when no model is configured', async () => {

@@ -161,6 +161,27 @@ describe('RAG ingestion and retrieval', () => {
       rmSync(dir, { recursive: true, force: true });
     });
 
+    it('refuses ingestion into a knowledge base served only, and writes nothing', async () => {
+      const dir = knowledgeDir();
+      const namespace = ns('served');
+      const served = new RagService(new RagStore(dataSource), { ...env, RAG_SERVE_ONLY: true }, null);
+      try {
+        await expect(served.ingestDirectory(dir, { namespace, prune: true })).rejects.toMatchObject({
+          code: 'RAG_SERVE_ONLY',
+          message: expect.stringContaining('ingestion and publication are refused'),
+        });
+        const [{ count }] = await dataSource.query<{ count: string }[]>(
+          'SELECT count(*) FROM rag_documents WHERE namespace = $1',
+          [namespace],
+        );
+        expect(Number(count)).toBe(0);
+        // Serving goes on: retrieval answers, empty here.
+        await expect(served.retrieveContext('frete', namespace)).resolves.toMatchObject({ status: 'empty' });
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
     it('ingests md/txt/json/yaml, retrieves top-k with Portuguese stemming, and skips unchanged files', async () => {
       const dir = knowledgeDir();
       const namespace = ns('kb');
@@ -270,7 +291,7 @@ describe('RAG ingestion and retrieval', () => {
   });
 
   describe('npm run rag:ingest', () => {
-    it('fails fast with clear messages on bad chunking, a missing directory or missing arguments', async () => {
+    it('fails fast with clear messages on bad chunking, a missing directory, missing arguments or serving only', async () => {
       const dir = knowledgeDir();
       const overlap = await runCli(
         [dir, '--namespace', 'docs', '--chunk-size', '100', '--chunk-overlap', '100'],
@@ -284,6 +305,11 @@ describe('RAG ingestion and retrieval', () => {
       const usage = await runCli([dir], {});
       expect(usage.code).toBe(2);
       expect(usage.stderr).toContain('--namespace is required');
+      const served = await runCli([dir, '--namespace', 'docs'], { RAG_SERVE_ONLY: 'true' });
+      expect(served.code).toBe(1);
+      expect(served.stderr).toMatch(
+        /^rag:ingest: the knowledge base is configured for serving only \(RAG_SERVE_ONLY=true\)/,
+      );
       rmSync(dir, { recursive: true, force: true });
     }, 120000);
 

@@ -6,6 +6,7 @@ import { basename, join } from 'node:path';
 import { createDataSource, EmbeddedPostgres } from '@agent/database';
 import { createRunDir } from './jest-run-dir';
 import { REPO_ROOT } from './repo-root';
+import { ensureTestDatabase } from './test-database';
 
 const CACHE_DIR = join(REPO_ROOT, 'node_modules', '.cache', 'agent-runtime');
 const PREFIX = 'embedded-template-';
@@ -37,6 +38,15 @@ async function buildTemplate(dir: string): Promise<void> {
  * the tests share and every data directory a test makes start from a copy of it (embedded-servers.ts).
  */
 export default async function prepareEmbeddedTemplate(): Promise<void> {
+  const databaseUrl = process.env.DATABASE_URL;
+  if (databaseUrl) {
+    // Before anything is made: a database the suites cannot use stops the run with one line, not a stack per file.
+    const outcome = await ensureTestDatabase(databaseUrl).catch((error: Error) => {
+      process.stderr.write(`\n${error.message}\n`);
+      process.exit(1);
+    });
+    if (outcome === 'created') process.stderr.write(`\ncreated the test database of DATABASE_URL\n`);
+  }
   createRunDir();
   // The processes the tests start run the compiled entry points (compiledEntry).
   execFileSync(process.execPath, ['-e', "require('./scripts/build-if-needed').buildServerIfNeeded()"], {

@@ -7,7 +7,8 @@ export interface ScratchDatabase {
   drop(): Promise<void>;
 }
 
-async function onServer(serverUrl: string, sql: string): Promise<void> {
+/** Runs one statement on the database of `serverUrl` (CREATE/DROP DATABASE, roles). */
+export async function onServer(serverUrl: string, sql: string): Promise<void> {
   const client = new Client({ connectionString: serverUrl });
   await client.connect();
   try {

@@ -1,7 +1,32 @@
-import { formatAgo, formatDuration, formatPercent, recoveryText } from '../../apps/console/src/format';
+import {
+  formatAgo,
+  formatDuration,
+  formatMoney,
+  formatPercent,
+  recoveryText,
+} from '../../apps/console/src/format';
 import { parseRoute, routeHref } from '../../apps/console/src/routes';
 
 describe('console display helpers', () => {
+  it('says money in cents above one unit and in three significant digits below, "—" when unknown', () => {
+    const usd = (amount: number | null, currency: string | null = 'USD') => formatMoney(amount, currency);
+    expect(usd(1.5)).toBe(
+      (1.5).toLocaleString(undefined, { style: 'currency', currency: 'USD', minimumFractionDigits: 2 }),
+    );
+    expect(usd(0.00087841)).toBe(
+      (0.000878).toLocaleString(undefined, {
+        style: 'currency',
+        currency: 'USD',
+        maximumSignificantDigits: 3,
+      }),
+    );
+    expect(usd(0)).toBe(
+      (0).toLocaleString(undefined, { style: 'currency', currency: 'USD', minimumFractionDigits: 2 }),
+    );
+    expect(usd(null)).toBe('—');
+    expect(usd(2, null)).toBe('—');
+  });
+
   it('says durations coarsely', () => {
     expect(formatDuration(-5)).toBe('0 s');
     expect(formatDuration(42_400)).toBe('42 s');

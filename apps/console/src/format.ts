@@ -58,3 +58,17 @@ export function recoveryText(recovery: components['schemas']['CheckpointRecovery
     }
   }
 }
+
+/**
+ * An amount of `currency` for the reader's locale: cents above one unit, three significant digits below (a
+ * period's classifier may cost $0.000878), "—" when unknown.
+ */
+export function formatMoney(amount: number | null | undefined, currency: string | null | undefined): string {
+  if (amount === null || amount === undefined || !currency || !Number.isFinite(amount)) return '—';
+  const small = amount !== 0 && Math.abs(amount) < 1;
+  return amount.toLocaleString(undefined, {
+    style: 'currency',
+    currency,
+    ...(small ? { maximumSignificantDigits: 3 } : { minimumFractionDigits: 2, maximumFractionDigits: 2 }),
+  });
+}

@@ -51,7 +51,32 @@ export const llmProfileSchema = z
     dimensions: z.number().int().positive().max(16000).optional(),
   })
   .strict();
-export const llmProfilesFileSchema = z.object({ profiles: catalogue(llmProfileSchema) }).strict();
+/** A model's price per million tokens, in the file's currency. */
+export const modelPriceSchema = z
+  .object({ input: z.number().nonnegative(), output: z.number().nonnegative() })
+  .strict();
+export type ModelPrice = z.output<typeof modelPriceSchema>;
+
+/** What the models cost, for the cost figures of the statistics (never for routing or limits). */
+export const modelPricesSchema = z
+  .object({
+    /** ISO 4217 code. */
+    currency: z
+      .string()
+      .regex(/^[A-Z]{3}$/, 'must be an ISO 4217 currency code (USD, EUR, BRL)')
+      .default('USD'),
+    /** Keyed by the model name sent to the endpoint. */
+    models: z.record(nonEmpty, modelPriceSchema),
+  })
+  .strict()
+  .transform(({ currency, models }) => ({
+    currency,
+    models: Object.assign(Object.create(null) as Record<string, ModelPrice>, models),
+  }));
+
+export const llmProfilesFileSchema = z
+  .object({ profiles: catalogue(llmProfileSchema), prices: modelPricesSchema.optional() })
+  .strict();
 export type LlmProfileConfig = z.output<typeof llmProfileSchema>;
 export type LlmProfilesFile = z.output<typeof llmProfilesFileSchema>;
 

@@ -6,12 +6,12 @@ import { SERVICE_LANGUAGES } from './messages';
 export const LLM_PROVIDERS = ['openai', 'ollama', 'vllm', 'oci_openai', 'openai_compatible'] as const;
 export type LlmProvider = (typeof LLM_PROVIDERS)[number];
 
-/** Boolean env values: true/false/1/0/yes/no (case-insensitive). */
-const envBoolean = (fallback: boolean) =>
+/** Boolean env values: true/false/1/0/yes/no (case-insensitive); unset or empty gives `fallback`. */
+const envBoolean = <F extends boolean | undefined>(fallback: F) =>
   z
     .string()
     .optional()
-    .transform((value, ctx) => {
+    .transform((value, ctx): boolean | F => {
       if (value === undefined || value.trim() === '') return fallback;
       const normalized = value.trim().toLowerCase();
       if (['true', '1', 'yes', 'on'].includes(normalized)) return true;
@@ -243,6 +243,8 @@ export const appEnvSchema = z.object({
   NODE_ENV: envEnum(['development', 'production', 'test'], 'development'),
   PORT: envNumber(3000, { min: 0, max: 65535, int: true }),
   LOG_LEVEL: envEnum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
+  /** `json` lines for collectors; `pretty` (pino-pretty, a development dependency) for a terminal. */
+  LOG_FORMAT: envEnum(['json', 'pretty'], 'json'),
   CONFIG_DIR: envString('config'),
   SHUTDOWN_GRACE_MS: envNumber(10000, { min: 0, int: true }),
   BODY_LIMIT_BYTES: envNumber(64 * 1024, { min: 1024, int: true }),
@@ -446,7 +448,15 @@ export const ragEnvSchema = z
       }),
     /** Ingested at start-up into each graph agent's rag_namespace; CONFIG_DIR/knowledge when unset. */
     RAG_KNOWLEDGE_DIR: optionalString,
-    RAG_INGEST_ON_START: envBoolean(true),
+    /** Unset: on, unless the knowledge base is served only. */
+    RAG_INGEST_ON_START: envBoolean(undefined),
+    /**
+     * `auto`: vector search where pgvector and an embedding model exist, else full-text; `vector` requires both
+     * (a start-up error otherwise); `full_text` never embeds.
+     */
+    RAG_SEARCH_MODE: envEnum(['auto', 'vector', 'full_text'], 'auto'),
+    /** This process serves the knowledge base and never writes it: ingestion and publication are refused. */
+    RAG_SERVE_ONLY: envBoolean(false),
   })
   .superRefine((env, ctx) => {
     if (env.RAG_CHUNK_OVERLAP >= env.RAG_CHUNK_SIZE) {
@@ -456,7 +466,16 @@ export const ragEnvSchema = z
         message: `must be smaller than RAG_CHUNK_SIZE (${env.RAG_CHUNK_SIZE}), got ${env.RAG_CHUNK_OVERLAP}`,
       });
     }
-  });
+    if (env.RAG_SERVE_ONLY && env.RAG_INGEST_ON_START === true) {
+      ctx.addIssue({
+        code: z.ZodIssueCode.custom,
+        path: ['RAG_INGEST_ON_START'],
+        message:
+          'cannot be true with RAG_SERVE_ONLY=true: a knowledge base served only is never ingested here',
+      });
+    }
+  })
+  .transform((env) => ({ ...env, RAG_INGEST_ON_START: env.RAG_INGEST_ON_START ?? !env.RAG_SERVE_ONLY }));
 
 /** A NATS stream name or subject token: letters, digits, `_ -`. */
 const NATS_TOKEN = /^[A-Za-z0-9_-]+$/;

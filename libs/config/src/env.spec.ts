@@ -133,4 +133,23 @@ describe('validateEnv', () => {
     // The error never echoes the value, which may carry a password.
     expect(() => parseEnvNamespace('auth', { REDIS_URL: 'nope:secret@' })).not.toThrow(/secret/);
   });
+
+  it('serves a knowledge base without ingesting it, and refuses to be told to ingest it too', () => {
+    expect(parseEnvNamespace('rag', {})).toMatchObject({
+      RAG_SERVE_ONLY: false,
+      RAG_INGEST_ON_START: true,
+      RAG_SEARCH_MODE: 'auto',
+    });
+    expect(parseEnvNamespace('rag', { RAG_SERVE_ONLY: 'true' }).RAG_INGEST_ON_START).toBe(false);
+    expect(
+      parseEnvNamespace('rag', { RAG_SERVE_ONLY: 'true', RAG_INGEST_ON_START: '' }).RAG_INGEST_ON_START,
+    ).toBe(false);
+    expect(parseEnvNamespace('rag', { RAG_INGEST_ON_START: 'false' }).RAG_INGEST_ON_START).toBe(false);
+    expect(() => parseEnvNamespace('rag', { RAG_SERVE_ONLY: 'true', RAG_INGEST_ON_START: 'true' })).toThrow(
+      /RAG_INGEST_ON_START: cannot be true with RAG_SERVE_ONLY=true/,
+    );
+    expect(() => parseEnvNamespace('rag', { RAG_SEARCH_MODE: 'semantic' })).toThrow(
+      /RAG_SEARCH_MODE: expected one of auto\|vector\|full_text/,
+    );
+  });
 });

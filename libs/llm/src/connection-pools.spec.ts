@@ -101,7 +101,9 @@ describe('ConnectionPools', () => {
     await expect(
       pools.fetchFor(`http://127.0.0.1:${port}`)(`http://127.0.0.1:${port}/x`),
     ).rejects.toMatchObject({
-      code: 'ECONNREFUSED',
+      name: 'TypeError',
+      message: 'fetch failed',
+      cause: { code: 'ECONNREFUSED' },
     });
     await expect(
       pools.fetchFor(base)(`${base}/x`, { method: 'POST', body: new URLSearchParams({ a: '1' }) }),

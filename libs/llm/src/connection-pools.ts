@@ -73,7 +73,9 @@ function pooledFetch(
     const onAbort = () => request.destroy(abortReason(signal));
     const fail = (error: Error) => {
       signal?.removeEventListener('abort', onAbort);
-      reject(error);
+      // As fetch does: a network failure is a TypeError whose cause is the system error. The SDK keeps a cause
+      // only under an Error of its own realm, and the cause's code says what failed (ECONNREFUSED, ENOTFOUND).
+      reject(error.name === 'AbortError' ? error : new TypeError('fetch failed', { cause: error }));
     };
     const request = send(
       url,

@@ -8,7 +8,14 @@ import { z } from 'zod';
 import { AppConfigModule } from '@agent/config';
 import { ObservabilityModule } from '@agent/observability';
 import { FakeLlmServer } from '../../../test/support/fake-llm';
-import { LlmHttpError, LlmInvalidResponseError, LlmNotConfiguredError, LlmTimeoutError } from './llm.errors';
+import { createServer } from 'node:net';
+import {
+  LlmHttpError,
+  LlmInvalidResponseError,
+  LlmNotConfiguredError,
+  LlmTimeoutError,
+  LlmUnreachableError,
+} from './llm.errors';
 import { LlmModule } from './llm.module';
 import { LlmService } from './llm.service';
 import { confidenceSchema, structuredOutput } from './structured-output';
@@ -108,6 +115,13 @@ describe(LlmService.name, () => {
       maxTokens: 5000,
     });
     expect(fake.requests[0].body.max_tokens).toBe(80);
+  });
+
+  it("prices a profile at its model's price from llm_profiles.yaml, and knows when there is none", () => {
+    expect(service.llm.priceOf('router')).toEqual({ model: 'router', currency: 'USD', input: 2, output: 8 });
+    expect(service.llm.priceOf('agent')).toBeNull();
+    // A profile the file lacks calls `default`, whose model has no price.
+    expect(service.llm.priceOf('no_such_profile')).toBeNull();
   });
 
   it('falls back to the default profile for an unknown profile name', async () => {
@@ -375,6 +389,47 @@ describe(LlmService.name, () => {
       ).rejects.toBeInstanceOf(LlmNotConfiguredError);
     } finally {
       await unconfigured.close();
+    }
+  });
+
+  it('says which endpoint it could not reach and why: refused, DNS, TLS, never with the credentials', async () => {
+    const closedPort = await new Promise<number>((resolve) => {
+      const server = createServer().listen(0, '127.0.0.1', () => {
+        const { port } = server.address() as { port: number };
+        server.close(() => resolve(port));
+      });
+    });
+    const fakePort = new URL(fake.baseUrl).port;
+    const cases = [
+      { base: `http://user:secret@127.0.0.1:${closedPort}/v1`, cause: 'refused', code: 'ECONNREFUSED' },
+      {
+        base: 'http://no-such-host.invalid/v1',
+        cause: 'dns',
+        code: expect.stringMatching(/^E(NOTFOUND|AI_)/),
+      },
+      // TLS to a plain HTTP server: the handshake fails.
+      { base: `https://127.0.0.1:${fakePort}/v1`, cause: 'tls', code: expect.any(String) },
+    ];
+    for (const { base, cause, code } of cases) {
+      const unreachable = await buildService({ LLM_BASE_URL: base, LLM_API_KEY: 'k' });
+      try {
+        const error = await unreachable.llm
+          .chat({ profile: 'router', messages: [{ role: 'user', content: 'hi' }] })
+          .catch((e: unknown) => e);
+        const shown = base.replace('user:secret@', '');
+        expect(error).toBeInstanceOf(LlmUnreachableError);
+        expect(error).toMatchObject({ kind: 'error', url: shown, network: { cause, code } });
+        expect((error as Error).message).toContain(`LLM profile router cannot reach ${shown}: `);
+        expect((error as Error).message).not.toContain('secret');
+        const structured = await unreachable.llm.structured({
+          profile: 'router',
+          output: structuredOutput('check', z.object({ ok: z.boolean() })),
+          messages: [{ role: 'user', content: 'hi' }],
+        });
+        expect(structured).toMatchObject({ ok: false, reason: 'error', unreachable: { url: shown } });
+      } finally {
+        await unreachable.close();
+      }
     }
   });
 });

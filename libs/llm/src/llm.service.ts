@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { ConfigType } from '@nestjs/config';
-import OpenAI, { APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
+import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import type { RequestOptions } from 'openai/internal/request-options';
 import type {
   ChatCompletionCreateParamsNonStreaming,
@@ -18,12 +18,16 @@ import {
 import type { LlmCallOutcome } from '@agent/contracts';
 import { EventBusService, MetricsService, TracingService } from '@agent/observability';
 import {
+  displayUrl,
   LlmError,
   LlmErrorKind,
   LlmHttpError,
   LlmInvalidResponseError,
   LlmNotConfiguredError,
   LlmTimeoutError,
+  LlmUnreachableError,
+  NetworkFailure,
+  networkFailure,
 } from './llm.errors';
 import { ConnectionPools } from './connection-pools';
 import { profileSettings, ProfileSettings } from './providers';
@@ -69,6 +73,8 @@ export type StructuredResult<T> =
       status?: number;
       /** The start of the body of an `http_error`. */
       body?: string;
+      /** The endpoint that could not be reached and why (refused, DNS, TLS, ...). */
+      unreachable?: { url: string; network: NetworkFailure };
     };
 
 export interface ToolCall {
@@ -205,6 +211,17 @@ export class LlmService implements OnModuleInit, OnModuleDestroy {
     };
   }
 
+  /**
+   * What a call of `profile` costs per million tokens: the price llm_profiles.yaml gives the model the profile
+   * calls now, or null when the file prices no such model (or the profile has none).
+   */
+  priceOf(profile: string): { model: string; currency: string; input: number; output: number } | null {
+    const prices = this.files.llmProfiles.prices;
+    const model = this.resolveProfile(profile)?.model;
+    const price = prices && model !== undefined ? prices.models[model] : undefined;
+    return prices && model !== undefined && price ? { model, currency: prices.currency, ...price } : null;
+  }
+
   /** The profile a stage would use, or null when neither it nor `default` exists. */
   resolveProfile(requested: string): ResolvedProfile | null {
     const profiles = this.files.llmProfiles.profiles;
@@ -229,13 +246,16 @@ export class LlmService implements OnModuleInit, OnModuleDestroy {
     const failed = (
       reason: StructuredFailureReason,
       detail: string,
-      http?: LlmHttpError,
+      error?: LlmError,
     ): StructuredResult<T> => ({
       ok: false,
       reason,
       detail,
       latencyMs: performance.now() - started,
-      ...(http ? { status: http.status, body: http.body } : {}),
+      ...(error instanceof LlmHttpError ? { status: error.status, body: error.body } : {}),
+      ...(error instanceof LlmUnreachableError
+        ? { unreachable: { url: error.url, network: error.network } }
+        : {}),
     });
     let result: ChatResult;
     try {
@@ -243,7 +263,7 @@ export class LlmService implements OnModuleInit, OnModuleDestroy {
     } catch (error) {
       if (!(error instanceof LlmError)) return failed('error', String(error));
       const reason = error.kind === 'invalid_response' ? 'invalid_output' : error.kind;
-      return failed(reason, error.message, error instanceof LlmHttpError ? error : undefined);
+      return failed(reason, error.message, error);
     }
     const parsed = parseJsonObject(result.content);
     const validated = parsed.ok ? request.output.schema.safeParse(parsed.object) : null;
@@ -433,12 +453,16 @@ export class LlmService implements OnModuleInit, OnModuleDestroy {
   private mapError(profile: CallableProfile, timeoutMs: number, error: unknown): LlmError {
     const name = profile.requested;
     if (error instanceof LlmError) return error;
+    const url = displayUrl(profile.baseUrl);
     if (error instanceof APIConnectionTimeoutError || error instanceof APIUserAbortError) {
-      return new LlmTimeoutError(name, timeoutMs, error);
+      return new LlmTimeoutError(name, timeoutMs, url, error);
     }
     if (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError')) {
-      return new LlmTimeoutError(name, timeoutMs, error);
+      return new LlmTimeoutError(name, timeoutMs, url, error);
     }
+    // "Connection error." says nothing: the system error under it says whether DNS, TCP or TLS failed.
+    const network = error instanceof APIConnectionError ? networkFailure(error, profile.baseUrl) : null;
+    if (network) return new LlmUnreachableError(name, url, network, error);
     if (error instanceof APIError && typeof error.status === 'number') {
       const headers: unknown = error.headers;
       const body = (headers instanceof Headers ? this.pools.errorBody(headers) : undefined) ?? error.message;

@@ -6,7 +6,7 @@ import type { RagOutcome, RagRetrieval, RetrievedChunk, SearchMode } from '@agen
 import type { LlmService } from '@agent/llm';
 import { chunkText, validateChunking } from './chunking';
 import { loadDirectory } from './loader';
-import { RagIngestError } from './rag.errors';
+import { RagConfigError, RagIngestError, SERVE_ONLY_REFUSAL } from './rag.errors';
 import { RagStore } from './rag.store';
 
 export interface IngestOptions {
@@ -52,6 +52,11 @@ export interface RetrievalResult {
  */
 export type RagContext = Exclude<RagOutcome, RagRetrieval> | (RagRetrieval & { documents: RetrievedChunk[] });
 
+/** A knowledge base served only (RAG_SERVE_ONLY) is never written: ingestion and publication are refused. */
+export function assertIngestionAllowed(env: Pick<RagEnv, 'RAG_SERVE_ONLY'>): void {
+  if (env.RAG_SERVE_ONLY) throw new RagIngestError('RAG_SERVE_ONLY', SERVE_ONLY_REFUSAL);
+}
+
 export const RAG_PROVIDER = 'postgres_fts';
 /** The LLM profile whose model embeds chunks and queries; no `default` fallback (a chat model cannot embed). */
 export const EMBEDDING_PROFILE = 'embedding';
@@ -70,8 +75,29 @@ export class RagService {
     private readonly llm: LlmService | null,
   ) {}
 
+  /**
+   * Refuses what cannot work before anything is served: vector search (RAG_SEARCH_MODE=vector) needs an
+   * embedding model and pgvector, or every retrieval would quietly be a full-text one.
+   */
+  async checkPreconditions(): Promise<void> {
+    if (!this.env.RAG_ENABLED || this.env.RAG_SEARCH_MODE !== 'vector') return;
+    if (!this.llm?.embeddingProfile(EMBEDDING_PROFILE)?.model) {
+      throw new RagConfigError(
+        'RAG_MISCONFIGURED',
+        `RAG_SEARCH_MODE=vector needs an embedding model: set LLM_EMBEDDING_MODEL (or give the "${EMBEDDING_PROFILE}" profile of llm_profiles.yaml a model and an endpoint)`,
+      );
+    }
+    if (!(await this.store.vectorAvailable())) {
+      throw new RagConfigError(
+        'RAG_MISCONFIGURED',
+        'RAG_SEARCH_MODE=vector needs pgvector in the database (CREATE EXTENSION vector, then restart; the embedded default has it)',
+      );
+    }
+  }
+
   /** Loads md/txt/json/yaml files under `directory` into `namespace`; unchanged documents are skipped. */
   async ingestDirectory(directory: string, options: IngestOptions): Promise<IngestReport> {
+    assertIngestionAllowed(this.env);
     const chunkSize = options.chunkSize ?? this.env.RAG_CHUNK_SIZE;
     const chunkOverlap = options.chunkOverlap ?? this.env.RAG_CHUNK_OVERLAP;
     const language = options.language ?? this.env.RAG_LANGUAGE;
@@ -134,10 +160,11 @@ export class RagService {
   }
 
   /**
-   * The embedding model (with its requested size) when vector search is possible: pgvector installed (the
-   * embeddings table exists) and an `embedding` profile with an endpoint.
+   * The embedding model (with its requested size) when vector search is possible and wanted: pgvector installed
+   * (the embeddings table exists), an `embedding` profile with an endpoint, and RAG_SEARCH_MODE not full_text.
    */
   async vectorModel(): Promise<string | null> {
+    if (this.env.RAG_SEARCH_MODE === 'full_text') return null;
     const profile = this.llm?.embeddingProfile(EMBEDDING_PROFILE);
     if (!profile?.model || !(await this.store.vectorAvailable())) return null;
     // The requested size is part of the identity: vectors of another size are re-embedded, never compared.

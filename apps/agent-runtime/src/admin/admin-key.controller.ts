@@ -20,6 +20,8 @@ export class AdminKeyController {
   @Get()
   @ApiOperation({
     summary: 'The tenants the presented admin key serves (null: every tenant) and who it acts as in claims',
+    description:
+      'Asked without a key it answers only when authentication is off (`authentication: false`: any key signs in), and 401 otherwise; the console says so on its sign-in page.',
   })
   @ApiOkResponse({ type: AdminKeyDto })
   me(@Req() request: FastifyRequest): AdminKeyDto {

@@ -2,7 +2,8 @@ import { Controller, Get, Query, Req } from '@nestjs/common';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import { TurnStatsQuery } from '@agent/checkpoint';
-import { ConfigFilesService } from '@agent/config';
+import { ConfigFilesService, parseEnvNamespace } from '@agent/config';
+import { LlmService } from '@agent/llm';
 import { Access } from '../auth/access.decorator';
 import { principalOf } from '../auth/request-principal';
 import { ApiErrors } from '../http/api-errors.decorator';
@@ -20,9 +21,13 @@ const DAY_MS = 86_400_000;
 @ApiErrors(400, 401, 403, 429, 503)
 @Controller('v1/admin/stats')
 export class AdminStatsController {
+  /** The profile the continuity classifier calls, whose cost stickiness must earn back. */
+  private readonly classifierProfile = parseEnvNamespace('continuity').ROUTE_STICKINESS_LLM_PROFILE;
+
   constructor(
     private readonly stats: TurnStatsQuery,
     private readonly files: ConfigFilesService,
+    private readonly llm: LlmService,
   ) {}
 
   @Get()
@@ -44,18 +49,28 @@ export class AdminStatsController {
       ]);
     }
     const bucket = query.bucket ?? defaultBucket(from, to);
+    const routerProfiles = {
+      global: this.files.routing.router.llm_profile,
+      agents: Object.fromEntries(
+        this.files.routings.agentIds().map((id) => [id, this.files.routings.for(id).router.llm_profile]),
+      ),
+    };
     const stats = await this.stats.periodStats({
       tenant_id: tenantId,
       from,
       to,
       bucket,
-      router_profiles: {
-        global: this.files.routing.router.llm_profile,
-        agents: Object.fromEntries(
-          this.files.routings.agentIds().map((id) => [id, this.files.routings.for(id).router.llm_profile]),
-        ),
-      },
+      router_profiles: routerProfiles,
     });
-    return statsView(stats, { tenant_id: tenantId ?? null, from, to, bucket });
+    return statsView(
+      stats,
+      { tenant_id: tenantId ?? null, from, to, bucket },
+      {
+        currency: this.files.llmProfiles.prices?.currency ?? null,
+        priceOf: (profile) => this.llm.priceOf(profile),
+        classifierProfile: this.classifierProfile,
+        routerProfiles: [routerProfiles.global, ...Object.values(routerProfiles.agents)],
+      },
+    );
   }
 }

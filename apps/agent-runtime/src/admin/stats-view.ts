@@ -1,5 +1,5 @@
 import type { StatsBucket, TurnStats } from '@agent/checkpoint';
-import type { StatsBucketDto, StickinessStatsDto } from './stats.dto';
+import type { StatsBucketDto, StatsCostDto, StickinessStatsDto } from './stats.dto';
 
 const DAY_MS = 86_400_000;
 const BUCKET_MS: Record<StatsBucket, number> = { hour: 3_600_000, day: DAY_MS };
@@ -39,9 +39,79 @@ function ratio(part: number, whole: number): number | null {
   return whole > 0 ? part / whole : null;
 }
 
+/** A model's price per million tokens. */
+export interface TokenPrice {
+  input: number;
+  output: number;
+}
+
+/** How the period's tokens become money: the prices and which profiles are the classifier's and the router's. */
+export interface CostBasis {
+  /** null: llm_profiles.yaml has no prices. */
+  currency: string | null;
+  /** The price of the model a profile calls now, or null. */
+  priceOf: (profile: string) => TokenPrice | null;
+  classifierProfile: string;
+  routerProfiles: readonly string[];
+}
+
+/** Money amounts keep a millionth of the currency unit: below that is float noise. */
+function money(amount: number): number {
+  return Math.round(amount * 1e6) / 1e6;
+}
+
+/**
+ * What the period cost and what stickiness saved: the router calls it avoided, each priced at the average router
+ * call of the same period, less what the classifier's own calls cost. Unknown amounts are null, never guessed.
+ */
+export function statsCost(stats: TurnStats, basis: CostBasis): StatsCostDto {
+  const priced = stats.profiles.map((usage) => {
+    const price = basis.currency === null ? null : basis.priceOf(usage.profile);
+    const cost = price
+      ? (usage.prompt_tokens * price.input + usage.completion_tokens * price.output) / 1e6
+      : null;
+    return { usage, cost };
+  });
+  const unpriced = priced.filter((p) => p.cost === null && p.usage.calls > 0).map((p) => p.usage.profile);
+  if (basis.currency === null) {
+    return {
+      currency: null,
+      total: null,
+      classifier: null,
+      router_call: null,
+      saved: null,
+      net_saved: null,
+      unpriced_profiles: unpriced,
+    };
+  }
+  const total = priced.reduce((sum, p) => sum + (p.cost ?? 0), 0);
+  const classifierEntry = priced.find((p) => p.usage.profile === basis.classifierProfile);
+  const classifier = classifierEntry === undefined ? 0 : classifierEntry.cost;
+  const routers = priced.filter((p) => basis.routerProfiles.includes(p.usage.profile) && p.cost !== null);
+  const routerCalls = routers.reduce((sum, p) => sum + p.usage.calls, 0);
+  const routerCall =
+    routerCalls > 0 ? routers.reduce((sum, p) => sum + (p.cost ?? 0), 0) / routerCalls : null;
+  const saved =
+    stats.router_calls_avoided === 0
+      ? 0
+      : routerCall === null
+        ? null
+        : stats.router_calls_avoided * routerCall;
+  return {
+    currency: basis.currency,
+    total: money(total),
+    classifier: classifier === null ? null : money(classifier),
+    router_call: routerCall === null ? null : money(routerCall),
+    saved: saved === null ? null : money(saved),
+    net_saved: saved === null || classifier === null ? null : money(saved - classifier),
+    unpriced_profiles: unpriced,
+  };
+}
+
 export function statsView(
   stats: TurnStats,
   period: { tenant_id: string | null; from: Date; to: Date; bucket: StatsBucket },
+  basis: CostBasis,
 ): StickinessStatsDto {
   return {
     tenant_id: period.tenant_id,
@@ -63,6 +133,7 @@ export function statsView(
     },
     turn_latency_ms: stats.turn_latency_ms,
     profiles: stats.profiles,
+    cost: statsCost(stats, basis),
     series: fillSeries(period.from, period.to, period.bucket, stats.series),
   };
 }

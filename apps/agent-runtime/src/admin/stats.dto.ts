@@ -101,6 +101,51 @@ export class StatsBucketDto {
   router_calls!: number;
 }
 
+export class StatsCostDto {
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    example: 'USD',
+    description:
+      'Currency of the `prices` of llm_profiles.yaml; null: no prices configured, every amount is null',
+  })
+  currency!: string | null;
+
+  @ApiProperty({
+    type: Number,
+    nullable: true,
+    description: "What the priced profiles' calls of the period cost (unpriced ones are left out)",
+  })
+  total!: number | null;
+
+  @ApiProperty({ type: Number, nullable: true, description: "What the continuity classifier's calls cost" })
+  classifier!: number | null;
+
+  @ApiProperty({
+    type: Number,
+    nullable: true,
+    description:
+      'What one router model call cost on average in the period; null when none was made or priced',
+  })
+  router_call!: number | null;
+
+  @ApiProperty({ type: Number, nullable: true, description: 'router_calls_avoided × router_call' })
+  saved!: number | null;
+
+  @ApiProperty({
+    type: Number,
+    nullable: true,
+    description: 'saved − classifier: what stickiness saved after paying for its own classifier',
+  })
+  net_saved!: number | null;
+
+  @ApiProperty({
+    type: [String],
+    description: 'Profiles with calls in the period whose current model has no price',
+  })
+  unpriced_profiles!: string[];
+}
+
 export class StickinessStatsDto {
   @ApiProperty({ type: String, nullable: true, description: 'null: every tenant (global key only)' })
   tenant_id!: string | null;
@@ -148,6 +193,13 @@ export class StickinessStatsDto {
 
   @ApiProperty({ type: [ProfileUsageDto], description: 'Model calls, tokens and latency per LLM profile' })
   profiles!: ProfileUsageDto[];
+
+  @ApiProperty({
+    type: StatsCostDto,
+    description:
+      'Money over the period: the tokens of each profile priced at the model it names now (llm_profiles.yaml `prices`), input and output per million tokens',
+  })
+  cost!: StatsCostDto;
 
   @ApiProperty({ type: [StatsBucketDto], description: 'Every bucket of the period, oldest first' })
   series!: StatsBucketDto[];

@@ -19,6 +19,8 @@ import {
   LlmHttpError,
   LlmModule,
   LlmService,
+  LlmUnreachableError,
+  NetworkFailure,
   ProfileStatus,
   StructuredOutput,
   structuredOutput,
@@ -174,8 +176,9 @@ async function checkProfile(
         ],
       });
       if (result.ok) return { ...row, latency: latency(), ok: true, result: `ok (${json.output.name})` };
-      const failure =
-        result.status !== undefined
+      const failure = result.unreachable
+        ? unreachableText(result.unreachable)
+        : result.status !== undefined
           ? `HTTP ${result.status}: ${result.body ?? ''}`
           : `${result.reason.replace('_', ' ')}: ${result.detail}`;
       return { ...row, latency: latency(), ok: false, result: failure };
@@ -192,13 +195,20 @@ async function checkProfile(
     return { ...row, latency: latency(), ok: answered, result: answered ? 'ok' : 'empty answer' };
   } catch (error) {
     const result =
-      error instanceof LlmHttpError
-        ? `HTTP ${error.status ?? ''}: ${error.body}`
-        : error instanceof LlmError
-          ? `${error.kind.replace('_', ' ')}: ${error.message}`
-          : String(error);
+      error instanceof LlmUnreachableError
+        ? unreachableText(error)
+        : error instanceof LlmHttpError
+          ? `HTTP ${error.status ?? ''}: ${error.body}`
+          : error instanceof LlmError
+            ? `${error.kind.replace('_', ' ')}: ${error.message}`
+            : String(error);
     return { ...row, latency: latency(), ok: false, result };
   }
+}
+
+/** The endpoint and what stopped the request reaching it: refused, DNS, TLS, timeout, reset, unreachable. */
+function unreachableText({ url, network }: { url: string; network: NetworkFailure }): string {
+  return `unreachable: ${url}: ${network.description} (${network.code})`;
 }
 
 function table(rows: CheckRow[]): string {

@@ -8,6 +8,7 @@ import { openDatabase } from '@agent/database';
 import { LlmModule, LlmService } from '@agent/llm';
 import { ObservabilityModule } from '@agent/observability';
 import {
+  assertIngestionAllowed,
   loadDirectory,
   RAG_ENTITIES,
   RagIngestError,
@@ -57,6 +58,7 @@ async function main(argv: string[]): Promise<void> {
   if (!values.namespace) throw new UsageError('--namespace is required');
   const directory = resolve(positionals[0]);
   const rag = parseEnvNamespace('rag');
+  assertIngestionAllowed(rag);
   const chunkSize = integerOption(values['chunk-size'], 'chunk-size') ?? rag.RAG_CHUNK_SIZE;
   const chunkOverlap = integerOption(values['chunk-overlap'], 'chunk-overlap') ?? rag.RAG_CHUNK_OVERLAP;
   // Settings and files are checked before any database is started, so a typo fails in milliseconds.

@@ -170,6 +170,8 @@ const STATUS_OF_CODE: { readonly [C in ErrorCode]: ErrorStatus } = {
     status: 500,
     meaning: 'a knowledge namespace that is not an identifier',
   },
+  RAG_SERVE_ONLY: { status: 500, meaning: 'ingestion into a knowledge base served only' },
+  RAG_MISCONFIGURED: { status: 500, meaning: 'a RAG configuration that cannot work (start-up)' },
 };
 
 export const ERROR_STATUSES: ReadonlyMap<string, ErrorStatus> = new Map(Object.entries(STATUS_OF_CODE));

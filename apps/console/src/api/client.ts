@@ -58,6 +58,22 @@ export function createAdminClient(key: string, onUnauthorized: () => void): Admi
   return client;
 }
 
+/**
+ * Whether this server checks admin keys, asked of GET /v1/admin/me without one: with authentication off it
+ * answers (`authentication: false`, any key signs in), with it on it refuses (401). Null when it cannot tell.
+ */
+export async function authenticationRequired(): Promise<boolean | null> {
+  try {
+    const { data, response } = await createClient<paths>({ baseUrl: window.location.origin }).GET(
+      '/v1/admin/me',
+    );
+    if (data) return data.authentication;
+    return response.status === 401 ? true : null;
+  } catch {
+    return null;
+  }
+}
+
 /** The data of a call, or its error as an ApiError (for TanStack Query, which expects a throw). */
 export async function unwrap<T>(
   call: Promise<{ data?: T; error?: unknown; response: Response }>,

@@ -28,7 +28,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The tenants the presented admin key serves (null: every tenant) and who it acts as in claims */
+        /**
+         * The tenants the presented admin key serves (null: every tenant) and who it acts as in claims
+         * @description Asked without a key it answers only when authentication is off (`authentication: false`: any key signs in), and 401 otherwise; the console says so on its sign-in page.
+         */
         get: operations["AdminKeyController_me"];
         put?: never;
         post?: never;
@@ -856,6 +859,25 @@ export interface components {
             /** @description 95th percentile of the same, ms */
             latency_p95_ms: number | null;
         };
+        StatsCostDto: {
+            /**
+             * @description Currency of the `prices` of llm_profiles.yaml; null: no prices configured, every amount is null
+             * @example USD
+             */
+            currency: string | null;
+            /** @description What the priced profiles' calls of the period cost (unpriced ones are left out) */
+            total: number | null;
+            /** @description What the continuity classifier's calls cost */
+            classifier: number | null;
+            /** @description What one router model call cost on average in the period; null when none was made or priced */
+            router_call: number | null;
+            /** @description router_calls_avoided × router_call */
+            saved: number | null;
+            /** @description saved − classifier: what stickiness saved after paying for its own classifier */
+            net_saved: number | null;
+            /** @description Profiles with calls in the period whose current model has no price */
+            unpriced_profiles: string[];
+        };
         StatsBucketDto: {
             /** Format: date-time */
             start: string;
@@ -891,6 +913,8 @@ export interface components {
             turn_latency_ms: components["schemas"]["LatencyPercentilesDto"];
             /** @description Model calls, tokens and latency per LLM profile */
             profiles: components["schemas"]["ProfileUsageDto"][];
+            /** @description Money over the period: the tokens of each profile priced at the model it names now (llm_profiles.yaml `prices`), input and output per million tokens */
+            cost: components["schemas"]["StatsCostDto"];
             /** @description Every bucket of the period, oldest first */
             series: components["schemas"]["StatsBucketDto"][];
         };

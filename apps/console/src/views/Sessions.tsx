@@ -5,7 +5,7 @@ import { useOperator } from '../auth';
 import { ErrorNotice } from '../components/ErrorNotice';
 import { StatusBadge } from '../components/StatusBadge';
 import { TenantField } from '../components/TenantField';
-import { formatAgo, formatDateTime } from '../format';
+import { formatAgo, formatCount, formatDateTime } from '../format';
 import { useNow } from '../hooks';
 import {
   ACTIVITY_WINDOW_NAMES,
@@ -15,6 +15,26 @@ import {
   type ActivityWindow,
   type SessionFilters,
 } from '../routes';
+
+/**
+ * The columns of the sessions table, in order. On a narrow screen (a phone) only the `narrow` ones are shown, and
+ * the session's cell lists the others' facts under its id (styles.css: .wide-only, .narrow-only).
+ */
+const SESSION_COLUMNS = [
+  { label: 'Session', narrow: true },
+  { label: 'Tenant' },
+  { label: 'Agent' },
+  { label: 'Status', narrow: true },
+  { label: 'Active agent' },
+  { label: 'Last route · intent' },
+  { label: 'Turns', numeric: true },
+  { label: 'Last activity', narrow: true },
+];
+
+function columnClass(numeric?: boolean, narrow?: boolean): string | undefined {
+  const classes = [numeric ? 'numeric' : '', narrow ? '' : 'wide-only'].filter(Boolean).join(' ');
+  return classes || undefined;
+}
 
 const PAGE_SIZE = 25;
 
@@ -67,16 +87,11 @@ export function Sessions({ filters }: { filters: SessionFilters }) {
         </caption>
         <thead>
           <tr>
-            <th scope="col">Session</th>
-            <th scope="col">Tenant</th>
-            <th scope="col">Agent</th>
-            <th scope="col">Status</th>
-            <th scope="col">Active agent</th>
-            <th scope="col">Last route · intent</th>
-            <th scope="col" className="numeric">
-              Turns
-            </th>
-            <th scope="col">Last activity</th>
+            {SESSION_COLUMNS.map(({ label, numeric, narrow }) => (
+              <th key={label} scope="col" className={columnClass(numeric, narrow)}>
+                {label}
+              </th>
+            ))}
           </tr>
         </thead>
         <tbody>
@@ -93,23 +108,27 @@ export function Sessions({ filters }: { filters: SessionFilters }) {
                   {session.session_id}
                 </a>
                 {session.busy && <span className="badge badge-busy">turn running</span>}
+                <span className="narrow-only session-facts">
+                  {session.tenant_id} · {session.agent_id} · {session.active_agent ?? '—'} ·{' '}
+                  {formatCount(session.turn_count)} {session.turn_count === 1 ? 'turn' : 'turns'}
+                </span>
               </th>
-              <td>{session.tenant_id}</td>
-              <td>{session.agent_id}</td>
+              <td className="wide-only">{session.tenant_id}</td>
+              <td className="wide-only">{session.agent_id}</td>
               <td>
                 <StatusBadge status={session.status} />
               </td>
-              <td>{session.active_agent ?? '—'}</td>
-              <td>
+              <td className="wide-only">{session.active_agent ?? '—'}</td>
+              <td className="wide-only">
                 {session.last_route ?? '—'} · {session.last_intent ?? '—'}
               </td>
-              <td className="numeric">{session.turn_count}</td>
+              <td className="numeric wide-only">{session.turn_count}</td>
               <td title={formatDateTime(session.updated_at)}>{formatAgo(session.updated_at, now)}</td>
             </tr>
           ))}
           {sessions.data?.items.length === 0 && (
             <tr>
-              <td colSpan={8}>No session matches these filters.</td>
+              <td colSpan={SESSION_COLUMNS.length}>No session matches these filters.</td>
             </tr>
           )}
         </tbody>

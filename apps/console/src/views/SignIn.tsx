@@ -1,5 +1,5 @@
-import { useState, type FormEvent } from 'react';
-import { ApiError, createAdminClient, unwrap, type AdminKey } from '../api/client';
+import { useEffect, useState, type FormEvent } from 'react';
+import { ApiError, authenticationRequired, createAdminClient, unwrap, type AdminKey } from '../api/client';
 
 interface Props {
   onSignedIn: (key: string, me: AdminKey) => void;
@@ -22,6 +22,16 @@ export function SignIn({ onSignedIn, notice }: Props) {
   const [key, setKey] = useState('');
   const [problem, setProblem] = useState<string | null>(null);
   const [checking, setChecking] = useState(false);
+  const [authenticationOff, setAuthenticationOff] = useState(false);
+  useEffect(() => {
+    let current = true;
+    void authenticationRequired().then((required) => {
+      if (current) setAuthenticationOff(required === false);
+    });
+    return () => {
+      current = false;
+    };
+  }, []);
 
   const submit = async (event: FormEvent) => {
     event.preventDefault();
@@ -45,6 +55,13 @@ export function SignIn({ onSignedIn, notice }: Props) {
     <main className="sign-in">
       <h1>Agent Runtime console</h1>
       <p>Sign in with an admin API key. It is kept in this browser tab only and sent to this server alone.</p>
+      {authenticationOff && (
+        <p role="status" className="notice notice-warning">
+          Authentication is off on this server: no ADMIN_API_KEYS or CHANNEL_API_KEYS are set, so any key
+          signs in and whoever reaches the server may act for every tenant. Set ADMIN_API_KEYS before exposing
+          it.
+        </p>
+      )}
       {notice && (
         <p role="status" className="notice">
           {notice}

@@ -5,7 +5,7 @@ import { useOperator } from '../auth';
 import { Chart, type ChartOption } from '../components/Chart';
 import { ErrorNotice } from '../components/ErrorNotice';
 import { TenantField } from '../components/TenantField';
-import { formatCount, formatDateTime, formatPercent } from '../format';
+import { formatCount, formatDateTime, formatMoney, formatPercent } from '../format';
 import { routeHref, STATS_PERIOD_NAMES, STATS_PERIODS, type StatsFilters, type StatsPeriod } from '../routes';
 
 const PERIOD_LABELS: Record<StatsPeriod, string> = {
@@ -152,6 +152,7 @@ function Figures({ stats }: { stats: StickinessStats }) {
             {formatCount(stats.shadow.agreed)} of {formatCount(stats.shadow.compared)} compared
           </dd>
         </div>
+        <MoneySaved stats={stats} />
         <div>
           <dt>Turn latency p50 · p95</dt>
           <dd>
@@ -180,6 +181,7 @@ function Figures({ stats }: { stats: StickinessStats }) {
         />
         <Chart
           title="Continuity decisions"
+          height={categoryChartHeight(new Set(stats.decisions.map((d) => d.decision)).size)}
           summary={stats.decisions
             .map((d) => `${d.decision} ${d.accepted ? 'accepted' : 'overruled'}: ${d.count}`)
             .join('; ')}
@@ -193,6 +195,7 @@ function Figures({ stats }: { stats: StickinessStats }) {
         />
         <Chart
           title="Fallback reasons"
+          height={categoryChartHeight(stats.fallback_reasons.length)}
           summary={
             stats.fallback_reasons.length === 0
               ? 'The classifier never fell back to the router.'
@@ -208,6 +211,7 @@ function Figures({ stats }: { stats: StickinessStats }) {
         />
         <Chart
           title="Tokens by LLM profile"
+          height={categoryChartHeight(stats.profiles.length)}
           summary={stats.profiles
             .map((p) => `${p.profile}: ${p.prompt_tokens} prompt, ${p.completion_tokens} completion tokens`)
             .join('; ')}
@@ -227,6 +231,7 @@ function Figures({ stats }: { stats: StickinessStats }) {
         />
         <Chart
           title="Model time per turn by LLM profile (ms)"
+          height={categoryChartHeight(stats.profiles.length)}
           summary={stats.profiles
             .map(
               (p) =>
@@ -243,6 +248,31 @@ function Figures({ stats }: { stats: StickinessStats }) {
         />
       </div>
     </>
+  );
+}
+
+/** What stickiness saved in money, net of its classifier, and what every priced model call cost. */
+function MoneySaved({ stats }: { stats: StickinessStats }) {
+  const { cost } = stats;
+  const money = (amount: number | null) => formatMoney(amount, cost.currency);
+  const saving =
+    cost.currency === null
+      ? 'No model prices in llm_profiles.yaml'
+      : cost.saved === null
+        ? 'No router model call in this period to price the avoided ones by'
+        : `${money(cost.saved)} on ${formatCount(stats.router_calls_avoided)} router calls avoided, less ${money(cost.classifier)} for the classifier`;
+  return (
+    <div>
+      <dt>Money saved</dt>
+      <dd>{money(cost.net_saved)}</dd>
+      <dd className="muted">{saving}</dd>
+      {cost.currency !== null && (
+        <dd className="muted">
+          {money(cost.total)} on priced model calls
+          {cost.unpriced_profiles.length > 0 && `; no price for ${cost.unpriced_profiles.join(', ')}`}
+        </dd>
+      )}
+    </div>
   );
 }
 
@@ -286,7 +316,25 @@ function DataTable({ head, rows }: { head: string[]; rows: (string | number)[][]
   );
 }
 
-const GRID = { left: 56, right: 16, top: 36, bottom: 40 };
+const GRID = { left: 16, right: 24, top: 36, bottom: 16 };
+
+/**
+ * A category axis that shows every label: ECharts hides labels it finds crowded (ROUTE and END_SESSION went
+ * missing), so categories run down the vertical axis, one line each, first at the top.
+ */
+function categoryAxis(data: string[]) {
+  return { type: 'category' as const, data, inverse: true, axisLabel: { interval: 0 } };
+}
+
+/** The counts beside them: on a narrow chart, numbers that would overlap are left out (the data table has all). */
+function valueAxis(minInterval?: number) {
+  return { type: 'value' as const, minInterval, axisLabel: { hideOverlap: true } };
+}
+
+/** Room for every category's bars, so a long catalogue of profiles stays readable. */
+function categoryChartHeight(categories: number): number {
+  return Math.max(200, 80 + categories * 36);
+}
 
 function chartsOf(
   stats: StickinessStats,
@@ -316,8 +364,8 @@ function chartsOf(
       grid: GRID,
       tooltip: { trigger: 'axis' },
       legend: { top: 0 },
-      xAxis: { type: 'category', data: decisionNames },
-      yAxis: { type: 'value', minInterval: 1 },
+      xAxis: valueAxis(1),
+      yAxis: categoryAxis(decisionNames),
       series: [
         {
           name: 'accepted',
@@ -334,18 +382,18 @@ function chartsOf(
       ],
     },
     fallbacks: {
-      grid: { ...GRID, left: 150 },
+      grid: GRID,
       tooltip: { trigger: 'axis' },
-      xAxis: { type: 'value', minInterval: 1 },
-      yAxis: { type: 'category', data: stats.fallback_reasons.map((f) => FALLBACKS[f.reason] ?? f.reason) },
+      xAxis: valueAxis(1),
+      yAxis: categoryAxis(stats.fallback_reasons.map((f) => FALLBACKS[f.reason] ?? f.reason)),
       series: [{ name: 'Turns', type: 'bar', data: stats.fallback_reasons.map((f) => f.count) }],
     },
     tokens: {
       grid: GRID,
       tooltip: { trigger: 'axis' },
       legend: { top: 0 },
-      xAxis: { type: 'category', data: profiles },
-      yAxis: { type: 'value' },
+      xAxis: valueAxis(),
+      yAxis: categoryAxis(profiles),
       series: [
         {
           name: 'Prompt tokens',
@@ -365,8 +413,8 @@ function chartsOf(
       grid: GRID,
       tooltip: { trigger: 'axis' },
       legend: { top: 0 },
-      xAxis: { type: 'category', data: profiles },
-      yAxis: { type: 'value' },
+      xAxis: valueAxis(),
+      yAxis: categoryAxis(profiles),
       series: [
         { name: 'p50', type: 'bar', data: stats.profiles.map((p) => p.latency_p50_ms ?? 0) },
         { name: 'p95', type: 'bar', data: stats.profiles.map((p) => p.latency_p95_ms ?? 0) },
