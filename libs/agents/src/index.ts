@@ -1,7 +1,11 @@
 export * from './agents.module';
 export * from './agents.service';
 export { stripAgentPrefix } from './answer-text';
-export { idempotencyKey } from './transaction.engine';
+export { idempotencyKey, TRANSACTION_SETTINGS_FILE } from './transaction.engine';
 export * from './transaction.types';
-export { confirmationOutput } from './confirmation-classifier';
-export { parameterValuesOutput } from './parameter-extractor';
+export { ConfirmationClassifier, confirmationOutput } from './confirmation-classifier';
+export type { ConfirmationQuestion } from './confirmation-classifier';
+export { COLLECTION_ACTIONS, ParameterExtractor, parameterValuesOutput } from './parameter-extractor';
+export type { CollectionAction, CollectionQuestion, CollectionReading } from './parameter-extractor';
+export { TransactionTexts, transactionSettingsSchema } from './transaction-settings';
+export type { TransactionSettings } from './transaction-settings';
