@@ -94,7 +94,7 @@ export class DatasetValidationError extends Error {
     readonly source: string,
     readonly problems: string[],
   ) {
-    super(`Invalid continuity dataset ${source}:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    super(`Invalid labelled set ${source}:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
     this.name = 'DatasetValidationError';
   }
 }

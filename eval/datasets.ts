@@ -78,7 +78,7 @@ const transactionCaseSchema = z
     missing: z.array(text).default([]),
     /** The question the customer answers (the assistant's last message). */
     question: text,
-    /** Earlier turns, oldest first, when the reply needs them. */
+    /** The conversation up to the question, oldest first, when given: its last reply is the question. */
     history: z.array(z.object({ user: text, assistant: text }).strict()).default([]),
     message: text,
     label: z.enum(TRANSACTION_OUTCOMES),
@@ -110,7 +110,9 @@ const parameterCaseSchema = z
     /** What the customer does; ANSWER unless the reply gives nothing (OTHER). */
     action: z.enum(['ANSWER', 'OTHER']).default('ANSWER'),
     expected: z.record(z.string(), expectedValue),
-    tags: z.array(z.enum(['typo', 'mixed_language', 'indirect', 'several_values', 'no_value'])).default([]),
+    tags: z
+      .array(z.enum(['typo', 'mixed_language', 'indirect', 'short', 'several_values', 'no_value']))
+      .default([]),
   })
   .strict();
 export type ParameterCase = z.output<typeof parameterCaseSchema>;
@@ -323,6 +325,10 @@ export function loadTransactionSet(path: string, catalogue: Catalogue): LoadedSe
     if (problems.length > 0) return problems;
     problems.push(...fieldProblems(catalogue, item.tool, Object.keys(item.arguments), 'argument'));
     problems.push(...fieldProblems(catalogue, item.tool, item.missing, 'missing field'));
+    const last = item.history[item.history.length - 1];
+    if (last && last.assistant !== item.question) {
+      problems.push('the last reply of the history is the question');
+    }
     if (item.stage === 'collection') {
       if (item.missing.length === 0) problems.push('a collection case names the missing fields');
       if (!COLLECTION_OUTCOMES.includes(item.label)) {

@@ -148,7 +148,8 @@ export function summarySections(summary: StageSummary): ReportSection[] {
         `Set with ${threshold.setting}. Costly error: ${threshold.costly_error}; counted over ${threshold.at_risk}. ` +
           `Target: at most ${percent(threshold.target)}. ` +
           (threshold.recommended === null
-            ? 'No swept threshold keeps the error under the target: the model is not fit for this stage as configured.'
+            ? 'No swept threshold keeps the error under the target: the errors at the highest threshold are those ' +
+              'no threshold removes (see the wrong cases).'
             : `Recommended: ${threshold.recommended}, the swept threshold that keeps it under the target with the best accuracy.`),
         '',
         sweepTable(threshold),

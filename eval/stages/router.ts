@@ -217,11 +217,9 @@ export function routerStage(
   }
   const byMethod = Object.entries(methods).map(([method, count]) => {
     const members = run.outcomes.filter((o) => o.detail.method === method);
-    return [
-      method,
-      String(count),
-      formatRate(ratio(members.filter((o) => o.decided === o.expected).length, count)),
-    ];
+    const right = members.filter((o) => o.decided === o.expected).length;
+    const misroutes = members.filter((o) => o.decided !== o.expected && o.decided !== FALLBACK_INTENT).length;
+    return [method, String(count), formatRate(ratio(right, count)), formatRate(ratio(misroutes, count))];
   });
   return {
     name: 'router',
@@ -247,9 +245,10 @@ export function routerStage(
       {
         title: 'Who decided',
         lines: [
-          'The router model is asked only where no keyword settles the message; its accuracy above is over those.',
+          'The router model is asked only where no keyword settles the message (routing.yaml `strategy`); a ' +
+            'misroute the keyword stage makes does not depend on the model or its threshold.',
           '',
-          table(['method', 'messages', 'right'], byMethod),
+          table(['method', 'messages', 'right', 'misroutes'], byMethod),
           '',
         ],
       },

@@ -89,15 +89,16 @@ function operationText(flow: TransactionFlow, tool: string, values: ToolArgument
   return `${flow.texts.operation(tool)} (${shown})`;
 }
 
+/** The conversation the classifier sees: the labelled one, else the question alone. */
 function historyOf(item: {
   history: { user: string; assistant: string }[];
   question: string;
 }): HistoryMessage[] {
-  const earlier = item.history.flatMap((turn, i) => [
+  if (item.history.length === 0) return [{ role: 'assistant', content: item.question, turn: 1 }];
+  return item.history.flatMap((turn, i) => [
     { role: 'user' as const, content: turn.user, turn: i + 1 },
     { role: 'assistant' as const, content: turn.assistant, turn: i + 1 },
   ]);
-  return [...earlier, { role: 'assistant', content: item.question, turn: item.history.length + 1 }];
 }
 
 /** Reads the reply to a parameter question with threshold 0: the action and confidence as the model gave them. */
@@ -387,16 +388,22 @@ export async function runParameterStage(
     const run = await runCase(item.id, options.priceOf, () => readReply(extractor, flow, item));
     const reading = run.value;
     const failure = run.failure(extractionFailed(run));
-    const sure = reading.confidence !== null && reading.confidence >= minConfidence;
     const fields = Object.fromEntries(
       item.missing.map((field) => [field, fieldResult(item.expected[field], reading.values[field])]),
     );
+    // What the reply did: gave up or swapped the operation, gave a value (ANSWER), or gave none (OTHER).
+    const gave = item.missing.some((field) => (valueText(reading.values[field]) ?? '').trim() !== '');
+    const readAt = (threshold: number) =>
+      (reading.action === 'ABANDON' || reading.action === 'REPLACE') && (reading.confidence ?? 0) >= threshold
+        ? reading.action
+        : gave
+          ? 'ANSWER'
+          : 'OTHER';
     outcomes[index] = {
       ...caseFields({ ...item, text: item.message }, run),
       expected: item.action,
-      decided:
-        (reading.action === 'ABANDON' || reading.action === 'REPLACE') && !sure ? 'ANSWER' : reading.action,
-      model_label: failure === null ? reading.action : null,
+      decided: readAt(minConfidence),
+      model_label: failure === null ? readAt(0) : null,
       confidence: failure === null ? reading.confidence : null,
       failure,
       reason: '',

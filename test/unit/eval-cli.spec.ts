@@ -2,22 +2,9 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { loadYamlFile, routingFileSchema, toolsFileSchema } from '@agent/config';
-import {
-  FakeChatRequest,
-  FakeLlmServer,
-  FakeReply,
-  guardrailChecks,
-  lastUserMessage,
-} from '../support/fake-llm';
-import { loadDataset } from '../../eval/continuity-dataset';
-import {
-  loadGuardrailCorpus,
-  loadJudgeSet,
-  loadMemorySet,
-  loadParameterSet,
-  loadRouterSet,
-  loadTransactionSet,
-} from '../../eval/datasets';
+import { FakeLlmServer } from '../support/fake-llm';
+import { scriptFromLabels } from '../support/scripted-eval-model';
+import { loadRouterSet } from '../../eval/datasets';
 import type { EvalReport } from '../../eval/report';
 import { main } from '../../eval/run-eval';
 import { STAGE_NAMES } from '../../eval/stage';
@@ -27,138 +14,6 @@ const DATASETS = join(ROOT, 'eval', 'dataset');
 const LIMIT = 6;
 const routing = loadYamlFile(join(ROOT, 'config', 'routing.yaml'), routingFileSchema);
 const catalogue = { routing, tools: loadYamlFile(join(ROOT, 'config', 'tools.yaml'), toolsFileSchema) };
-
-/** Scripted answers from the labels of the first cases of every set; one router answer is planted as prose. */
-function scriptFromLabels(fake: FakeLlmServer): { plantedInvalid: string } {
-  const continuity = new Map<string, string>();
-  for (const conversation of loadDataset(join(DATASETS, 'continuity.yaml'), routing).conversations) {
-    for (const turn of conversation.turns) {
-      if (!continuity.has(turn.user)) continuity.set(turn.user, turn.label);
-    }
-  }
-  const router = loadRouterSet(join(DATASETS, 'router.yaml'), catalogue).cases;
-  const plantedInvalid = router[1].text;
-  const corpus = loadGuardrailCorpus(join(DATASETS, 'guardrails')).cases;
-  const transactions = loadTransactionSet(join(DATASETS, 'transactions.yaml'), catalogue).cases;
-  const parameters = loadParameterSet(join(DATASETS, 'parameters.yaml'), catalogue).cases;
-  const memory = loadMemorySet(join(DATASETS, 'memory.yaml')).cases;
-  const judges = loadJudgeSet(join(DATASETS, 'judges.yaml'), catalogue).cases;
-  const payload = (request: FakeChatRequest): Record<string, unknown> => {
-    try {
-      return JSON.parse(lastUserMessage(request)) as Record<string, unknown>;
-    } catch {
-      return {};
-    }
-  };
-  fake.script({
-    model: 'route_continuity',
-    reply: (request): FakeReply => {
-      const decision = continuity.get(String(payload(request).current_message)) ?? 'ROUTE';
-      return { json: { decision, confidence: 0.95, reason: 'scripted label' } };
-    },
-  });
-  fake.script({
-    model: 'router',
-    reply: (request): FakeReply => {
-      const message = String(payload(request).message);
-      if (message === plantedInvalid) return { content: 'It is about the bill, I think.' };
-      const item = router.find((c) => c.text === message);
-      const [first, ...more] = item?.intents ?? [];
-      return {
-        json: {
-          intent: first ?? 'none',
-          confidence: first ? 0.9 : 0,
-          reason: 'scripted',
-          ...(more.length > 0 ? { more_intents: more.map((intent) => ({ intent, confidence: 0.9 })) } : {}),
-        },
-      };
-    },
-  });
-  fake.script({
-    model: 'guardrail',
-    reply: (request): FakeReply => {
-      const text = lastUserMessage(request);
-      const attack = corpus.some((c) => c.label === 'attack' && text.includes(c.text));
-      return {
-        json: Object.fromEntries(
-          guardrailChecks(request).map((code) => [
-            code,
-            attack && code === 'PINJ'
-              ? { verdict: 'block', confidence: 0.92, reason: 'scripted attack' }
-              : { verdict: 'allow', confidence: 0.9 },
-          ]),
-        ),
-      };
-    },
-  });
-  fake.script({
-    model: 'confirmation',
-    reply: (request): FakeReply => {
-      const item = transactions.find((c) => c.message === lastUserMessage(request));
-      return {
-        json: {
-          decision: item?.label ?? 'OTHER',
-          confidence: 0.9,
-          operation: item?.operation ?? null,
-          values: item?.values ?? {},
-        },
-      };
-    },
-  });
-  // parameter_extraction has no profile of its own in the test profiles: it falls back to `default`.
-  fake.script({
-    model: 'default',
-    reply: (request): FakeReply => {
-      const message = lastUserMessage(request);
-      const control = transactions.find((c) => c.message === message);
-      if (control) {
-        return {
-          json: {
-            action: control.label === 'OTHER' ? 'OTHER' : control.label,
-            confidence: 0.9,
-            operation: control.operation ?? null,
-            values: {},
-          },
-        };
-      }
-      const item = parameters.find((c) => c.message === message);
-      const values = Object.fromEntries(
-        Object.entries(item?.expected ?? {}).map(([field, value]) => [
-          field,
-          Array.isArray(value) ? value[0] : value,
-        ]),
-      );
-      return { json: { action: item?.action ?? 'ANSWER', confidence: 0.9, operation: null, values } };
-    },
-  });
-  fake.script({
-    model: 'memory_extraction',
-    reply: (request): FakeReply => {
-      const item = memory.find((c) => c.message === payload(request).customer_message);
-      return {
-        json: {
-          facts: (item?.facts ?? []).map((fact, i) => ({
-            category: fact.category,
-            key: `fact_${i}`,
-            value: fact.value[0],
-            confidence: 0.9,
-          })),
-        },
-      };
-    },
-  });
-  fake.script({
-    model: 'judge',
-    reply: (request): FakeReply => {
-      const system = String(request.messages[0]?.content ?? '');
-      const name = /the (\w+) judge/.exec(system)?.[1] ?? '';
-      const item = judges.find((c) => lastUserMessage(request).includes(c.answer));
-      const pass = (item?.expected as Record<string, string> | undefined)?.[name] !== 'fail';
-      return { json: { score: pass ? 0.9 : 0.2, passed: pass, reason: 'scripted' } };
-    },
-  });
-  return { plantedInvalid };
-}
 
 function capture() {
   const out: string[] = [];
@@ -171,12 +26,17 @@ jest.setTimeout(60_000);
 
 describe('npm run eval against the scripted model', () => {
   let fake: FakeLlmServer;
+  let planted: { text: string } | undefined;
   let outDir: string;
   let env: NodeJS.ProcessEnv;
 
   beforeAll(async () => {
     fake = await FakeLlmServer.start();
-    scriptFromLabels(fake);
+    // One router answer in prose: a message the model is asked about (no keyword settles it) among the first.
+    planted = loadRouterSet(join(DATASETS, 'router.yaml'), catalogue)
+      .cases.slice(0, LIMIT)
+      .find((c) => c.tags.includes('no_keyword'));
+    scriptFromLabels(fake, planted?.text ?? null);
     outDir = mkdtempSync(join(tmpdir(), 'eval-cli-'));
     env = {
       ...process.env,
