@@ -36,17 +36,21 @@ export const TURN_TAGS = [
   'mentions_person',
   'ambiguous_words',
   'mixed_language',
+  'indirect',
 ] as const;
 export type TurnTag = (typeof TURN_TAGS)[number];
 
-/** The hard cases issue 9 names; the shipped set must hold each of them. */
+/** The hard cases the shipped set must hold, each in more than one language. */
 export const REQUIRED_HARD_CASES: readonly TurnTag[] = [
   'short_ack',
+  'short_message',
   'correction',
   'new_subject_same_agent',
+  'topic_return',
   'polite_not_ending',
   'thanks_new_question',
   'handoff_mid_confirmation',
+  'indirect',
 ];
 
 const text = z.string().trim().min(1, 'must not be empty');
