@@ -11,7 +11,7 @@ import { decimal, dollars, excerpt, formatRate, percent, table } from './markdow
 import { ratio } from './metrics';
 import type { PriceFile } from './prices';
 import { headlineRows, latencyText, summarySections, thresholdText, wrongCasesSection } from './render';
-import type { ReportSection, StageName, StageResult } from './stage';
+import { ReportSection, STAGE_NAMES, StageName, StageResult } from './stage';
 import { lineChartSvg, PALETTE } from './svg';
 
 export const REPORT_FORMAT = 'agent-runtime-eval/1';
@@ -172,6 +172,23 @@ export function renderMarkdown(report: EvalReport, charts: readonly string[] = [
   return lines.join('\n');
 }
 
+/** A stage's name short enough for a chart's axis and legend. */
+const CHART_NAMES: Record<StageName, string> = {
+  continuity: 'continuity',
+  router: 'router',
+  multi_intent: 'multi-intent',
+  guardrails: 'guardrails',
+  transaction_control: 'transactions',
+  parameter_extraction: 'parameters',
+  memory_extraction: 'memory',
+  judges: 'judges',
+};
+
+function chartName(name: string): string {
+  const stage = STAGE_NAMES.find((known) => known === name);
+  return stage ? CHART_NAMES[stage] : name;
+}
+
 /** The charts of a run: accuracy and errors per stage, calibration, costly error against the threshold. */
 export function charts(report: EvalReport): Record<string, string> {
   const stages = report.stages;
@@ -180,7 +197,7 @@ export function charts(report: EvalReport): Record<string, string> {
   const pct = (value: number | null) => (value === null ? 0 : value * 100);
   result.overview = barChartSvg(
     `${report.meta.label}: accuracy and errors per stage`,
-    stages.map((s) => s.name),
+    stages.map((s) => chartName(s.name)),
     [
       { label: 'accuracy', color: PALETTE[0], values: stages.map((s) => pct(s.summary.accuracy.rate)) },
       {
@@ -212,7 +229,7 @@ export function charts(report: EvalReport): Record<string, string> {
           dashed: true,
         },
         ...calibrated.map((s, i) => ({
-          label: s.name,
+          label: chartName(s.name),
           color: PALETTE[i % PALETTE.length],
           points: (s.summary.calibration?.bins ?? []).flatMap((bin): [number, number][] =>
             bin.mean_confidence === null || bin.accuracy === null
@@ -233,7 +250,7 @@ export function charts(report: EvalReport): Record<string, string> {
       'Costly error against the threshold',
       { x: { label: 'threshold', min: 0, max: 1 }, y: { label: 'costly error rate', min: 0, max: max } },
       swept.map((s, i) => ({
-        label: `${s.name} (target ${percent(s.summary.threshold?.target ?? null)})`,
+        label: `${chartName(s.name)} ≤ ${percent(s.summary.threshold?.target ?? null)}`,
         color: PALETTE[i % PALETTE.length],
         points: (s.summary.threshold?.sweep ?? []).map((row): [number, number] => [
           row.threshold,
@@ -579,7 +596,7 @@ export function comparisonChart(a: ComparedReport, b: ComparedReport): string {
     names.map((name) => (report.stages.find((s) => s.name === name)?.summary.accuracy.rate ?? 0) * 100);
   return barChartSvg(
     'Accuracy per stage',
-    names,
+    names.map(chartName),
     [
       { label: `A: ${a.meta.label}`.slice(0, 24), color: PALETTE[0], values: accuracy(a) },
       { label: `B: ${b.meta.label}`.slice(0, 24), color: PALETTE[3], values: accuracy(b) },

@@ -157,20 +157,35 @@ function stageName(value: string): StageName {
   return name;
 }
 
-export function parseCli(argv: readonly string[], root: string): CliOptions {
-  let values: ReturnType<
-    typeof parseArgs<{ options: typeof CLI_OPTIONS; allowPositionals: false; strict: true }>
-  >['values'];
+const CLI_OPTIONS = {
+  stage: { type: 'string', multiple: true },
+  limit: { type: 'string' },
+  target: { type: 'string', multiple: true },
+  compare: { type: 'string', multiple: true },
+  label: { type: 'string' },
+  concurrency: { type: 'string' },
+  out: { type: 'string' },
+  'update-report': { type: 'boolean' },
+  datasets: { type: 'string' },
+  prices: { type: 'string' },
+  'base-url': { type: 'string' },
+  'api-key': { type: 'string' },
+  model: { type: 'string' },
+  'small-model': { type: 'string' },
+  help: { type: 'boolean' },
+} as const;
+
+/** node:util's parseArgs with the options above, a parse error as a UsageError. */
+function parsedArgs(argv: readonly string[]) {
   try {
-    ({ values } = parseArgs({
-      args: [...argv],
-      options: CLI_OPTIONS,
-      allowPositionals: false,
-      strict: true,
-    }));
+    return parseArgs({ args: [...argv], options: CLI_OPTIONS, allowPositionals: false, strict: true }).values;
   } catch (error) {
     throw new UsageError(error instanceof Error ? error.message : String(error));
   }
+}
+
+export function parseCli(argv: readonly string[], root: string): CliOptions {
+  const values = parsedArgs(argv);
   const selected = (values.stage ?? []).flatMap((list) => list.split(',').filter((s) => s.trim() !== ''));
   const stages =
     selected.length === 0 ? [...STAGE_NAMES] : STAGE_NAMES.filter((s) => selected.map(stageName).includes(s));
@@ -203,24 +218,6 @@ export function parseCli(argv: readonly string[], root: string): CliOptions {
     help: values.help === true,
   };
 }
-
-const CLI_OPTIONS = {
-  stage: { type: 'string', multiple: true },
-  limit: { type: 'string' },
-  target: { type: 'string', multiple: true },
-  compare: { type: 'string', multiple: true },
-  label: { type: 'string' },
-  concurrency: { type: 'string' },
-  out: { type: 'string' },
-  'update-report': { type: 'boolean' },
-  datasets: { type: 'string' },
-  prices: { type: 'string' },
-  'base-url': { type: 'string' },
-  'api-key': { type: 'string' },
-  model: { type: 'string' },
-  'small-model': { type: 'string' },
-  help: { type: 'boolean' },
-} as const;
 
 /** The endpoint without credentials or query, for the report. */
 function displayUrl(baseUrl: string | undefined): string | null {
