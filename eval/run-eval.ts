@@ -63,14 +63,12 @@ import { runMemoryStage } from './stages/memory';
 import { multiIntentStage, routerStage, RouterRun, runRouterCases } from './stages/router';
 import { runParameterStage, runTransactionStage } from './stages/transactions';
 
-/** The costly error rate each stage's recommended threshold keeps it under, unless --target says otherwise. */
-export const DEFAULT_TARGETS: Readonly<Record<StageName, number>> = {
+/** The stages with a threshold to recommend: the rate of their costly error, unless --target says otherwise. */
+export const DEFAULT_TARGETS: Readonly<Partial<Record<StageName, number>>> = {
   continuity: 0.02,
   router: 0.05,
-  multi_intent: 0.05,
   guardrails: 0.05,
   transaction_control: 0.01,
-  parameter_extraction: 0.05,
   memory_extraction: 0.05,
   judges: 0.1,
 };
@@ -116,7 +114,8 @@ export class UsageError extends Error {}
 export interface CliOptions {
   stages: StageName[];
   limit: number | undefined;
-  targets: Record<StageName, number>;
+  /** Per stage with a threshold. */
+  targets: Partial<Record<StageName, number>>;
   compare: string[];
   label: string | undefined;
   concurrency: number;
@@ -189,11 +188,12 @@ export function parseCli(argv: readonly string[], root: string): CliOptions {
   const selected = (values.stage ?? []).flatMap((list) => list.split(',').filter((s) => s.trim() !== ''));
   const stages =
     selected.length === 0 ? [...STAGE_NAMES] : STAGE_NAMES.filter((s) => selected.map(stageName).includes(s));
-  const targets: Record<StageName, number> = { ...DEFAULT_TARGETS };
+  const targets: Partial<Record<StageName, number>> = { ...DEFAULT_TARGETS };
   for (const target of values.target ?? []) {
     const [name, value] = target.includes('=') ? target.split('=', 2) : [undefined, target];
-    if (name === undefined) for (const stage of STAGE_NAMES) targets[stage] = rate('target', value);
-    else targets[stageName(name)] = rate('target', value);
+    if (name === undefined) {
+      for (const stage of Object.keys(targets)) targets[stageName(stage)] = rate('target', value);
+    } else targets[stageName(name)] = rate('target', value);
   }
   if ((values.compare ?? []).length > 2) throw new UsageError('--compare takes one or two report files');
   const env: Record<string, string> = {};
@@ -356,7 +356,8 @@ async function runStages(
     priceOf: profilePrices(prices, llm),
     concurrency: options.concurrency,
     limit: options.limit,
-    target: options.targets[stage],
+    // A stage without a threshold has no costly error to keep under a target.
+    target: options.targets[stage] ?? 0,
     root,
     onProgress: progress(stage, io),
   });
@@ -486,7 +487,12 @@ export async function main(
         provider: llmEnv.LLM_PROVIDER ?? 'openai_compatible',
         concurrency: options.concurrency,
         limit: options.limit ?? null,
-        targets: Object.fromEntries(options.stages.map((stage) => [stage, options.targets[stage]])),
+        targets: Object.fromEntries(
+          options.stages.flatMap((stage) => {
+            const target = options.targets[stage];
+            return target === undefined ? [] : [[stage, target]];
+          }),
+        ),
         overrides: { ...EVAL_OVERRIDES },
         service: context.settings,
         prices: { path: relative(root, options.prices) || options.prices, tiers: prices.tiers },
