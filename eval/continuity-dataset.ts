@@ -36,17 +36,21 @@ export const TURN_TAGS = [
   'mentions_person',
   'ambiguous_words',
   'mixed_language',
+  'indirect',
 ] as const;
 export type TurnTag = (typeof TURN_TAGS)[number];
 
-/** The hard cases issue 9 names; the shipped set must hold each of them. */
+/** The hard cases the shipped set must hold, each in more than one language. */
 export const REQUIRED_HARD_CASES: readonly TurnTag[] = [
   'short_ack',
+  'short_message',
   'correction',
   'new_subject_same_agent',
+  'topic_return',
   'polite_not_ending',
   'thanks_new_question',
   'handoff_mid_confirmation',
+  'indirect',
 ];
 
 const text = z.string().trim().min(1, 'must not be empty');
@@ -94,7 +98,7 @@ export class DatasetValidationError extends Error {
     readonly source: string,
     readonly problems: string[],
   ) {
-    super(`Invalid continuity dataset ${source}:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    super(`Invalid labelled set ${source}:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
     this.name = 'DatasetValidationError';
   }
 }

@@ -4,6 +4,16 @@ import {
   ContinuityFallbackReason,
   CONTINUITY_FALLBACK_REASONS,
 } from '@agent/contracts';
+import {
+  ConfusionMatrix,
+  confusionMatrix,
+  LabelScore,
+  labelScores,
+  macroF1,
+  percentile,
+  Ratio,
+  ratio,
+} from './metrics';
 
 /**
  * What one labelled turn produced, as recorded by the runner. The service is run with threshold 0, so `accepted`
@@ -65,77 +75,6 @@ export function acceptedAt(outcome: TurnOutcome, threshold: number): boolean {
 /** What the workflow does at this threshold: the accepted label, else the Enterprise Router (ROUTE). */
 export function effectiveDecision(outcome: TurnOutcome, threshold: number): ContinuityDecision {
   return acceptedAt(outcome, threshold) ? outcome.decision : 'ROUTE';
-}
-
-export interface Ratio {
-  count: number;
-  total: number;
-  /** count / total; null when total is 0 (nothing to measure, not 0%). */
-  rate: number | null;
-}
-
-export function ratio(count: number, total: number): Ratio {
-  return { count, total, rate: total === 0 ? null : count / total };
-}
-
-/** rows: expected label; columns: prediction. */
-export type ConfusionMatrix<C extends string> = Record<ContinuityDecision, Record<C, number>>;
-
-export function confusionMatrix<C extends string>(
-  pairs: readonly { label: ContinuityDecision; predicted: C }[],
-  columns: readonly C[],
-): ConfusionMatrix<C> {
-  const matrix = {} as ConfusionMatrix<C>;
-  for (const label of CONTINUITY_DECISIONS) {
-    matrix[label] = Object.fromEntries(columns.map((column) => [column, 0])) as Record<C, number>;
-  }
-  for (const { label, predicted } of pairs) {
-    if (!(predicted in matrix[label])) throw new Error(`prediction "${predicted}" is not a matrix column`);
-    matrix[label][predicted]++;
-  }
-  return matrix;
-}
-
-export interface LabelScore {
-  label: ContinuityDecision;
-  /** Turns with this expected label. */
-  support: number;
-  /** Turns predicted with this label. */
-  predicted: number;
-  true_positives: number;
-  /** null when nothing was predicted with this label. */
-  precision: number | null;
-  /** null when no turn carries this label. */
-  recall: number | null;
-  /** null when precision or recall is undefined; 0 when both are 0. */
-  f1: number | null;
-}
-
-export function labelScores<C extends string>(matrix: ConfusionMatrix<C>): LabelScore[] {
-  return CONTINUITY_DECISIONS.map((label) => {
-    const row = matrix[label] as Record<string, number>;
-    const support = Object.values(row).reduce((sum, n) => sum + n, 0);
-    const predicted = CONTINUITY_DECISIONS.reduce(
-      (sum, expected) => sum + ((matrix[expected] as Record<string, number>)[label] ?? 0),
-      0,
-    );
-    const truePositives = row[label] ?? 0;
-    const precision = predicted === 0 ? null : truePositives / predicted;
-    const recall = support === 0 ? null : truePositives / support;
-    const f1 =
-      precision === null || recall === null
-        ? null
-        : precision + recall === 0
-          ? 0
-          : (2 * precision * recall) / (precision + recall);
-    return { label, support, predicted, true_positives: truePositives, precision, recall, f1 };
-  });
-}
-
-/** Unweighted mean of the defined per-label F1 scores (labels the set does not hold are left out). */
-export function macroF1(scores: readonly LabelScore[]): number | null {
-  const defined = scores.filter((s) => s.support > 0).map((s) => s.f1 ?? 0);
-  return defined.length === 0 ? null : defined.reduce((sum, f) => sum + f, 0) / defined.length;
 }
 
 export interface SweepRow {
@@ -286,13 +225,6 @@ export function depthOrder(outcomes: readonly TurnOutcome[], exactUpTo = 8): str
   return order;
 }
 
-export function percentile(values: readonly number[], p: number): number | null {
-  if (values.length === 0) return null;
-  const sorted = [...values].sort((a, b) => a - b);
-  const rank = Math.ceil((p / 100) * sorted.length);
-  return sorted[Math.min(sorted.length - 1, Math.max(0, rank - 1))];
-}
-
 /**
  * The targets of ROUTE turns whose next intent is known: how many named one at `threshold` (the router's model
  * skipped) and how many of those named the intent the conversation went to.
@@ -318,8 +250,8 @@ export interface EvalSummary {
   raw_macro_f1: number | null;
   per_label: LabelScore[];
   raw_per_label: LabelScore[];
-  confusion: ConfusionMatrix<ContinuityDecision>;
-  raw_confusion: ConfusionMatrix<RawPrediction>;
+  confusion: ConfusionMatrix<ContinuityDecision, ContinuityDecision>;
+  raw_confusion: ConfusionMatrix<ContinuityDecision, RawPrediction>;
   missed_switch: Ratio;
   misroute: Ratio;
   bypass: Ratio;
@@ -343,13 +275,15 @@ export function summarize(
   const confusion = confusionMatrix(
     outcomes.map((o) => ({ label: o.label, predicted: effectiveDecision(o, threshold) })),
     CONTINUITY_DECISIONS,
+    CONTINUITY_DECISIONS,
   );
   const rawConfusion = confusionMatrix(
     outcomes.map((o) => ({ label: o.label, predicted: rawPrediction(o) })),
+    CONTINUITY_DECISIONS,
     RAW_COLUMNS,
   );
-  const perLabel = labelScores(confusion);
-  const rawPerLabel = labelScores(rawConfusion);
+  const perLabel = labelScores(confusion, CONTINUITY_DECISIONS);
+  const rawPerLabel = labelScores(rawConfusion, CONTINUITY_DECISIONS);
   const sweep = thresholdSweep(outcomes, sweepThresholds, threshold);
   const chosen = sweepRow(outcomes, threshold);
   const failures: Record<string, number> = {};

@@ -1,23 +1,19 @@
-import type { ContinuityDecision, ContinuityFallbackReason } from '@agent/contracts';
+import { CONTINUITY_DECISIONS, ContinuityDecision, ContinuityFallbackReason } from '@agent/contracts';
 import {
   accuracyBy,
-  confusionMatrix,
   depthBucket,
   depthOrder,
   effectiveDecision,
-  labelScores,
   lowestSafeThreshold,
-  macroF1,
-  percentile,
   rawPrediction,
-  ratio,
   routeTargets,
   summarize,
   sweepRow,
   thresholdSweep,
   TurnOutcome,
 } from '../../eval/continuity-metrics';
-import { renderMarkdown } from '../../eval/continuity-report';
+import { continuitySections } from '../../eval/continuity-report';
+import { confusionMatrix, labelScores, macroF1, percentile, ratio } from '../../eval/metrics';
 
 function outcome(
   label: ContinuityDecision,
@@ -61,7 +57,8 @@ describe('continuity eval metrics', () => {
         { label: 'ROUTE', predicted: 'CONTINUE' },
         { label: 'END_SESSION', predicted: 'END_SESSION' },
       ],
-      ['CONTINUE', 'ROUTE', 'HUMAN_HANDOFF', 'END_SESSION'] as const,
+      CONTINUITY_DECISIONS,
+      CONTINUITY_DECISIONS,
     );
     expect(matrix).toEqual({
       CONTINUE: { CONTINUE: 1, ROUTE: 1, HUMAN_HANDOFF: 0, END_SESSION: 0 },
@@ -69,7 +66,12 @@ describe('continuity eval metrics', () => {
       HUMAN_HANDOFF: { CONTINUE: 0, ROUTE: 0, HUMAN_HANDOFF: 0, END_SESSION: 0 },
       END_SESSION: { CONTINUE: 0, ROUTE: 0, HUMAN_HANDOFF: 0, END_SESSION: 1 },
     });
-    expect(() => confusionMatrix([{ label: 'ROUTE', predicted: 'FAILED' }], ['ROUTE'])).toThrow(/column/);
+    expect(() => confusionMatrix([{ label: 'ROUTE', predicted: 'FAILED' }], ['ROUTE'], ['ROUTE'])).toThrow(
+      /column/,
+    );
+    expect(() => confusionMatrix([{ label: 'OTHER', predicted: 'ROUTE' }], ['ROUTE'], ['ROUTE'])).toThrow(
+      /row/,
+    );
   });
 
   it('computes precision, recall and F1, with null where a division by zero would be', () => {
@@ -84,9 +86,10 @@ describe('continuity eval metrics', () => {
         // END_SESSION: predicted but not supported → precision 0, recall null.
         { label: 'ROUTE', predicted: 'END_SESSION' },
       ],
-      ['CONTINUE', 'ROUTE', 'HUMAN_HANDOFF', 'END_SESSION', 'FAILED'] as const,
+      CONTINUITY_DECISIONS,
+      [...CONTINUITY_DECISIONS, 'FAILED'],
     );
-    const scores = Object.fromEntries(labelScores(matrix).map((s) => [s.label, s]));
+    const scores = Object.fromEntries(labelScores(matrix, CONTINUITY_DECISIONS).map((s) => [s.label, s]));
     expect(scores.CONTINUE).toEqual({
       label: 'CONTINUE',
       support: 3,
@@ -119,7 +122,7 @@ describe('continuity eval metrics', () => {
       f1: null,
     });
     // Labels without support are left out of the macro average; undefined F1 with support counts as 0.
-    expect(macroF1(labelScores(matrix))).toBeCloseTo((2 / 3 + 0 + 0) / 3);
+    expect(macroF1(labelScores(matrix, CONTINUITY_DECISIONS))).toBeCloseTo((2 / 3 + 0 + 0) / 3);
     expect(macroF1([])).toBeNull();
   });
 
@@ -129,9 +132,10 @@ describe('continuity eval metrics', () => {
         { label: 'CONTINUE', predicted: 'FAILED' },
         { label: 'CONTINUE', predicted: 'CONTINUE' },
       ],
-      ['CONTINUE', 'ROUTE', 'HUMAN_HANDOFF', 'END_SESSION', 'FAILED'] as const,
+      CONTINUITY_DECISIONS,
+      [...CONTINUITY_DECISIONS, 'FAILED'],
     );
-    const continueScore = labelScores(matrix).find((s) => s.label === 'CONTINUE');
+    const continueScore = labelScores(matrix, CONTINUITY_DECISIONS).find((s) => s.label === 'CONTINUE');
     expect(continueScore).toMatchObject({ support: 2, predicted: 1, precision: 1, recall: 0.5 });
   });
 
@@ -261,42 +265,14 @@ describe('continuity eval metrics', () => {
     expect(summary.tokens).toEqual({ prompt: 400, completion: 40, per_turn: 110 });
     expect(summary.latency_ms.p50).toBe(10);
 
-    const markdown = renderMarkdown({
-      meta: {
-        generated_at: '2026-01-01T00:00:00.000Z',
-        model: 'm',
-        base_url: 'http://x/v1',
-        profile_name: 'route_continuity',
-        threshold: 0.9,
-        service_threshold: 0,
-        history_turns: 2,
-        max_tokens: 80,
-        timeout_seconds: 10,
-        structured_output: 'json_object',
-        concurrency: 1,
-        duration_ms: 1000,
-        dataset: { path: 'd.yaml', sha256: 'abc', conversations: 1, turns: 4 },
-        service_warnings: [],
-      },
-      dataset_stats: {
-        conversations: 1,
-        turns: 4,
-        max_depth: 3,
-        by_label: { CONTINUE: 1, ROUTE: 2, HUMAN_HANDOFF: 0, END_SESSION: 1 },
-        by_language: { pt: { conversations: 1, turns: 4 } },
-        by_domain: { telecom: { conversations: 1, turns: 4 } },
-        by_tag: { short_ack: 1 },
-        by_depth: { '1': 1, '2': 1, '3': 1 },
-        label_by_language: { pt: { CONTINUE: 1, ROUTE: 2, HUMAN_HANDOFF: 0, END_SESSION: 1 } },
-        turns_with_active_agent: 3,
-      },
-      summary,
-      turns: outcomes,
-    });
-    expect(markdown).toContain('| accuracy (decision the workflow acts on) | 50.0% (2/4) |');
-    expect(markdown).toContain('## Threshold sweep');
+    const markdown = continuitySections(summary)
+      .flatMap((section) => [`### ${section.title}`, ...section.lines])
+      .join('\n');
+    expect(markdown).toContain(
+      '| missed-switch rate (ROUTE turns with an agent, accepted CONTINUE) | 100.0% (1/1) |',
+    );
+    expect(markdown).toContain('### Threshold sweep: bypass against misroute');
     expect(markdown).toContain('| **0.9** |');
-    expect(markdown).toContain('agora \\| uma cobrança');
-    expect(markdown).toContain('| HUMAN_HANDOFF | 0 | 0 | n/a | n/a | n/a |');
+    expect(markdown).toContain('| short_ack | 1 |');
   });
 });

@@ -1,11 +1,12 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { loadYamlFile, routingFileSchema } from '@agent/config';
 import { FakeChatRequest, FakeLlmServer, FakeReply, lastUserMessage } from '../support/fake-llm';
 import { ContinuityDataset, loadDataset } from '../../eval/continuity-dataset';
-import type { EvalReport } from '../../eval/continuity-report';
-import { main } from '../../eval/run-continuity-eval';
+import type { EvalSummary } from '../../eval/continuity-metrics';
+import type { EvalReport } from '../../eval/report';
+import { main } from '../../eval/run-eval';
 
 const ROOT = resolve(__dirname, '..', '..');
 const DATASET = join(ROOT, 'eval', 'dataset', 'continuity.yaml');
@@ -136,16 +137,28 @@ describe('eval:continuity runner', () => {
   it('runs every labelled turn through ContinuityService and writes the reports', async () => {
     const { io, out, err } = capture();
     const code = await main(
-      ['--base-url', fake.baseUrl, '--model', 'eval-model', '--out', outDir, '--concurrency', '8'],
-      {},
+      [
+        '--stage',
+        'continuity',
+        '--base-url',
+        fake.baseUrl,
+        '--small-model',
+        'eval-model',
+        '--out',
+        outDir,
+        '--concurrency',
+        '8',
+      ],
+      { ROUTE_STICKINESS_CONFIDENCE_THRESHOLD: '0.9' },
       io,
       ROOT,
     );
-    expect({ code, err: err.filter((l) => !/^\s+\d+\/\d+ turns$/.test(l)) }).toEqual({
+    expect({ code, err: err.filter((l) => !/^\s+\[continuity\] \d+\/\d+$/.test(l)) }).toEqual({
       code: 0,
-      err: [expect.stringContaining('answered an invalid continuity_decision: no JSON object')],
+      err: ['continuity ...'],
     });
 
+    // The service's own profile for the stage (config/llm_profiles.yaml, small tier), as in production.
     expect(fake.requests).toHaveLength(total);
     for (const request of fake.requests) {
       expect(request.model).toBe('eval-model');
@@ -160,20 +173,29 @@ describe('eval:continuity runner', () => {
 
     const files = readdirSync(outDir).sort();
     expect(files).toEqual([
-      expect.stringMatching(/^continuity-eval-model-.*\.json$/),
-      expect.stringMatching(/^continuity-eval-model-.*\.md$/),
+      expect.stringMatching(/^eval-eval-model-.*-calibration\.svg$/),
+      expect.stringMatching(/^eval-eval-model-.*-overview\.svg$/),
+      expect.stringMatching(/^eval-eval-model-.*-thresholds\.svg$/),
+      expect.stringMatching(/^eval-eval-model-.*\.json$/),
+      expect.stringMatching(/^eval-eval-model-.*\.md$/),
     ]);
-    const report = JSON.parse(readFileSync(join(outDir, files[0]), 'utf8')) as EvalReport;
-    const { summary } = report;
-    expect(report.turns).toHaveLength(total);
-    expect(report.meta).toMatchObject({
-      model: 'eval-model',
-      threshold: 0.9,
-      service_threshold: 0,
-      history_turns: 2,
-    });
-    expect(summary.raw_accuracy).toEqual({ count: total - 2, total, rate: (total - 2) / total });
-    expect(summary.accuracy.count).toBe(total - 2 - shortAcks);
+    const report = JSON.parse(readFileSync(join(outDir, files[3]), 'utf8')) as EvalReport;
+    const [stage] = report.stages;
+    expect(stage.name).toBe('continuity');
+    expect(stage.cases).toHaveLength(total);
+    expect(report.meta.service).toMatchObject({ stickiness_threshold: 0.9, history_turns: 2 });
+    expect(report.meta.warnings).toEqual([
+      expect.stringContaining('answered an invalid continuity_decision'),
+    ]);
+    expect(stage.summary.model_accuracy).toEqual({ count: total - 2, total, rate: (total - 2) / total });
+    expect(stage.summary.accuracy.count).toBe(total - 2 - shortAcks);
+    expect(stage.summary.failures).toEqual({ invalid_output: 1 });
+    expect(stage.summary.invalid_output.count).toBe(1);
+    expect(stage.summary.model_confusion.HUMAN_HANDOFF.FAILED).toBe(1);
+    expect(stage.summary.usage.prompt_tokens).toBe(300 * total);
+    expect(stage.summary.threshold?.at_configured.costly.count).toBe(1);
+
+    const { continuity: summary } = stage.extra as { continuity: EvalSummary };
     expect(summary.missed_switch).toEqual({ count: 1, total: switches, rate: 1 / switches });
     expect(summary.misroute.count).toBe(1);
     expect(summary.route_targets).toEqual({
@@ -181,10 +203,6 @@ describe('eval:continuity runner', () => {
       right: { count: namedTargets - 1, total: namedTargets, rate: (namedTargets - 1) / namedTargets },
     });
     expect(namedTargets).toBeGreaterThan(20);
-    expect(summary.failures).toEqual({ invalid_output: 1 });
-    expect(summary.raw_confusion.HUMAN_HANDOFF.FAILED).toBe(1);
-    expect(summary.tokens.prompt).toBe(300 * total);
-
     const at085 = summary.sweep.find((row) => row.threshold === 0.85);
     expect(at085?.accuracy.count).toBe(total - 2);
     const at1 = summary.sweep.find((row) => row.threshold === 1);
@@ -192,59 +210,60 @@ describe('eval:continuity runner', () => {
     expect(summary.lowest_safe_threshold).toBe(0.975);
     expect(summary.by_depth[0].group).toBe('1');
     expect(summary.by_language.map((g) => g.group)).toEqual(['en', 'es', 'pt']);
+    // The generic sweep applies the classifier's own rule: both count the same misroutes at every threshold.
+    for (const row of summary.sweep) {
+      const generic = stage.summary.threshold?.sweep.find((r) => r.threshold === row.threshold);
+      if (generic) expect(generic.costly.count).toBe(row.misroute.count);
+    }
 
-    const markdown = readFileSync(join(outDir, files[1]), 'utf8');
+    const markdown = readFileSync(join(outDir, files[4]), 'utf8');
     for (const heading of [
-      '## Headline',
-      '## Per-label precision and recall',
-      '## Confusion matrix',
-      '## Threshold sweep',
-      '## Accuracy by turn depth',
-      '## By situation (hard cases)',
-      '## Turns with a wrong label or decision',
+      '## Continuity classifier',
+      '### Headline',
+      '### Per-label precision and recall',
+      '### Calibration',
+      '### Threshold',
+      '### Threshold sweep: bypass against misroute',
+      '### Accuracy by turn depth',
+      '### By situation (hard cases)',
+      '### Wrong cases',
     ]) {
       expect(markdown).toContain(heading);
     }
-    expect(out).toEqual(
-      expect.arrayContaining([
-        expect.stringMatching(/^missed-switch rate: /),
-        expect.stringMatching(/^ROUTE targets named: .*, right: /),
-      ]),
-    );
+    expect(out).toEqual(expect.arrayContaining([expect.stringMatching(/^continuity: accuracy /)]));
     // The caller's environment is left as it was.
     expect(process.env.ENABLE_ROUTE_STICKINESS).toBeUndefined();
-    expect(process.env.LLM_PROFILES_PATH).toBeUndefined();
+    expect(process.env.ROUTE_STICKINESS_CONFIDENCE_THRESHOLD).toBeUndefined();
   });
 
   it('without an endpoint validates the dataset and says what it needs', async () => {
     const { io, out } = capture();
     const requests = fake.requests.length;
-    expect(await main([], {}, io, ROOT)).toBe(0);
-    expect(out[0]).toBe('Dataset eval/dataset/continuity.yaml is valid.');
-    expect(out.join('\n')).toMatch(/labelled turns: \d+/);
-    expect(out.join('\n')).toContain('--base-url URL');
-    expect(out.join('\n')).toContain('--model NAME');
+    expect(await main(['--stage', 'continuity'], {}, io, ROOT)).toBe(0);
+    expect(out[0]).toBe('Labelled sets in eval/dataset are valid:');
+    expect(out[1]).toMatch(/^ {2}continuity: \d+ cases \(en \d+, es \d+, pt \d+\)/);
+    expect(out.join('\n')).toContain('No model endpoint is configured');
     expect(fake.requests.length).toBe(requests);
   });
 
   it('rejects bad usage with exit code 2 and a broken dataset with exit code 1', async () => {
     const usage = capture();
-    expect(await main(['--base-url', fake.baseUrl], {}, usage.io, ROOT)).toBe(2);
-    expect(usage.err[0]).toContain('--model is required');
-    expect(await main(['--threshold', '1.5'], {}, usage.io, ROOT)).toBe(2);
+    expect(await main(['--concurrency', '0'], {}, usage.io, ROOT)).toBe(2);
+    expect(usage.err[0]).toContain('--concurrency must be an integer');
     expect(await main(['--bogus'], {}, usage.io, ROOT)).toBe(2);
 
-    const broken = join(outDir, 'broken.yaml');
+    const datasets = join(outDir, 'datasets');
+    cpSync(join(ROOT, 'eval', 'dataset'), datasets, { recursive: true });
     writeFileSync(
-      broken,
+      join(datasets, 'continuity.yaml'),
       readFileSync(DATASET, 'utf8').replace(
         'label: CONTINUE\n        tags: [follow_up]',
         'label: STAY\n        tags: [follow_up]',
       ),
     );
     const invalid = capture();
-    expect(await main(['--dataset', broken], {}, invalid.io, ROOT)).toBe(1);
+    expect(await main(['--stage', 'continuity', '--datasets', datasets], {}, invalid.io, ROOT)).toBe(1);
     expect(invalid.err.join('\n')).toMatch(/conversation "pt-01-seed-plan-then-dispute" turn 2 label: /);
-    expect(existsSync(broken)).toBe(true);
+    expect(existsSync(join(datasets, 'continuity.yaml'))).toBe(true);
   });
 });
