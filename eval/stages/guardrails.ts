@@ -78,7 +78,7 @@ export async function runGuardrailStage(
         : RAIL_DEFAULT_MIN_CONFIDENCE,
   }));
   const configured = Math.min(...minConfidences.map((r) => r.min_confidence), 1);
-  const cases = limited(set.cases, options.limit);
+  const cases = limited(alternatingLabels(set.cases), options.limit);
   const outcomes = new Array<GuardrailOutcome | undefined>(cases.length);
   let done = 0;
   await pool(cases, options.concurrency, async (item, index) => {
@@ -216,4 +216,19 @@ export async function runGuardrailStage(
     cases: results,
     duration_ms: Math.round(performance.now() - started),
   };
+}
+
+/**
+ * The corpus with attacks and ordinary messages taken in turn, so a `--limit` sample holds both: its files list
+ * attacks first, and every screened attack stops before the model is asked.
+ */
+function alternatingLabels(cases: readonly GuardrailCase[]): GuardrailCase[] {
+  const attacks = cases.filter((c) => c.label === 'attack');
+  const ordinary = cases.filter((c) => c.label === 'ordinary');
+  return Array.from({ length: Math.max(attacks.length, ordinary.length) }, (_, i) => [
+    attacks[i],
+    ordinary[i],
+  ])
+    .flat()
+    .filter((c): c is GuardrailCase => c !== undefined);
 }

@@ -4,6 +4,7 @@
  */
 import { foldText, LongTermMemory } from '@agent/contracts';
 import { LlmService } from '@agent/llm';
+import { GuardrailsService } from '@agent/guardrails';
 import { MemoryExtractionError, MemoryService } from '@agent/memory';
 import { RecordingMemoryStore } from '../eval-context';
 import { LoadedSet, MemoryCase, memoryLabel } from '../datasets';
@@ -123,6 +124,8 @@ export async function runMemoryStage(
   const { app, settings } = options.context;
   const memory = app.get(MemoryService);
   const store = app.get(RecordingMemoryStore);
+  // The facts pass the memory rails the service runs before it stores them.
+  const screen = app.get(GuardrailsService).contentScreen();
   const rule = memoryThreshold(settings.memory_min_confidence);
   const cases = limited(set.cases, options.limit);
   const outcomes = new Array<MemoryOutcome | undefined>(cases.length);
@@ -131,7 +134,7 @@ export async function runMemoryStage(
     let failureReason: string | null = null;
     const run = await runCase(item.id, options.priceOf, async () => {
       try {
-        return await memory.persistTurn(memoryState(item));
+        return await memory.persistTurn(memoryState(item), screen);
       } catch (error) {
         if (!(error instanceof MemoryExtractionError)) throw error;
         failureReason = error.message;
