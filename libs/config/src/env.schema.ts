@@ -219,6 +219,17 @@ export const databaseEnvSchema = z.object({
    * and the replica tries again when it restarts.
    */
   DATABASE_MIGRATION_LOCK_TIMEOUT_MS: envNumber(5000, { min: 0, int: true }),
+  /** Opening a connection, and waiting for a free one of the pool: a server that does not answer fails then. */
+  DATABASE_CONNECT_TIMEOUT_MS: envNumber(5000, { min: 100, int: true }),
+  /**
+   * How long a statement of the turn path or the event relay, and the readiness probe's, waits for its answer
+   * before the connection is given up as hung (a 503 for the turn). They are short statements on one row each.
+   */
+  DATABASE_QUERY_TIMEOUT_MS: envNumber(5000, { min: 100, int: true }),
+  /** Every other statement (admin reads, memory, RAG, migrations): the server cancels it, the client stops waiting. */
+  DATABASE_STATEMENT_TIMEOUT_MS: envNumber(30000, { min: 100, int: true }),
+  /** The server ends a session left idle inside a transaction this long, releasing its locks (0: never). */
+  DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: envNumber(60000, { min: 0, int: true }),
 });
 
 export const llmEnvSchema = z.object({

@@ -76,6 +76,7 @@ class EmbeddedPostgresModule {}
           url: embedded?.url ?? config.DATABASE_URL ?? '',
           poolSize: config.DATABASE_POOL_SIZE,
           embedded: embedded !== null,
+          timeouts: config,
         }),
         autoLoadEntities: true,
         // An unreachable database fails the start at once, with its error; the orchestrator restarts the service.
@@ -102,7 +103,13 @@ class EmbeddedPostgresModule {}
         dataSource: DataSource,
         embedded: EmbeddedPostgres | null,
         config: ConfigType<typeof databaseConfig>,
-      ) => new DatabaseService(dataSource, embedded, config.DATABASE_PREPARED_STATEMENTS),
+      ) =>
+        new DatabaseService(
+          dataSource,
+          embedded,
+          config.DATABASE_PREPARED_STATEMENTS,
+          config.DATABASE_QUERY_TIMEOUT_MS,
+        ),
     },
   ],
   exports: [DatabaseService],
