@@ -35,6 +35,14 @@ export class TcpProxy {
     return { proxy, url: parsed.toString() };
   }
 
+  /** A server that accepts connections and never answers: a proxy black-holed from the start, to nowhere. */
+  static async blackHoled(): Promise<TcpProxy> {
+    const proxy = new TcpProxy('127.0.0.1', 0);
+    proxy.blackHole();
+    await proxy.listen();
+    return proxy;
+  }
+
   get port(): number {
     return this.listenPort;
   }
