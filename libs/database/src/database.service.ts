@@ -80,6 +80,19 @@ export function isTimeoutError(error: unknown): boolean {
   return false;
 }
 
+/** The server could not be reached at all: nothing listens there, or the name does not resolve. */
+const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+/**
+ * A connection the server ended, or refused while it starts up (57P03): it was there a moment ago, so a new
+ * connection is worth a try. Not an unreachable server, nor one that does not answer (a timeout).
+ */
+export function isLostConnection(error: unknown): boolean {
+  if (!isConnectionError(error) || isTimeoutError(error)) return false;
+  for (const current of causeChain(error)) if (UNREACHABLE_CODES.has(errorCode(current) ?? '')) return false;
+  return true;
+}
+
 /**
  * A prepared statement the server no longer has (26000) or already has under that name (42P05): what a pooler in
  * transaction mode does to them, by handing the client's statements to another server connection.
