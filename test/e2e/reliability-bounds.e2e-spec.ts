@@ -171,6 +171,44 @@ describe('dependencies that hang', () => {
     });
   });
 
+  describe('the model endpoint', () => {
+    let hole: TcpProxy;
+    let app: TestApp;
+
+    beforeAll(async () => {
+      hole = await TcpProxy.blackHoled();
+      app = await startTestApp({ env: { LLM_BASE_URL: `http://127.0.0.1:${hole.port}/v1` } });
+    });
+
+    afterAll(async () => {
+      await app?.close();
+      await hole?.stop();
+    });
+
+    it("costs a turn its stages' profile timeouts: the fail-closed guardrail's, then the safe answer", async () => {
+      const turn = await timed(() =>
+        app.post<{ answer: string; blocked: boolean }>('/v1/channels/web/messages', {
+          tenant_id: 'acme',
+          agent_id: 'telecom_contas',
+          session_id: uniqueId('hung-model'),
+          text: 'Quero trocar de plano',
+        }),
+      );
+      expect(turn.result.status).toBe(200);
+      expect(turn.result.body).toMatchObject({
+        blocked: true,
+        answer: 'Não consegui processar sua mensagem agora. Por favor, tente novamente em instantes.',
+      });
+      // The guardrail profile's timeout (1 s in the tests' profiles), not the client's default of minutes.
+      expect(turn.ms).toBeGreaterThanOrEqual(1000);
+      expect(turn.ms).toBeLessThan(4000);
+      // Every stage has a fallback: readiness says degraded, and stays 200.
+      const ready = await app.get<{ info: { llm: { degraded: boolean } } }>('/health/ready');
+      expect(ready.status).toBe(200);
+      expect(ready.body.info.llm.degraded).toBe(true);
+    });
+  });
+
   describe('readiness of a tenant-scoped admin key', () => {
     const tenant = uniqueId('ra');
     const other = uniqueId('rb');

@@ -224,9 +224,11 @@ export class HealthController {
   private llmConfiguration(detailed: boolean): HealthIndicatorResult {
     const status = this.llm.describe();
     const indicator = this.indicators.check('llm');
-    if (!detailed) return indicator.up({ configured: status.configured });
+    const degraded = status.profiles.some((profile) => profile.state === 'down');
+    if (!detailed) return indicator.up({ configured: status.configured, degraded });
     return indicator.up({
       configured: status.configured,
+      degraded,
       ...(status.configured
         ? {}
         : { message: 'no LLM endpoint configured: LLM stages take their fallbacks' }),
