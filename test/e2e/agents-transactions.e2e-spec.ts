@@ -522,7 +522,8 @@ describe('domain agents with the reference MCP server', () => {
     expect(calls[4].messages.filter((m) => m.role === 'tool')).toHaveLength(4);
   });
 
-  it('answers with ok:false and NOC.MCP_TOOL_FAILED while the server is down, and reconnects after', async () => {
+  /** The billing agent calls consultar_fatura once, then answers by the tool's outcome. */
+  function scriptBillingLookup(): void {
     fake.script({
       model: 'agent',
       when: (r) => !hasToolMessage(r),
@@ -544,6 +545,10 @@ describe('domain agents with the reference MCP server', () => {
         };
       },
     });
+  }
+
+  it('answers with ok:false and NOC.MCP_TOOL_FAILED while the server is down, and reconnects after', async () => {
+    scriptBillingLookup();
     await mcp.stop();
     try {
       const sessionId = uniqueId('down');
@@ -580,4 +585,34 @@ describe('domain agents with the reference MCP server', () => {
     const back = await send(uniqueId('back'), 'Qual o valor da minha fatura?', 'telecom_contas');
     expect(back.body.answer).toBe('Sua fatura está disponível.');
   }, 180000);
+
+  it('costs a tool call MCP_CALL_TIMEOUT_MS while the server hangs, and calls it again once it answers', async () => {
+    scriptBillingLookup();
+    const warm = await send(uniqueId('warm'), 'Qual o valor da minha fatura?', 'telecom_contas');
+    expect(warm.body.answer).toBe('Sua fatura está disponível.');
+    // The session is open and its tools listed: the server now accepts and never answers.
+    proxy.blackHole();
+    try {
+      const started = Date.now();
+      const res = await send(uniqueId('hung'), 'Qual o valor da minha fatura?', 'telecom_contas');
+      const took = Date.now() - started;
+      expect(res.status).toBe(200);
+      expect(res.body.answer).toBe('Não consegui consultar sua fatura agora.');
+      const toolMessage = fake
+        .requestsFor('agent')
+        .at(-1)
+        ?.messages.find((m) => m.role === 'tool');
+      expect(JSON.parse(String(toolMessage?.content))).toMatchObject({
+        ok: false,
+        error: expect.stringMatching(/did not answer within 5000 ms/),
+      });
+      // MCP_CALL_TIMEOUT_MS (5 s) once, then the turn goes on.
+      expect(took).toBeGreaterThanOrEqual(5000);
+      expect(took).toBeLessThan(9000);
+    } finally {
+      await proxy.restore();
+    }
+    const back = await send(uniqueId('back'), 'Qual o valor da minha fatura?', 'telecom_contas');
+    expect(back.body.answer).toBe('Sua fatura está disponível.');
+  }, 60000);
 });

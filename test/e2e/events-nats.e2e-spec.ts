@@ -7,6 +7,7 @@ import {
   outOfOrder,
   ReceivedEvent,
 } from '../support/nats';
+import { TcpProxy } from '../support/tcp-proxy';
 import { startTestApp, TestApp, uniqueId } from '../support/test-app';
 import { eventually } from '../support/webhook-receiver';
 
@@ -136,6 +137,52 @@ describe('event relay to NATS JetStream', () => {
       await reader.close(true).catch(() => undefined);
       await app.close();
       await server.dispose();
+    }
+  }, 180000);
+});
+
+describe('a NATS server that hangs', () => {
+  it('keeps turns fast, says so in readiness, and delivers every event once and in order after', async () => {
+    // Between the app and the shared server: a black hole accepts and never answers, unlike a server that is down.
+    const { proxy, url } = await TcpProxy.forUrl(NATS_URL);
+    const nats = natsEnv(url);
+    const app = await startTestApp({ env: nats.env });
+    const tenant = uniqueId('t');
+    const reader = await DurableReader.open(NATS_URL, nats.stream, 'reader', `${nats.prefix}.${tenant}.>`);
+    type Ready = { details: { events: { degraded: boolean; destinations: DestinationStatus[] } } };
+    type DestinationStatus = { lag_events: number; last_error: string | null };
+    try {
+      await runTurns(app, tenant, 2, 2);
+      let expected = await expectedEventIds((sql, params) => app.dataSource.query(sql, params), tenant);
+      await reader.readUntil((all) => all.length >= expected.length, 30000);
+
+      proxy.blackHole();
+      const started = Date.now();
+      await runTurns(app, tenant, 4, 3);
+      // Three turns in a row per conversation: none waited for a publish (5 s each).
+      expect(Date.now() - started).toBeLessThan(5000);
+      const hung = await eventually('readiness to show the failing destination', async () => {
+        const ready = await app.get<Ready>('/health/ready');
+        expect(ready.status).toBe(200);
+        const [destination] = ready.body.details.events.destinations;
+        return destination.last_error !== null ? ready.body.details.events : undefined;
+      });
+      expect(hung.degraded).toBe(true);
+      expect(hung.destinations[0].lag_events).toBeGreaterThan(0);
+
+      await proxy.restore();
+      expected = await expectedEventIds((sql, params) => app.dataSource.query(sql, params), tenant);
+      const received = await reader.readUntil((all) => all.length >= expected.length, 60000);
+      expect(idsOf(received)).toEqual([...expected].sort());
+      expect(outOfOrder(received)).toEqual([]);
+      await eventually('readiness to clear', async () => {
+        const ready = await app.get<Ready>('/health/ready');
+        return ready.body.details.events.degraded ? undefined : true;
+      });
+    } finally {
+      await reader.close(true);
+      await app.close();
+      await proxy.stop();
     }
   }, 180000);
 });

@@ -12,7 +12,6 @@ import {
   Server as HttpServer,
   ServerResponse,
 } from 'node:http';
-import { createServer, Server, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Client as PgClient } from 'pg';
@@ -22,6 +21,7 @@ import { MCP_UNAVAILABLE_ERROR, McpModule, McpService } from '@agent/mcp';
 import { ObservabilityModule } from '@agent/observability';
 import { embeddedDataDir } from '../support/embedded-servers';
 import { freePort, REFERENCE_MCP_ENTRY, ReferenceMcpProcess } from '../support/reference-mcp';
+import { TcpProxy } from '../support/tcp-proxy';
 
 /**
  * McpService against real reference server processes: `telecom` over stdio (spawned by the service itself),
@@ -207,16 +207,14 @@ describe('McpService with the reference MCP server', () => {
   });
 
   describe('unreachable and disabled', () => {
-    let blackHole: Server;
-    const sockets = new Set<Socket>();
+    let blackHole: TcpProxy;
     let other: Awaited<ReturnType<typeof mcpModule>>;
     let disabled: Awaited<ReturnType<typeof mcpModule>>;
 
     beforeAll(async () => {
       // Accepts connections and never answers: only the timeouts end a call.
-      blackHole = createServer((socket) => sockets.add(socket));
-      await new Promise<void>((done) => blackHole.listen(0, '127.0.0.1', done));
-      const port = (blackHole.address() as { port: number }).port;
+      blackHole = await TcpProxy.blackHoled();
+      const port = blackHole.port;
       const closedPort = await freePort();
       other = await mcpModule(
         {
@@ -234,8 +232,7 @@ describe('McpService with the reference MCP server', () => {
     afterAll(async () => {
       await other.module.close();
       await disabled.module.close();
-      for (const socket of sockets) socket.destroy();
-      await new Promise<void>((done) => blackHole.close(() => done()));
+      await blackHole.stop();
     });
 
     it('maps a refused connection and a silent server to "MCP Tool Router unavailable" within the timeout', async () => {

@@ -169,7 +169,7 @@ export async function expectedEventIds(
 }
 
 /** Per conversation, the received ids strictly follow the commit order (version, then position in it). */
-export function outOfOrder(received: ReceivedEvent[]): string[] {
+export function outOfOrder(received: Pick<ReceivedEvent, 'id'>[]): string[] {
   const last = new Map<string, [number, number]>();
   const problems: string[] = [];
   for (const event of received) {

@@ -37,7 +37,12 @@ export function loggerParams(app: LogSettings): Params {
       ...(app.LOG_FORMAT === 'pretty' ? { transport: prettyTransport() } : {}),
       // The request id is fastify's (the caller's x-request-id when it is a plain token).
       customProps: (req: { id?: unknown }) => ({ request_id: req.id }),
-      autoLogging: { ignore: (req: { url?: string }) => (req.url ?? '').startsWith('/health') },
+      // Probes are not logged (one line per replica every few seconds). The middleware sees the URL relative to
+      // its mount point; the path as requested is `originalUrl`.
+      autoLogging: {
+        ignore: (req: { url?: string; originalUrl?: string }) =>
+          (req.originalUrl ?? req.url ?? '').startsWith('/health'),
+      },
       serializers: { req: serializeRequest },
     },
     // Logging off costs nothing per request: no request logger, no per-request context.

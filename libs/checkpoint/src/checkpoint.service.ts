@@ -2,7 +2,7 @@ import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/c
 import { ConfigType } from '@nestjs/config';
 import { randomUUID } from 'node:crypto';
 import { checkpointConfig } from '@agent/config';
-import { DatabaseUnavailableError, isConnectionError } from '@agent/database';
+import { DatabaseUnavailableError, isConnectionError, isTimeoutError } from '@agent/database';
 import { EventBusService, MetricsService } from '@agent/observability';
 import { CheckpointReading, readCheckpoint, serializeCheckpoint } from './canonical-json';
 import { AgentMismatchError, CheckpointFencingError, TurnLockTimeoutError } from './checkpoint.errors';
@@ -428,9 +428,12 @@ export class CheckpointService implements BeforeApplicationShutdown {
   }
 }
 
-/** A failure of the connection, not of the statement: worth retrying. */
+/**
+ * A failure of the connection, not of the statement: worth retrying. A server that did not answer in time is
+ * not: another attempt would wait as long again, so the turn's 503 comes after one timeout, not several.
+ */
 function isTransient(error: unknown): boolean {
-  return error instanceof DatabaseUnavailableError || isConnectionError(error);
+  return (error instanceof DatabaseUnavailableError || isConnectionError(error)) && !isTimeoutError(error);
 }
 
 class LocalWaitTimeout extends Error {}

@@ -250,6 +250,11 @@ export const appEnvSchema = z.object({
   BODY_LIMIT_BYTES: envNumber(64 * 1024, { min: 1024, int: true }),
   /** Time to receive a request's headers and body; a slower client gets 408 and the connection is closed. */
   REQUEST_TIMEOUT_MS: envNumber(10000, { min: 100, int: true }),
+  /**
+   * How long /health/ready waits for each dependency it checks (Postgres, the rate-limit store); one that has not
+   * answered by then is reported down. Below the probe's own timeout, so the probe gets an answer that says which.
+   */
+  READINESS_TIMEOUT_MS: envNumber(2000, { min: 100, int: true }),
   TRUST_PROXY: trustedProxies,
   OTEL_EXPORTER_OTLP_ENDPOINT: httpUrl,
   /** Language of what the service says by itself (fallbacks, guardrail and session messages). */
@@ -272,6 +277,17 @@ export const databaseEnvSchema = z.object({
    * and the replica tries again when it restarts.
    */
   DATABASE_MIGRATION_LOCK_TIMEOUT_MS: envNumber(5000, { min: 0, int: true }),
+  /** Opening a connection, and waiting for a free one of the pool: a server that does not answer fails then. */
+  DATABASE_CONNECT_TIMEOUT_MS: envNumber(5000, { min: 100, int: true }),
+  /**
+   * How long a statement of the turn path or the event relay, and the readiness probe's, waits for its answer
+   * before the connection is given up as hung (a 503 for the turn). They are short statements on one row each.
+   */
+  DATABASE_QUERY_TIMEOUT_MS: envNumber(5000, { min: 100, int: true }),
+  /** Every other statement (admin reads, memory, RAG, migrations): the server cancels it, the client stops waiting. */
+  DATABASE_STATEMENT_TIMEOUT_MS: envNumber(30000, { min: 100, int: true }),
+  /** The server ends a session left idle inside a transaction this long, releasing its locks (0: never). */
+  DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: envNumber(60000, { min: 0, int: true }),
 });
 
 export const llmEnvSchema = z.object({
@@ -347,6 +363,13 @@ export const authEnvSchema = z.object({
   /** Rate-limit counters shared by every replica; unset: each replica counts on its own. */
   REDIS_URL: redisUrl,
   RATE_LIMIT_KEY_PREFIX: envString('agent-runtime:rate-limit:'),
+  /** Opening the connection to Redis (the TCP connect). */
+  REDIS_CONNECT_TIMEOUT_MS: envNumber(2000, { min: 100, int: true }),
+  /**
+   * How long a request waits for the rate-limit store's answer; then 503 RATE_LIMIT_UNAVAILABLE. A Redis that
+   * accepts connections and never answers costs each request this, not the client's default of forever.
+   */
+  REDIS_COMMAND_TIMEOUT_MS: envNumber(1000, { min: 50, int: true }),
 });
 
 export const checkpointEnvSchema = z.object({

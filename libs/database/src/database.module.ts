@@ -4,7 +4,7 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource, DataSourceOptions, Migration, MigrationExecutor } from 'typeorm';
 import { databaseConfig, parseEnvNamespace } from '@agent/config';
 import { buildDataSourceOptions } from './data-source.factory';
-import { DatabaseService } from './database.service';
+import { DatabaseService, isLostConnection } from './database.service';
 import { EmbeddedPostgres } from './embedded-postgres';
 
 const EMBEDDED_POSTGRES = Symbol('EMBEDDED_POSTGRES');
@@ -76,21 +76,32 @@ class EmbeddedPostgresModule {}
           url: embedded?.url ?? config.DATABASE_URL ?? '',
           poolSize: config.DATABASE_POOL_SIZE,
           embedded: embedded !== null,
+          timeouts: config,
         }),
         autoLoadEntities: true,
-        // An unreachable database fails the start at once, with its error; the orchestrator restarts the service.
-        toRetry: () => false,
+        // An unreachable (or silent) database fails the start at once, with its error; the orchestrator restarts
+        // the service. A connection the server ended while starting (a failover, a restart, a terminated
+        // session during the migrations) is tried again a few times: each migration is its own transaction.
+        retryAttempts: 5,
+        retryDelay: 1000,
+        verboseRetryLog: true,
+        toRetry: (error: unknown) => isLostConnection(error),
       }),
       dataSourceFactory: async (options?: DataSourceOptions) => {
         if (!options) throw new Error('no DataSource options');
         const dataSource = await new DataSource(options).initialize();
-        // A data source factory gets no injection: the same validated namespace databaseConfig registers.
-        const { DATABASE_MIGRATION_LOCK_TIMEOUT_MS } = parseEnvNamespace('database');
-        const applied = await runMigrationsExclusively(dataSource, DATABASE_MIGRATION_LOCK_TIMEOUT_MS);
-        if (applied.length > 0) {
-          new Logger('Database').log(`applied migrations: ${applied.map((m) => m.name).join(', ')}`);
+        try {
+          // A data source factory gets no injection: the same validated namespace databaseConfig registers.
+          const { DATABASE_MIGRATION_LOCK_TIMEOUT_MS } = parseEnvNamespace('database');
+          const applied = await runMigrationsExclusively(dataSource, DATABASE_MIGRATION_LOCK_TIMEOUT_MS);
+          if (applied.length > 0) {
+            new Logger('Database').log(`applied migrations: ${applied.map((m) => m.name).join(', ')}`);
+          }
+          return dataSource;
+        } catch (error) {
+          await dataSource.destroy().catch(() => undefined);
+          throw error;
         }
-        return dataSource;
       },
     }),
   ],
@@ -102,7 +113,13 @@ class EmbeddedPostgresModule {}
         dataSource: DataSource,
         embedded: EmbeddedPostgres | null,
         config: ConfigType<typeof databaseConfig>,
-      ) => new DatabaseService(dataSource, embedded, config.DATABASE_PREPARED_STATEMENTS),
+      ) =>
+        new DatabaseService(
+          dataSource,
+          embedded,
+          config.DATABASE_PREPARED_STATEMENTS,
+          config.DATABASE_QUERY_TIMEOUT_MS,
+        ),
     },
   ],
   exports: [DatabaseService],

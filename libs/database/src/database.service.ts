@@ -7,6 +7,7 @@ import {
   QueryRunnerProviderAlreadyReleasedError,
 } from 'typeorm';
 import { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
+import { parseEnvNamespace } from '@agent/config';
 import { DatabaseUnavailableError } from './database.errors';
 import { EmbeddedPostgres } from './embedded-postgres';
 
@@ -30,10 +31,27 @@ const CONNECTION_ERROR_CODES = new Set([
   '08006',
 ]);
 
+/** The error and those it wraps (`cause`, TypeORM's `driverError`), outermost first. */
+function* causeChain(error: unknown): Generator<object> {
+  let current: unknown = error;
+  for (let depth = 0; depth < 5 && typeof current === 'object' && current !== null; depth++) {
+    yield current;
+    const cause = 'cause' in current ? current.cause : undefined;
+    current = cause ?? ('driverError' in current ? current.driverError : undefined);
+  }
+}
+
+function messageOf(error: object): string {
+  const message = 'message' in error ? error.message : '';
+  return typeof message === 'string' ? message : '';
+}
+
+const CONNECTION_FAILURE =
+  /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error|terminating connection|Client was closed and is not queryable|Query read timeout/i;
+
 /** True for failures of the connection itself (as opposed to a bad query). */
 export function isConnectionError(error: unknown): boolean {
-  let current: unknown = error;
-  for (let depth = 0; depth < 5 && current; depth++) {
+  for (const current of causeChain(error)) {
     if (current instanceof DatabaseUnavailableError) return true;
     // The client emitted 'error' between two statements of a transaction (or at its COMMIT), so TypeORM released
     // the query runner under it; the server rolled the transaction back.
@@ -43,24 +61,36 @@ export function isConnectionError(error: unknown): boolean {
     ) {
       return true;
     }
-    if (typeof current === 'object' && current !== null) {
-      const code = (current as { code?: unknown }).code;
-      if (typeof code === 'string' && (CONNECTION_ERROR_CODES.has(code) || code.startsWith('08'))) {
-        return true;
-      }
-      const message = (current as { message?: unknown }).message;
-      if (
-        typeof message === 'string' &&
-        /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error|terminating connection|Client was closed and is not queryable/i.test(
-          message,
-        )
-      ) {
-        return true;
-      }
-      current = (current as { cause?: unknown }).cause ?? (current as { driverError?: unknown }).driverError;
-    } else break;
+    const code = errorCode(current);
+    if (code !== null && (CONNECTION_ERROR_CODES.has(code) || code.startsWith('08'))) return true;
+    if (CONNECTION_FAILURE.test(messageOf(current))) return true;
   }
   return false;
+}
+
+const HUNG_SERVER =
+  /Query read timeout|timeout exceeded when trying to connect|Connection terminated due to connection timeout/;
+
+/**
+ * True when the server did not answer in time (a statement's read timeout, or no connection within the connect
+ * timeout): a hung server, where trying again would only wait as long once more.
+ */
+export function isTimeoutError(error: unknown): boolean {
+  for (const current of causeChain(error)) if (HUNG_SERVER.test(messageOf(current))) return true;
+  return false;
+}
+
+/** The server could not be reached at all: nothing listens there, or the name does not resolve. */
+const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+/**
+ * A connection the server ended, or refused while it starts up (57P03): it was there a moment ago, so a new
+ * connection is worth a try. Not an unreachable server, nor one that does not answer (a timeout).
+ */
+export function isLostConnection(error: unknown): boolean {
+  if (!isConnectionError(error) || isTimeoutError(error)) return false;
+  for (const current of causeChain(error)) if (UNREACHABLE_CODES.has(errorCode(current) ?? '')) return false;
+  return true;
 }
 
 /**
@@ -80,6 +110,11 @@ function errorCode(error: unknown): string | null {
   return typeof code === 'string' ? code : null;
 }
 
+/** pg reads a per-statement `query_timeout` (ms to wait for the answer) that its typings do not declare. */
+interface BoundedQuery extends QueryConfig {
+  query_timeout: number;
+}
+
 /** A statement run on every turn, under a name unique in the process. */
 export interface NamedStatement {
   name: string;
@@ -93,11 +128,14 @@ export class DatabaseService implements OnApplicationShutdown {
   /**
    * @param preparedStatements whether `run` prepares its statements on a real server. Embedded PGlite never does:
    *   all its connections share one session, so a reconnecting pool client would find its names taken.
+   * @param queryTimeoutMs how long `run`'s statements and `ping` wait for the server's answer
+   *   (DATABASE_QUERY_TIMEOUT_MS).
    */
   constructor(
     readonly dataSource: DataSource,
     private readonly embedded: EmbeddedPostgres | null,
     private preparedStatements = true,
+    private readonly queryTimeoutMs = parseEnvNamespace('database').DATABASE_QUERY_TIMEOUT_MS,
   ) {}
 
   get isEmbedded(): boolean {
@@ -105,15 +143,17 @@ export class DatabaseService implements OnApplicationShutdown {
   }
 
   /**
-   * Runs a statement of the turn path and returns its rows. Named, it is parsed and planned once per connection
-   * instead of on every turn (planning the lease statement cost Postgres more than executing it); it goes to
-   * TypeORM's pg pool directly, as TypeORM's query runner only sends unnamed statements.
+   * Runs a statement of the turn path and returns its rows, waiting at most DATABASE_QUERY_TIMEOUT_MS for them.
+   * Named, it is parsed and planned once per connection instead of on every turn (planning the lease statement
+   * cost Postgres more than executing it). It goes to TypeORM's pg pool directly, as TypeORM's query runner only
+   * sends unnamed statements, sets no time limit of its own, and answers an UPDATE with [rows, count].
    */
   async run<T extends QueryResultRow>(statement: NamedStatement, params: unknown[]): Promise<T[]> {
-    const pool = this.preparedStatementPool();
-    if (pool) {
+    const pool = this.pool();
+    const query: BoundedQuery = { text: statement.text, values: params, query_timeout: this.queryTimeoutMs };
+    if (this.preparedStatements && !this.embedded) {
       try {
-        return await this.prepared<T>(pool, { name: statement.name, text: statement.text, values: params });
+        return await this.prepared<T>(pool, { ...query, name: statement.name });
       } catch (error) {
         // Refused before it ran, so sending it again unnamed is safe; so are the statements after it.
         if (!PREPARED_STATEMENT_LOST.has(errorCode(error) ?? '')) throw error;
@@ -124,7 +164,7 @@ export class DatabaseService implements OnApplicationShutdown {
         );
       }
     }
-    return this.dataSource.query(statement.text, params);
+    return (await pool.query<T>(query)).rows;
   }
 
   /**
@@ -143,17 +183,19 @@ export class DatabaseService implements OnApplicationShutdown {
     }
   }
 
-  private preparedStatementPool(): Pool | null {
-    if (!this.preparedStatements || this.embedded) return null;
+  /** TypeORM's pg pool, which every statement of the process shares. */
+  private pool(): Pool {
     const driver = this.dataSource.driver;
-    if (!(driver instanceof PostgresDriver)) return null;
     // TypeORM types its pg pool as `any`: checked, not assumed.
-    const master: unknown = driver.master;
-    return master instanceof Pool ? master : null;
+    const master: unknown = driver instanceof PostgresDriver ? driver.master : null;
+    if (!(master instanceof Pool)) throw new Error('the data source has no pg pool (not initialized?)');
+    return master;
   }
 
+  /** One round trip, bounded like the turn's statements: what readiness asks of the database. */
   async ping(): Promise<void> {
-    await this.dataSource.query('SELECT 1');
+    const query: BoundedQuery = { text: 'SELECT 1', query_timeout: this.queryTimeoutMs };
+    await this.pool().query(query);
   }
 
   /** Names of migrations that exist in code but are not applied. */

@@ -21,6 +21,8 @@ const MAX_RETRY_DELAY_MS = 5000;
 /** What /health/ready shows per destination. */
 export interface DestinationStatus {
   destination: string;
+  /** The tenant whose events it receives (a webhook endpoint), or null for every tenant's (NATS). */
+  tenant_id: string | null;
   lag_events: number;
   lag_seconds: number;
   last_error: string | null;
@@ -70,6 +72,7 @@ export class EventRelayService implements OnApplicationBootstrap, BeforeApplicat
     for (const destination of this.destinations) {
       this.status.set(destination.name, {
         destination: destination.name,
+        tenant_id: destination.tenant,
         lag_events: 0,
         lag_seconds: 0,
         last_error: null,

@@ -22,6 +22,11 @@ const RETENTION: Record<EventsEnv['EVENTS_NATS_RETENTION'], RetentionPolicy> = {
 /** How long a connection attempt and a publish acknowledgement may take before the relay tries again later. */
 const CONNECT_TIMEOUT_MS = 2000;
 const PUBLISH_TIMEOUT_MS = 5000;
+/**
+ * A connection whose server stopped answering (a host gone without closing it) is given up after two unanswered
+ * pings, about 20 s, and a new one is made; the client's default (two of every two minutes) let it sit for four.
+ */
+const PING_INTERVAL_MS = 10000;
 
 /** Characters a subject token cannot hold: the separator, the wildcards and white space. */
 const NOT_IN_TOKEN = /[.*>\s%]/g;
@@ -105,6 +110,8 @@ export class NatsDestination implements EventDestination {
         servers: this.config.EVENTS_NATS_URL,
         name: 'agent-runtime-event-relay',
         timeout: CONNECT_TIMEOUT_MS,
+        pingInterval: PING_INTERVAL_MS,
+        maxPingOut: 2,
         maxReconnectAttempts: -1,
         // Otherwise every publish builds two more Error objects (with their stacks) in case it fails, 2-3% of the
         // service's CPU while relaying. A failure still has its message and cause; the relay logs no stack.

@@ -12,7 +12,14 @@ import { requestKeyMatch } from './request-principal';
 import { LocalRateLimitStorage } from './local-rate-limit.storage';
 import { SharedRateLimitStorage } from './shared-rate-limit.storage';
 
-/** The key registry on its own, so the throttler's async factory can inject it. */
+/** The rate limiter's counters: in Redis with REDIS_URL (every replica counts in the same buckets), else local. */
+export type RateLimitStorage = SharedRateLimitStorage | LocalRateLimitStorage;
+export const RATE_LIMIT_STORAGE = Symbol('RATE_LIMIT_STORAGE');
+
+/**
+ * The key registry and the rate-limit storage on their own, so the throttler's async factory can inject them
+ * (and readiness can ask the storage whether it answers).
+ */
 @Module({
   providers: [
     {
@@ -20,8 +27,16 @@ import { SharedRateLimitStorage } from './shared-rate-limit.storage';
       inject: [authConfig.KEY],
       useFactory: (auth: ConfigType<typeof authConfig>) => new ApiKeyRegistry(auth),
     },
+    {
+      provide: RATE_LIMIT_STORAGE,
+      inject: [authConfig.KEY],
+      useFactory: (auth: ConfigType<typeof authConfig>): RateLimitStorage =>
+        auth.REDIS_URL
+          ? new SharedRateLimitStorage(auth.REDIS_URL, auth.RATE_LIMIT_KEY_PREFIX, auth)
+          : new LocalRateLimitStorage(),
+    },
   ],
-  exports: [ApiKeyRegistry],
+  exports: [ApiKeyRegistry, RATE_LIMIT_STORAGE],
 })
 export class ApiKeysModule {}
 
@@ -34,13 +49,14 @@ export class ApiKeysModule {}
     ApiKeysModule,
     ThrottlerModule.forRootAsync({
       imports: [ApiKeysModule],
-      inject: [authConfig.KEY, ApiKeyRegistry],
-      useFactory: (auth: ConfigType<typeof authConfig>, registry: ApiKeyRegistry) => ({
+      inject: [authConfig.KEY, ApiKeyRegistry, RATE_LIMIT_STORAGE],
+      useFactory: (
+        auth: ConfigType<typeof authConfig>,
+        registry: ApiKeyRegistry,
+        storage: RateLimitStorage,
+      ) => ({
         throttlers: [{ name: 'default', ttl: 60_000, limit: auth.RATE_LIMIT_PER_MINUTE }],
-        // With REDIS_URL every replica counts in the same buckets; without it each replica counts alone.
-        storage: auth.REDIS_URL
-          ? new SharedRateLimitStorage(auth.REDIS_URL, auth.RATE_LIMIT_KEY_PREFIX)
-          : new LocalRateLimitStorage(),
+        storage,
         // One bucket per valid key (whatever route it calls); requests without a valid key share their address's bucket.
         getTracker: (_req, context) => {
           // The same request, typed: the throttler hands it over as an untyped record.

@@ -1,22 +1,29 @@
-import { Controller, Get, Logger, Req } from '@nestjs/common';
+import { Controller, Get, Inject, Logger, Req, Res, ServiceUnavailableException } from '@nestjs/common';
+import { ConfigType } from '@nestjs/config';
 import { ApiTags } from '@nestjs/swagger';
 import {
   HealthCheck,
+  HealthCheckResult,
   HealthCheckService,
   HealthIndicatorResult,
   HealthIndicatorService,
 } from '@nestjs/terminus';
-import { ConfigFilesService } from '@agent/config';
+import { appConfig, ConfigFilesService } from '@agent/config';
 import { DatabaseService } from '@agent/database';
 import { EventRelayService } from '@agent/events';
 import { GuardrailsService } from '@agent/guardrails';
 import { LlmService } from '@agent/llm';
 import { McpService } from '@agent/mcp';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Access } from '../auth/access.decorator';
 import { ApiKeyRegistry } from '../auth/api-keys';
-import { requestKeyMatch } from '../auth/request-principal';
+import { RATE_LIMIT_STORAGE, RateLimitStorage } from '../auth/auth.module';
+import { ANONYMOUS, requestKeyMatch } from '../auth/request-principal';
+import { SharedRateLimitStorage } from '../auth/shared-rate-limit.storage';
 import { ShutdownState } from './shutdown-state';
+
+/** Who sees readiness details: nobody (the public probe), or an admin for these tenants (null: every tenant). */
+type ReadinessView = { tenants: readonly string[] | null } | null;
 
 @ApiTags('health')
 @Access('public')
@@ -33,6 +40,8 @@ export class HealthController {
     private readonly keys: ApiKeyRegistry,
     private readonly relay: EventRelayService,
     private readonly mcp: McpService,
+    @Inject(RATE_LIMIT_STORAGE) private readonly rateLimit: RateLimitStorage,
+    @Inject(appConfig.KEY) private readonly app: ConfigType<typeof appConfig>,
   ) {}
 
   private readonly logger = new Logger('Health');
@@ -45,29 +54,58 @@ export class HealthController {
   }
 
   /**
-   * Postgres reachable, migrations applied, config loaded; LLM and MCP set-up and last contacts reported, never
-   * called. The probe is public, so it says up or down and nothing else; with an admin key (or authentication
-   * off) it also shows the configuration: directory, agents, each routing file with its agents and model, LLM
-   * profiles with their models and states, the MCP servers of every agent.
+   * Ready when this replica can serve a turn: accepting traffic, Postgres reachable with its migrations applied,
+   * the configuration loaded, and the rate-limit store answering (with REDIS_URL every /v1 request needs it).
+   * Each dependency it asks has READINESS_TIMEOUT_MS to answer, so a hung one is reported down, by name, before
+   * the probe itself times out. The model, the MCP servers and the event destinations only degrade the service
+   * (every model stage has a fallback, a tool failure is an answer, events wait): reported, never failing it. The
+   * probe is public, so it says up, down or degraded and nothing else; with an admin key (or authentication off)
+   * it also shows the configuration and each dependency's last failure, a tenant's admin only its own webhooks.
    */
   @Get('ready')
   @HealthCheck()
-  ready(@Req() request: FastifyRequest) {
-    const detailed = !this.keys.enabled || Boolean(requestKeyMatch(this.keys, request)?.admin);
-    return this.health.check([
-      () => this.acceptingTraffic(),
-      () => this.databaseReady(detailed),
-      () => this.configLoaded(detailed),
-      () => this.llmConfiguration(detailed),
-      () => this.guardrailModel(detailed),
-      () => this.mcpServers(detailed),
-      () => this.eventDelivery(detailed),
-    ]);
+  async ready(
+    @Req() request: FastifyRequest,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<HealthCheckResult | string | object> {
+    const admin = this.keys.enabled ? requestKeyMatch(this.keys, request)?.admin : ANONYMOUS;
+    const view: ReadinessView = admin ? { tenants: admin.tenants } : null;
+    const detailed = view !== null;
+    try {
+      return await this.health.check([
+        () => this.acceptingTraffic(),
+        () => this.bounded('database', () => this.databaseReady(detailed)),
+        () => this.configLoaded(detailed),
+        () => this.bounded('rate_limit', () => this.rateLimitStore(detailed)),
+        () => this.llmConfiguration(detailed),
+        () => this.guardrailModel(detailed),
+        () => this.mcpServers(detailed),
+        () => this.eventDelivery(view),
+      ]);
+    } catch (error) {
+      // The report (terminus's exception carries it) with the failing dependency named, not the error envelope.
+      if (!(error instanceof ServiceUnavailableException)) throw error;
+      void reply.status(503);
+      return error.getResponse();
+    }
   }
 
   private acceptingTraffic(): HealthIndicatorResult {
     const indicator = this.indicators.check('lifecycle');
     return this.shutdown.shuttingDown ? indicator.down({ message: 'shutting down' }) : indicator.up();
+  }
+
+  /** `check`, or the dependency reported down once READINESS_TIMEOUT_MS passed without its answer. */
+  private bounded(name: string, check: () => Promise<HealthIndicatorResult>): Promise<HealthIndicatorResult> {
+    const ms = this.app.READINESS_TIMEOUT_MS;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<HealthIndicatorResult>((resolve) => {
+      timer = setTimeout(() => {
+        this.logger.warn(`readiness: ${name} did not answer within ${ms} ms`);
+        resolve(this.indicators.check(name).down({ message: `no answer within ${ms} ms` }));
+      }, ms);
+    });
+    return Promise.race([check(), timeout]).finally(() => clearTimeout(timer));
   }
 
   private async databaseReady(detailed: boolean): Promise<HealthIndicatorResult> {
@@ -80,11 +118,34 @@ export class HealthController {
       }
       return indicator.up(detailed ? { embedded: this.database.isEmbedded, migrations: 'applied' } : {});
     } catch (error) {
-      // The driver's message may name hosts and users: the log has it, the public answer does not.
-      const message = error instanceof Error ? error.message : String(error);
-      this.logger.warn(`readiness: database unreachable: ${message}`);
-      return indicator.down({ message: detailed ? message : 'unreachable' });
+      return this.unreachable(indicator, 'database', error, detailed);
     }
+  }
+
+  /** With REDIS_URL every /v1 request asks Redis first (a 503 when it cannot answer): not ready without it. */
+  private async rateLimitStore(detailed: boolean): Promise<HealthIndicatorResult> {
+    const indicator = this.indicators.check('rate_limit');
+    if (!(this.rateLimit instanceof SharedRateLimitStorage)) {
+      return indicator.up(detailed ? { store: 'local' } : {});
+    }
+    try {
+      await this.rateLimit.ping();
+      return indicator.up(detailed ? { store: 'redis' } : {});
+    } catch (error) {
+      return this.unreachable(indicator, 'rate_limit', error, detailed);
+    }
+  }
+
+  /** The client's message may name hosts and users: the log and the admin view have it, the public answer not. */
+  private unreachable(
+    indicator: ReturnType<HealthIndicatorService['check']>,
+    name: string,
+    error: unknown,
+    detailed: boolean,
+  ): HealthIndicatorResult {
+    const message = error instanceof Error ? error.message : String(error);
+    this.logger.warn(`readiness: ${name} unreachable: ${message}`);
+    return indicator.down({ message: detailed ? message : 'unreachable' });
   }
 
   private configLoaded(detailed: boolean): HealthIndicatorResult {
@@ -129,19 +190,30 @@ export class HealthController {
    */
   private mcpServers(detailed: boolean): HealthIndicatorResult {
     const indicator = this.indicators.check('mcp');
-    if (!detailed) return indicator.up();
-    return indicator.up({ ...this.mcp.describe() });
+    const status = this.mcp.describe();
+    const degraded = status.servers.some((server) => server.state === 'down');
+    if (!detailed) return indicator.up({ degraded });
+    return indicator.up({ degraded, ...status });
   }
 
   /**
    * Informational: a destination that is down makes its events wait (the lag), never the turns, so it does not
-   * fail readiness. Destination names and errors need the admin view.
+   * fail readiness. Destination names and errors need the admin view; a tenant's admin sees the destinations of
+   * its tenants and the shared ones (NATS), never another tenant's webhooks. The public `degraded` is about the
+   * shared ones: a tenant's failing endpoint is that tenant's business.
    */
-  private eventDelivery(detailed: boolean): HealthIndicatorResult {
+  private eventDelivery(view: ReadinessView): HealthIndicatorResult {
     const indicator = this.indicators.check('events');
-    const destinations = this.relay.describe();
-    if (!detailed) return indicator.up();
-    return indicator.up({ destinations });
+    const destinations = this.relay
+      .describe()
+      .filter(
+        ({ tenant_id }) =>
+          tenant_id === null ||
+          (view !== null && (view.tenants === null || view.tenants.includes(tenant_id))),
+      );
+    const degraded = destinations.some((d) => d.last_error !== null);
+    if (view === null) return indicator.up({ degraded });
+    return indicator.up({ degraded, destinations });
   }
 
   /**
@@ -152,9 +224,11 @@ export class HealthController {
   private llmConfiguration(detailed: boolean): HealthIndicatorResult {
     const status = this.llm.describe();
     const indicator = this.indicators.check('llm');
-    if (!detailed) return indicator.up({ configured: status.configured });
+    const degraded = status.profiles.some((profile) => profile.state === 'down');
+    if (!detailed) return indicator.up({ configured: status.configured, degraded });
     return indicator.up({
       configured: status.configured,
+      degraded,
       ...(status.configured
         ? {}
         : { message: 'no LLM endpoint configured: LLM stages take their fallbacks' }),

@@ -116,7 +116,10 @@ const STATUS_OF_CODE: { readonly [C in ErrorCode]: ErrorStatus } = {
     status: 502,
     meaning: 'a redelivery the endpoint refused; `details`: `{attempts, last_error}`',
   },
-  SERVICE_UNAVAILABLE: { status: 503, meaning: 'a readiness check failed (`/health/ready`)' },
+  SERVICE_UNAVAILABLE: {
+    status: 503,
+    meaning: 'a 503 of the framework (`/health/ready` answers its own report instead, naming what is down)',
+  },
   RATE_LIMIT_UNAVAILABLE: {
     status: 503,
     meaning: 'the shared rate-limit store is unreachable (with `Retry-After`)',
@@ -277,7 +280,7 @@ export class HttpErrorFilter implements ExceptionFilter {
     } else if (code === 'RATE_LIMIT_UNAVAILABLE') {
       this.logger.warn({ request_id: requestId, err: String(exception) }, 'rate limit store unavailable');
     } else if (code === 'DATABASE_UNAVAILABLE') {
-      // Not SERVICE_UNAVAILABLE: a failed readiness probe says why in its own body, every few seconds.
+      // Not SERVICE_UNAVAILABLE: a failed readiness probe says why in its own report, every few seconds.
       this.logger.warn(
         { request_id: requestId, err: exception instanceof Error ? exception.message : String(exception) },
         'database unavailable',
