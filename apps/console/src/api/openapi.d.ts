@@ -534,6 +534,7 @@ export interface components {
             /** @description Newest first */
             items: components["schemas"]["DeadLetterDto"][];
         };
+        NoFieldsBodyDto: Record<string, never>;
         SessionSummaryDto: {
             /** @example acme:web-7f3a */
             conversation_key: string;
@@ -1190,7 +1191,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": Record<string, never>;
+                "application/json": components["schemas"]["NoFieldsBodyDto"];
             };
         };
         responses: {
@@ -1949,7 +1950,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": Record<string, never>;
+                "application/json": components["schemas"]["NoFieldsBodyDto"];
             };
         };
         responses: {
@@ -2040,7 +2041,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": Record<string, never>;
+                "application/json": components["schemas"]["NoFieldsBodyDto"];
             };
         };
         responses: {
