@@ -1,4 +1,6 @@
 import { ApiBodyOptions, ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import type { ContinuitySignal, RouteDecision } from '@agent/contracts';
+import { ContinuitySignalDto, RouteDecisionDto } from '../http/turn-response.dto';
 import {
   DateTimeField,
   EnumField,
@@ -222,11 +224,15 @@ export class StateSummaryDto {
   @ApiProperty({ description: 'HUMAN_HANDOFF_MODE=hold keeps the bot silent until resume or end' })
   human_handoff_held!: boolean;
 
-  @ApiProperty({ type: 'object', additionalProperties: true, nullable: true })
-  route_decision!: Record<string, unknown> | null;
+  @ApiProperty({ type: RouteDecisionDto, nullable: true })
+  route_decision!: RouteDecision | null;
 
-  @ApiProperty({ type: 'object', additionalProperties: true, nullable: true })
-  continuity_signal!: Record<string, unknown> | null;
+  @ApiProperty({
+    type: ContinuitySignalDto,
+    nullable: true,
+    description: "The classifier's verdict of the turn",
+  })
+  continuity_signal!: ContinuitySignal | null;
 
   @ApiProperty({ type: String, nullable: true, description: 'Long-term memory subject' })
   subject_key!: string | null;
