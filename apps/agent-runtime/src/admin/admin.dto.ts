@@ -32,7 +32,8 @@ export class TenantQueryDto {
 }
 
 /** `?limit=`: a page of 1 to 200 items, 50 when left out. */
-export const PAGE_LIMIT = IntegerQuery({ minimum: 1, maximum: 200 }, { optional: true, default: 50 });
+export const PageLimit = (): PropertyDecorator =>
+  IntegerQuery({ minimum: 1, maximum: 200 }, { optional: true, default: 50 });
 
 export class ListSessionsQueryDto extends TenantQueryDto {
   @TextField(IDENTIFIER, { optional: true, example: 'telecom_contas' })
@@ -41,7 +42,7 @@ export class ListSessionsQueryDto extends TenantQueryDto {
   @EnumField(SESSION_STATUSES, { optional: true })
   status?: (typeof SESSION_STATUSES)[number];
 
-  @PAGE_LIMIT
+  @PageLimit()
   limit?: number;
 
   @DateTimeField({

@@ -1,9 +1,9 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { BooleanQuery, DIGITS_ID, TextField } from '../http/request-rules';
-import { PAGE_LIMIT, TenantQueryDto } from './admin.dto';
+import { PageLimit, TenantQueryDto } from './admin.dto';
 
 export class DeadLetterListQueryDto extends TenantQueryDto {
-  @PAGE_LIMIT
+  @PageLimit()
   limit?: number;
 
   @BooleanQuery({

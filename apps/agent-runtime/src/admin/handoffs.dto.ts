@@ -1,8 +1,8 @@
 import { ApiProperty, ApiPropertyOptional, PickType } from '@nestjs/swagger';
-import { HandoffClaimDto, PAGE_LIMIT, SessionSummaryDto, TenantQueryDto } from './admin.dto';
+import { HandoffClaimDto, PageLimit, SessionSummaryDto, TenantQueryDto } from './admin.dto';
 
 export class HandoffListQueryDto extends TenantQueryDto {
-  @PAGE_LIMIT
+  @PageLimit()
   limit?: number;
 }
 

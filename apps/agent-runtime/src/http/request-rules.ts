@@ -2,6 +2,10 @@ import { applyDecorators } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptions } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import {
+  IS_BOOLEAN,
+  IS_INT,
+  IS_OBJECT,
+  IS_STRING,
   IsBoolean,
   IsIn,
   IsInt,
@@ -93,10 +97,10 @@ export const MAX_JSON_DEPTH = 16;
 export const PRESENCE_CONSTRAINT = 'isPresent';
 export const TYPE_CONSTRAINTS: readonly string[] = [
   PRESENCE_CONSTRAINT,
-  'isString',
-  'isInt',
-  'isBoolean',
-  'isObject',
+  IS_STRING,
+  IS_INT,
+  IS_BOOLEAN,
+  IS_OBJECT,
 ];
 
 /** Words for the OpenAPI document; the shape comes from the rule. */
@@ -183,15 +187,11 @@ export function DateTimeField(doc: FieldDoc = {}): PropertyDecorator {
 
 /** A free-form JSON object (client metadata); its nesting is bounded for the whole body by MAX_JSON_DEPTH. */
 export function JsonObjectField(doc: FieldDoc = {}): PropertyDecorator {
+  const { optional, ...words } = doc;
   return applyDecorators(
     presence(doc),
     IsObject({ message: '$property must be an object' }),
-    ApiProperty({
-      type: 'object',
-      additionalProperties: true,
-      description: doc.description,
-      selfRequired: !doc.optional,
-    }),
+    ApiProperty({ type: 'object', additionalProperties: true, ...words, selfRequired: !optional }),
   );
 }
 
