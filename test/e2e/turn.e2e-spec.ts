@@ -107,6 +107,13 @@ describe('POST /v1/channels/:channel/messages', () => {
     const fields = res.body.error.details.map((d) => d.field).sort();
     expect(fields).toEqual(expect.arrayContaining(['session_id', 'tenant_id', 'text']));
     expect(res.body.request_id).toBeTruthy();
+    // The route declares no query parameter: any one is refused like an unknown body field.
+    const query = await app.post<{ error: { code: string; details: { field: string }[] } }>(
+      '/v1/channels/web/messages?debug=1',
+      { tenant_id: 'acme', agent_id: 'telecom_contas', session_id: uniqueId(), text: 'oi' },
+    );
+    expect(query.status).toBe(400);
+    expect(query.body.error).toMatchObject({ code: 'VALIDATION_FAILED', details: [{ field: 'debug' }] });
   });
 
   it('rejects an unknown agent_id and a session bound to another agent', async () => {

@@ -14,7 +14,7 @@ import { assertAuthConfigured } from './auth/startup-check';
 import { registerConsole } from './console/console-assets';
 import { errorBody, HttpErrorFilter, statusOf } from './http/errors';
 import { registerJsonBodyParser } from './http/json-body';
-import { registerRequestSchemas } from './http/request-schemas';
+import { RequestValidationPipe } from './http/request-validation.pipe';
 import { startupLogger } from './logging';
 import { openApiDocument } from './openapi';
 
@@ -90,11 +90,9 @@ export async function createApp(): Promise<NestFastifyApplication> {
   });
   await nest.register(helmet, { contentSecurityPolicy: false });
   nest.useGlobalFilters(new HttpErrorFilter(nest.get(EventBusService)));
+  nest.useGlobalPipes(new RequestValidationPipe());
   const fastify = nest.getHttpAdapter().getInstance();
   registerJsonBodyParser(fastify);
-  // The OpenAPI document is generated once: served at /docs and compiled into each route's validation.
-  const document = openApiDocument(nest);
-  registerRequestSchemas(fastify, document);
   const metrics = nest.get(MetricsService);
   fastify.addHook('onRequest', (request, reply, done) => {
     void reply.header('x-request-id', request.id);
@@ -111,7 +109,7 @@ export async function createApp(): Promise<NestFastifyApplication> {
     );
     done();
   });
-  SwaggerModule.setup('docs', nest, document, { jsonDocumentUrl: 'docs/json' });
+  SwaggerModule.setup('docs', nest, openApiDocument(nest), { jsonDocumentUrl: 'docs/json' });
   await registerConsole(nest);
   return nest;
 }

@@ -13,6 +13,7 @@ import {
   ClientMetadata,
   continuitySignalSchema,
   routeDecisionSchema,
+  SESSION_CONTROLS,
   TRANSACTION_STATUSES,
   turnTransactionStatus,
   TURN_SCRATCH_KEYS,
@@ -34,8 +35,11 @@ export interface TurnInput {
   metadata?: ClientMetadata;
 }
 
-/** The HTTP response of a turn (docs/api.md); the idempotency record stores it and a replay parses it back. */
-const turnResponseSchema = z.object({
+/**
+ * The HTTP response of a turn (docs/api.md); the idempotency record stores it and a replay parses it back. The
+ * HTTP layer derives its OpenAPI description from this schema: a field added here is documented with it.
+ */
+export const turnResponseSchema = z.object({
   session_id: z.string(),
   conversation_key: z.string(),
   message_id: z.string(),
@@ -48,7 +52,7 @@ const turnResponseSchema = z.object({
   route_bypassed: z.boolean(),
   route_decision: routeDecisionSchema.nullable(),
   continuity_signal: continuitySignalSchema.nullable(),
-  session_control: z.string().nullable(),
+  session_control: z.enum(SESSION_CONTROLS).nullable(),
   session_ended: z.boolean(),
   human_handoff_requested: z.boolean(),
   next_state: z.string().nullable(),

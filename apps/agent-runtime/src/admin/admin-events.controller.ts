@@ -1,4 +1,4 @@
-import { Controller, Get, HttpCode, Param, Post, Query, Req } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Param, Post, Query, Req } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import { DeadLetterService } from '@agent/events';
@@ -6,7 +6,7 @@ import { Access } from '../auth/access.decorator';
 import { principalOf } from '../auth/request-principal';
 import { ApiErrors } from '../http/api-errors.decorator';
 import { tenantScope } from './admin-tenant';
-import { NO_FIELDS_BODY } from './admin.dto';
+import { NO_FIELDS_BODY, NoFieldsBodyDto } from './admin.dto';
 import {
   DeadLetterDto,
   DeadLetterListDto,
@@ -49,7 +49,11 @@ export class AdminEventsController {
   @ApiBody(NO_FIELDS_BODY)
   @ApiOkResponse({ type: DeadLetterDto })
   @ApiErrors(404, 409, 502)
-  redeliver(@Param() params: DeadLetterParamDto, @Req() request: FastifyRequest): Promise<DeadLetterDto> {
+  redeliver(
+    @Param() params: DeadLetterParamDto,
+    @Body() _body: NoFieldsBodyDto,
+    @Req() request: FastifyRequest,
+  ): Promise<DeadLetterDto> {
     return this.deadLetters.redeliver(params.id, principalOf(request).tenants);
   }
 }

@@ -26,6 +26,7 @@ import {
   DeleteSessionQueryDto,
   ListSessionsQueryDto,
   NO_FIELDS_BODY,
+  NoFieldsBodyDto,
   SessionDetailDto,
   SessionEventListDto,
   SessionListDto,
@@ -200,6 +201,7 @@ export class AdminSessionsController {
   async resume(
     @Param() params: SessionParamDto,
     @Query() query: TenantQueryDto,
+    @Body() _body: NoFieldsBodyDto,
     @Req() request: FastifyRequest,
   ): Promise<AdminActionResultDto> {
     const key = this.conversationKey(request, params.session_id, query.tenant_id);
@@ -219,6 +221,7 @@ export class AdminSessionsController {
   claim(
     @Param() params: SessionParamDto,
     @Query() query: TenantQueryDto,
+    @Body() _body: NoFieldsBodyDto,
     @Req() request: FastifyRequest,
   ): Promise<AdminActionResultDto> {
     const key = this.conversationKey(request, params.session_id, query.tenant_id);

@@ -1,53 +1,69 @@
 import { ApiBodyOptions, ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { freeTextRule, IDENTIFIER_RULE, SESSION_ID_RULE, USER_ID_RULE } from '../http/request-rules';
+import type { ContinuitySignal, RouteDecision } from '@agent/contracts';
+import { ContinuitySignalDto, RouteDecisionDto } from '../http/turn-response.dto';
+import {
+  DateTimeField,
+  EnumField,
+  freeText,
+  IDENTIFIER,
+  IntegerQuery,
+  BooleanQuery,
+  SESSION_ID,
+  TextField,
+  USER_ID,
+} from '../http/request-rules';
 
 export const SESSION_STATUSES = ['active', 'ended', 'handoff'] as const;
 
-// ---- requests (their schemas, in the OpenAPI document, are also what validates requests) ----
+// ---- requests ----
 
 export class SessionParamDto {
-  @ApiProperty({ ...SESSION_ID_RULE, example: 'web-7f3a' })
+  @TextField(SESSION_ID, { example: 'web-7f3a' })
   session_id!: string;
 }
 
 export class TenantQueryDto {
-  @ApiPropertyOptional({
-    ...IDENTIFIER_RULE,
+  @TextField(IDENTIFIER, {
+    optional: true,
     example: 'acme',
     description: 'Required with a global admin key; a tenant-scoped key defaults to its tenant',
   })
   tenant_id?: string;
 }
 
+/** `?limit=`: a page of 1 to 200 items, 50 when left out. */
+export const PageLimit = (): PropertyDecorator =>
+  IntegerQuery({ minimum: 1, maximum: 200 }, { optional: true, default: 50 });
+
 export class ListSessionsQueryDto extends TenantQueryDto {
-  @ApiPropertyOptional({ ...IDENTIFIER_RULE, example: 'telecom_contas' })
+  @TextField(IDENTIFIER, { optional: true, example: 'telecom_contas' })
   agent_id?: string;
 
-  @ApiPropertyOptional({ enum: SESSION_STATUSES })
+  @EnumField(SESSION_STATUSES, { optional: true })
   status?: (typeof SESSION_STATUSES)[number];
 
-  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 200, default: 50 })
+  @PageLimit()
   limit?: number;
 
-  @ApiPropertyOptional({
-    format: 'date-time',
+  @DateTimeField({
+    optional: true,
     description: 'Only sessions whose last activity (updated_at) is at or after this instant',
   })
   updated_after?: string;
 
-  @ApiPropertyOptional({
-    format: 'date-time',
+  @DateTimeField({
+    optional: true,
     description: 'Only sessions whose last activity (updated_at) is before this instant',
   })
   updated_before?: string;
 
-  @ApiPropertyOptional({ maxLength: 512, description: 'next_cursor of the previous page' })
+  @TextField({ maxLength: 512 }, { optional: true, description: 'next_cursor of the previous page' })
   cursor?: string;
 }
 
 export class DeleteSessionQueryDto extends TenantQueryDto {
-  @ApiPropertyOptional({
-    type: Boolean,
+  @BooleanQuery({
+    optional: true,
     default: true,
     description:
       'Also delete the long-term memory facts this session produced (false keeps them); the rest of the ' +
@@ -57,8 +73,7 @@ export class DeleteSessionQueryDto extends TenantQueryDto {
 }
 
 export class MemorySubjectParamDto {
-  @ApiProperty({
-    ...USER_ID_RULE,
+  @TextField(USER_ID, {
     example: 'cust-4821',
     description: 'The long-term memory subject: metadata.customer_key or user_id of the turns',
   })
@@ -66,8 +81,8 @@ export class MemorySubjectParamDto {
 }
 
 export class MemoryPurgeQueryDto extends TenantQueryDto {
-  @ApiPropertyOptional({
-    ...IDENTIFIER_RULE,
+  @TextField(IDENTIFIER, {
+    optional: true,
     example: 'telecom_contas',
     description: "Only this agent_id's memory of the subject; every agent of the tenant when absent",
   })
@@ -75,14 +90,13 @@ export class MemoryPurgeQueryDto extends TenantQueryDto {
 }
 
 /** The body of an action that takes no field: left out, empty or `{}`; any field is refused. */
-export const NO_FIELDS_BODY: ApiBodyOptions = {
-  required: false,
-  schema: { type: 'object', properties: {}, additionalProperties: false },
-};
+export class NoFieldsBodyDto {}
+
+export const NO_FIELDS_BODY: ApiBodyOptions = { type: NoFieldsBodyDto, required: false };
 
 export class AdminActionBodyDto {
-  @ApiPropertyOptional({
-    ...freeTextRule(500),
+  @TextField(freeText(500), {
+    optional: true,
     example: 'customer asked by phone',
     description: 'Stored in the event payload',
   })
@@ -211,11 +225,15 @@ export class StateSummaryDto {
   @ApiProperty({ description: 'HUMAN_HANDOFF_MODE=hold keeps the bot silent until resume or end' })
   human_handoff_held!: boolean;
 
-  @ApiProperty({ type: 'object', additionalProperties: true, nullable: true })
-  route_decision!: Record<string, unknown> | null;
+  @ApiProperty({ type: RouteDecisionDto, nullable: true })
+  route_decision!: RouteDecision | null;
 
-  @ApiProperty({ type: 'object', additionalProperties: true, nullable: true })
-  continuity_signal!: Record<string, unknown> | null;
+  @ApiProperty({
+    type: ContinuitySignalDto,
+    nullable: true,
+    description: "The classifier's verdict of the turn",
+  })
+  continuity_signal!: ContinuitySignal | null;
 
   @ApiProperty({ type: String, nullable: true, description: 'Long-term memory subject' })
   subject_key!: string | null;

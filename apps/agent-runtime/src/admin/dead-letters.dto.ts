@@ -1,19 +1,20 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { TenantQueryDto } from './admin.dto';
+import { ApiProperty } from '@nestjs/swagger';
+import { BooleanQuery, DIGITS_ID, TextField } from '../http/request-rules';
+import { PageLimit, TenantQueryDto } from './admin.dto';
 
 export class DeadLetterListQueryDto extends TenantQueryDto {
-  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 200, default: 50 })
+  @PageLimit()
   limit?: number;
 
-  @ApiPropertyOptional({
-    type: Boolean,
+  @BooleanQuery({
+    optional: true,
     description: 'true: only the ones redelivered since; false: only the ones still undelivered',
   })
   redelivered?: boolean;
 }
 
 export class DeadLetterParamDto {
-  @ApiProperty({ type: String, pattern: '^[0-9]{1,18}$', example: '42' })
+  @TextField(DIGITS_ID, { example: '42' })
   id!: string;
 }
 

@@ -1,8 +1,8 @@
 import { ApiProperty, ApiPropertyOptional, PickType } from '@nestjs/swagger';
-import { HandoffClaimDto, SessionSummaryDto, TenantQueryDto } from './admin.dto';
+import { HandoffClaimDto, PageLimit, SessionSummaryDto, TenantQueryDto } from './admin.dto';
 
 export class HandoffListQueryDto extends TenantQueryDto {
-  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 200, default: 50 })
+  @PageLimit()
   limit?: number;
 }
 

@@ -1,20 +1,18 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty } from '@nestjs/swagger';
+import { DateTimeField, EnumField } from '../http/request-rules';
 import { TenantQueryDto } from './admin.dto';
 
 export const STATS_BUCKETS = ['hour', 'day'] as const;
 
 export class StatsQueryDto extends TenantQueryDto {
-  @ApiPropertyOptional({
-    format: 'date-time',
-    description: 'Start of the period (inclusive); default: to − 7 days',
-  })
+  @DateTimeField({ optional: true, description: 'Start of the period (inclusive); default: to − 7 days' })
   from?: string;
 
-  @ApiPropertyOptional({ format: 'date-time', description: 'End of the period (exclusive); default: now' })
+  @DateTimeField({ optional: true, description: 'End of the period (exclusive); default: now' })
   to?: string;
 
-  @ApiPropertyOptional({
-    enum: STATS_BUCKETS,
+  @EnumField(STATS_BUCKETS, {
+    optional: true,
     description: 'Width of the series buckets (UTC); default: hour up to two days, else day',
   })
   bucket?: (typeof STATS_BUCKETS)[number];

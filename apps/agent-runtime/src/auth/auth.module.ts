@@ -7,7 +7,7 @@ import { authConfig } from '@agent/config';
 import { ApiKeyRegistry } from './api-keys';
 import { ApiKeyGuard } from './api-key.guard';
 import { KeyThrottlerGuard } from './key-throttler.guard';
-import { RequestSchemaGuard } from '../http/request-schema.guard';
+import { UndeclaredQueryGuard } from '../http/undeclared-query.guard';
 import { requestKeyMatch } from './request-principal';
 import { LocalRateLimitStorage } from './local-rate-limit.storage';
 import { SharedRateLimitStorage } from './shared-rate-limit.storage';
@@ -42,7 +42,8 @@ export class ApiKeysModule {}
 
 /**
  * The gates of every route, in registration order: the rate limiter first, so failed key guesses are limited
- * too (per client address), then the key check, then the request's schema (a 400 only for a caller with a key).
+ * too (per client address), then the key check, then the query parameters a route does not declare (a 400 only
+ * for a caller with a key; the validation pipe, which runs after every guard, checks the declared ones).
  */
 @Module({
   imports: [
@@ -74,7 +75,7 @@ export class ApiKeysModule {}
   providers: [
     { provide: APP_GUARD, useClass: KeyThrottlerGuard },
     { provide: APP_GUARD, useClass: ApiKeyGuard },
-    { provide: APP_GUARD, useClass: RequestSchemaGuard },
+    { provide: APP_GUARD, useClass: UndeclaredQueryGuard },
   ],
   exports: [ApiKeysModule],
 })

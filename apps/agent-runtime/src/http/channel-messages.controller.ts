@@ -1,5 +1,5 @@
 import { Body, Controller, ForbiddenException, HttpCode, Param, Post, Req, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { trace } from '@opentelemetry/api';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ConfigFilesService } from '@agent/config';
@@ -9,9 +9,8 @@ import { Access } from '../auth/access.decorator';
 import { allowsTenant } from '../auth/api-keys';
 import { principalOf } from '../auth/request-principal';
 import { ApiErrors } from './api-errors.decorator';
-import { ChannelMessageDto } from './channel-message.dto';
+import { ChannelMessageDto, ChannelParamDto } from './channel-message.dto';
 import { RequestValidationError } from '../app.errors';
-import { CHANNEL_RULE } from './request-rules';
 import { TurnResponseDto } from './turn-response.dto';
 
 @ApiTags('channels')
@@ -28,11 +27,10 @@ export class ChannelMessagesController {
   @Post(':channel/messages')
   @HttpCode(200)
   @ApiOperation({ summary: 'Run one turn of a conversation' })
-  @ApiParam({ name: 'channel', ...CHANNEL_RULE, example: 'web' })
   @ApiOkResponse({ type: TurnResponseDto })
   @ApiErrors(400, 401, 403, 409, 413, 415, 429, 503)
   async post(
-    @Param('channel') channel: string,
+    @Param() params: ChannelParamDto,
     @Body() body: ChannelMessageDto,
     @Req() request: FastifyRequest,
     @Res({ passthrough: true }) reply: FastifyReply,
@@ -58,12 +56,12 @@ export class ChannelMessagesController {
         'conversation.key': conversationKey,
         'tenant.id': body.tenant_id,
         'agent.id': body.agent_id,
-        channel,
+        channel: params.channel,
       },
       async () => {
         const result = await this.turns.handle({
           request_id: requestId,
-          channel,
+          channel: params.channel,
           tenant_id: body.tenant_id,
           agent_id: body.agent_id,
           session_id: body.session_id,

@@ -1,5 +1,18 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiExtraModels, ApiProperty, ApiPropertyOptional, getSchemaPath } from '@nestjs/swagger';
 
+/** One invalid field of a 400 VALIDATION_FAILED, with every problem it has. */
+export class FieldErrorDto {
+  @ApiProperty({
+    example: 'session_id',
+    description: 'The field, parameter or path segment (dotted when nested)',
+  })
+  field!: string;
+
+  @ApiProperty({ type: [String], example: ['session_id may contain only letters, digits, _ . : @ -'] })
+  errors!: string[];
+}
+
+@ApiExtraModels(FieldErrorDto)
 export class ErrorDetailDto {
   @ApiProperty({ example: 'VALIDATION_FAILED', description: 'Stable machine-readable code' })
   code!: string;
@@ -8,11 +21,15 @@ export class ErrorDetailDto {
   message!: string;
 
   @ApiPropertyOptional({
-    description: 'Field errors for 400 validation failures: [{field, errors[]}]',
-    type: 'array',
-    items: { type: 'object', additionalProperties: true },
+    description:
+      'VALIDATION_FAILED: the field errors; other codes: their facts (SESSION_STATE_CONFLICT `{status}`, ' +
+      'HANDOFF_CLAIMED `{claimed_by, claimed_at}`, WEBHOOK_DELIVERY_FAILED `{attempts, last_error}`)',
+    oneOf: [
+      { type: 'array', items: { $ref: getSchemaPath(FieldErrorDto) } },
+      { type: 'object', additionalProperties: true },
+    ],
   })
-  details?: unknown;
+  details?: FieldErrorDto[] | Record<string, unknown>;
 }
 
 /** Every error response: `{error: {code, message, details?}, request_id}` (docs/api.md). */

@@ -62,7 +62,7 @@ export function registerJsonBodyParser(fastify: FastifyInstance): void {
       done(new BodyRefusedError('BAD_REQUEST', 'the body is not valid UTF-8'), undefined);
       return;
     }
-    // No body at all: the route's schema decides whether it may be left out (registerRequestSchemas).
+    // No body at all: the route's body DTO decides whether it may be left out (RequestValidationPipe).
     if (text === '') {
       done(null, undefined);
       return;

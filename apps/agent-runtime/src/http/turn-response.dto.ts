@@ -1,79 +1,37 @@
-import { ApiProperty } from '@nestjs/swagger';
-import { TRANSACTION_STATUSES, TransactionStatus } from '@agent/contracts';
+import { continuitySignalSchema, routeDecisionSchema, routeMetadataSchema } from '@agent/contracts';
+import { turnResponseSchema } from '@agent/workflow';
+import { zodDto } from './zod-dto';
+
+/** `route_decision.metadata`: the facts later nodes act on; a stage's diagnostics may come beside them. */
+export const RouteMetadataDto = zodDto('RouteMetadataDto', routeMetadataSchema);
+
+/** How the turn was routed (docs/architecture.md#semantic-route-stickiness-and-global-session-control). */
+export const RouteDecisionDto = zodDto('RouteDecisionDto', routeDecisionSchema, {
+  route: { example: 'billing_agent', description: 'The node that served the turn (`blocked`: none)' },
+  agent: { description: "The agent that serves the turn; a session node's name for handoff and end" },
+  confidence: { example: 0.92 },
+  route_bypassed: { description: 'Continuity kept the active agent; the router was not called' },
+});
+
+/** The continuity classifier's verdict on the turn. */
+export const ContinuitySignalDto = zodDto('ContinuitySignalDto', continuitySignalSchema, {
+  accepted: {
+    description: 'False: overruled (below the threshold, invalid output, …) and the router decided',
+  },
+  reason: { description: "The classifier's stated reason" },
+});
 
 /** 200 of POST /v1/channels/:channel/messages (docs/api.md). */
-export class TurnResponseDto {
-  @ApiProperty({ example: 'web-7f3a' })
-  session_id!: string;
-
-  @ApiProperty({ example: 'acme:web-7f3a', description: '`${tenant_id}:${session_id}`' })
-  conversation_key!: string;
-
-  @ApiProperty({ description: 'The client message id, or a generated one' })
-  message_id!: string;
-
-  @ApiProperty({ example: 1, description: '1-based number of the turn in its conversation' })
-  turn!: number;
-
-  @ApiProperty()
-  answer!: string;
-
-  @ApiProperty({ type: String, nullable: true, example: 'billing_agent' })
-  route!: string | null;
-
-  @ApiProperty({ type: String, nullable: true })
-  intent!: string | null;
-
-  @ApiProperty({ type: String, nullable: true })
-  domain!: string | null;
-
-  @ApiProperty({ type: String, nullable: true })
-  active_agent!: string | null;
-
-  @ApiProperty({ description: 'True when continuity kept the active agent and the router was not called' })
-  route_bypassed!: boolean;
-
-  @ApiProperty({
-    type: 'object',
-    additionalProperties: true,
-    nullable: true,
-    description:
-      '{route, agent, intent, domain, mcp_tools, confidence, method, reason, next_state, route_bypassed, handoff?, metadata}',
-  })
-  route_decision!: Record<string, unknown> | null;
-
-  @ApiProperty({
-    type: 'object',
-    additionalProperties: true,
-    nullable: true,
-    description: '{decision, confidence, accepted, reason, fallback_reason, latency_ms, profile_name}',
-  })
-  continuity_signal!: Record<string, unknown> | null;
-
-  @ApiProperty({ type: String, nullable: true, enum: ['HUMAN_HANDOFF', 'END_SESSION'] })
-  session_control!: string | null;
-
-  @ApiProperty()
-  session_ended!: boolean;
-
-  @ApiProperty()
-  human_handoff_requested!: boolean;
-
-  @ApiProperty({ type: String, nullable: true })
-  next_state!: string | null;
-
-  @ApiProperty({
-    type: String,
-    nullable: true,
-    enum: TRANSACTION_STATUSES,
+export const TurnResponseDto = zodDto('TurnResponseDto', turnResponseSchema, {
+  session_id: { example: 'web-7f3a' },
+  conversation_key: { example: 'acme:web-7f3a', description: '`${tenant_id}:${session_id}`' },
+  message_id: { description: 'The client message id, or a generated one' },
+  turn: { example: 1, description: '1-based number of the turn in its conversation' },
+  route: { example: 'billing_agent' },
+  route_bypassed: { description: 'True when continuity kept the active agent and the router was not called' },
+  transaction_status: {
     description:
       'The operation this turn worked on: the status it waits in, else the one it ended with on this turn; null when the turn touched none',
-  })
-  transaction_status!: TransactionStatus | null;
-
-  @ApiProperty()
-  blocked!: boolean;
-
-  @ApiProperty({ description: 'Server-side latency of the turn' })
-  latency_ms!: number;
-}
+  },
+  latency_ms: { description: 'Server-side latency of the turn' },
+});

@@ -343,6 +343,55 @@ export interface components {
                 [key: string]: unknown;
             };
         };
+        RouteMetadataDto: {
+            /** @enum {string} */
+            session_control?: "HUMAN_HANDOFF" | "END_SESSION";
+            transaction_interruption?: string;
+            /** @enum {string} */
+            handoff_target?: "billing_agent" | "product_agent" | "orders_agent" | "support_agent";
+            /** @enum {string} */
+            handoff_from?: "billing_agent" | "product_agent" | "orders_agent" | "support_agent";
+            more_intents?: string[];
+            previous_agent?: string | null;
+            previous_intent?: string | null;
+            transaction_intent?: string | null;
+        };
+        RouteDecisionDto: {
+            /**
+             * @description The node that served the turn (`blocked`: none)
+             * @example billing_agent
+             * @enum {string}
+             */
+            route: "billing_agent" | "product_agent" | "orders_agent" | "support_agent" | "handoff" | "human_handoff" | "end_session" | "supervisor_agent" | "blocked";
+            /** @description The agent that serves the turn; a session node's name for handoff and end */
+            agent: string | null;
+            intent: string;
+            domain: string | null;
+            mcp_tools: string[];
+            /** @example 0.92 */
+            confidence: number;
+            /** @enum {string} */
+            method: "continuity" | "llm" | "keyword" | "state_policy" | "fallback" | "supervisor" | "guardrail";
+            reason: string;
+            next_state: string | null;
+            /** @description Continuity kept the active agent; the router was not called */
+            route_bypassed: boolean;
+            handoff?: boolean;
+            metadata: components["schemas"]["RouteMetadataDto"];
+        };
+        ContinuitySignalDto: {
+            /** @enum {string} */
+            decision: "CONTINUE" | "ROUTE" | "HUMAN_HANDOFF" | "END_SESSION";
+            confidence: number;
+            /** @description False: overruled (below the threshold, invalid output, …) and the router decided */
+            accepted: boolean;
+            /** @description The classifier's stated reason */
+            reason: string;
+            /** @enum {string|null} */
+            fallback_reason: "below_threshold" | "invalid_output" | "timeout" | "error" | "no_active_agent" | null;
+            latency_ms: number;
+            profile_name: string;
+        };
         TurnResponseDto: {
             /** @example web-7f3a */
             session_id: string;
@@ -366,14 +415,8 @@ export interface components {
             active_agent: string | null;
             /** @description True when continuity kept the active agent and the router was not called */
             route_bypassed: boolean;
-            /** @description {route, agent, intent, domain, mcp_tools, confidence, method, reason, next_state, route_bypassed, handoff?, metadata} */
-            route_decision: {
-                [key: string]: unknown;
-            } | null;
-            /** @description {decision, confidence, accepted, reason, fallback_reason, latency_ms, profile_name} */
-            continuity_signal: {
-                [key: string]: unknown;
-            } | null;
+            route_decision: components["schemas"]["RouteDecisionDto"] | null;
+            continuity_signal: components["schemas"]["ContinuitySignalDto"] | null;
             /** @enum {string|null} */
             session_control: "HUMAN_HANDOFF" | "END_SESSION" | null;
             session_ended: boolean;
@@ -388,6 +431,19 @@ export interface components {
             /** @description Server-side latency of the turn */
             latency_ms: number;
         };
+        FieldErrorDto: {
+            /**
+             * @description The field, parameter or path segment (dotted when nested)
+             * @example session_id
+             */
+            field: string;
+            /**
+             * @example [
+             *       "session_id may contain only letters, digits, _ . : @ -"
+             *     ]
+             */
+            errors: string[];
+        };
         ErrorDetailDto: {
             /**
              * @description Stable machine-readable code
@@ -396,10 +452,10 @@ export interface components {
             code: string;
             /** @example request validation failed */
             message: string;
-            /** @description Field errors for 400 validation failures: [{field, errors[]}] */
-            details?: {
+            /** @description VALIDATION_FAILED: the field errors; other codes: their facts (SESSION_STATE_CONFLICT `{status}`, HANDOFF_CLAIMED `{claimed_by, claimed_at}`, WEBHOOK_DELIVERY_FAILED `{attempts, last_error}`) */
+            details?: components["schemas"]["FieldErrorDto"][] | {
                 [key: string]: unknown;
-            }[];
+            };
         };
         ErrorEnvelopeDto: {
             error: components["schemas"]["ErrorDetailDto"];
@@ -542,6 +598,7 @@ export interface components {
             /** @description Newest first */
             items: components["schemas"]["DeadLetterDto"][];
         };
+        NoFieldsBodyDto: Record<string, never>;
         SessionSummaryDto: {
             /** @example acme:web-7f3a */
             conversation_key: string;
@@ -589,12 +646,9 @@ export interface components {
             human_handoff_requested: boolean;
             /** @description HUMAN_HANDOFF_MODE=hold keeps the bot silent until resume or end */
             human_handoff_held: boolean;
-            route_decision: {
-                [key: string]: unknown;
-            } | null;
-            continuity_signal: {
-                [key: string]: unknown;
-            } | null;
+            route_decision: components["schemas"]["RouteDecisionDto"] | null;
+            /** @description The classifier's verdict of the turn */
+            continuity_signal: components["schemas"]["ContinuitySignalDto"] | null;
             /** @description Long-term memory subject */
             subject_key: string | null;
             /** @description Messages kept in the bounded history */
@@ -1219,7 +1273,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": Record<string, never>;
+                "application/json": components["schemas"]["NoFieldsBodyDto"];
             };
         };
         responses: {
@@ -1978,7 +2032,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": Record<string, never>;
+                "application/json": components["schemas"]["NoFieldsBodyDto"];
             };
         };
         responses: {
@@ -2069,7 +2123,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": Record<string, never>;
+                "application/json": components["schemas"]["NoFieldsBodyDto"];
             };
         };
         responses: {
