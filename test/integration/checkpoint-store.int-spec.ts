@@ -30,6 +30,12 @@ function harness(db: DatabaseService, close: () => Promise<void>): CheckpointSto
         'SELECT version, turn, summary, events::jsonb AS events FROM turn_log WHERE conversation_key = $1 ORDER BY version',
         [conversationKey],
       ),
+    failedRuns: (conversationKey) =>
+      dataSource.query(
+        `SELECT version, attempt, turn, events::jsonb AS events FROM turn_failures
+          WHERE conversation_key = $1 ORDER BY version, attempt`,
+        [conversationKey],
+      ),
     backdate: async (conversationKey, days, tables = ['turn_log', 'processed_messages']) => {
       for (const table of tables) {
         await dataSource.query(
@@ -140,7 +146,7 @@ if (url) {
                   status: 'active',
                   events: [],
                 },
-                { expectedHead: head, serializedState: text, checksum },
+                { expectedHead: head, serializedState: text, checksum, keep: 3 },
               );
               head++;
             }
@@ -308,7 +314,7 @@ describe('turn storage on embedded PGlite', () => {
           response: { answer: 'Sua fatura está no aplicativo. '.repeat(80) },
         },
       },
-      { expectedHead: 0, serializedState: text, checksum },
+      { expectedHead: 0, serializedState: text, checksum, keep: 3 },
     );
 
     const stored: { method: string | null; size: number; raw: number }[] = await db.dataSource.query(

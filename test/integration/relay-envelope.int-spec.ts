@@ -24,6 +24,8 @@ describe.each(migrationScratches('relay-envelope', ALL_MIGRATIONS))(
         session_id: 's-1',
         conversation_key: 'acme:s-1',
       };
+      // Registered first: the rows inserted after it are queued for it.
+      await store.register('test', null, 30);
       const insertRow = (version: number, events: unknown[]) =>
         database.dataSource.query(
           `INSERT INTO turn_log (conversation_key, version, turn, tenant_id, agent_id, events)
@@ -40,11 +42,12 @@ describe.each(migrationScratches('relay-envelope', ALL_MIGRATIONS))(
       ]);
       // As a release before stored them: whole.
       await insertRow(2, [{ name: 'NOC.001', payload: { ...envelope, turn: 2, channel: 'web' } }]);
-      await database.dataSource.query(
-        `INSERT INTO event_relay_destinations (destination, watermark) VALUES ('test', '0')`,
-      );
 
-      const pending = await store.pending('test', null, 'relay-1', 10);
+      const claimed = await store.claim('test', 'relay-1', 60000, 10);
+      expect(claimed).toEqual([
+        { conversation_key: 'acme:s-1', next_position: 1 * 65536, last_position: 2 * 65536 },
+      ]);
+      const pending = await store.read(claimed, null, 10);
       const relayed = pending.flatMap(outboundEvents).map((event) => [event.name, event.payload]);
       const listed: { name: string; payload: unknown }[] = await database.dataSource.query(
         `SELECT name, payload FROM session_events WHERE conversation_key = 'acme:s-1' ORDER BY id`,
