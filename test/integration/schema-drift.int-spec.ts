@@ -1,11 +1,10 @@
-import { rmSync } from 'node:fs';
 import { Column, DataSource, Entity, Index } from 'typeorm';
 import { CHECKPOINT_ENTITIES, ProcessedMessageEntity } from '@agent/checkpoint';
-import { buildDataSourceOptions, EmbeddedPostgres, runMigrationsExclusively } from '@agent/database';
+import { buildDataSourceOptions, runMigrationsExclusively } from '@agent/database';
 import { EVENTS_ENTITIES } from '@agent/events';
 import { MEMORY_ENTITIES } from '@agent/memory';
 import { RAG_ENTITIES, RagChunkEmbeddingEntity } from '@agent/rag';
-import { embeddedDataDir } from '../support/embedded-servers';
+import { ownEmbeddedServer } from '../support/embedded-servers';
 
 /**
  * The schema-drift check: on a database migrated with migrations/, the SQL TypeORM would generate from the
@@ -19,23 +18,7 @@ interface Backend {
   open(): Promise<{ url: string; embedded: boolean; close(): Promise<void> }>;
 }
 
-const backends: Backend[] = [
-  {
-    name: 'embedded PGlite',
-    open: async () => {
-      const dir = embeddedDataDir('schema-drift-');
-      const embedded = await EmbeddedPostgres.start(dir, 170000);
-      return {
-        url: embedded.url,
-        embedded: true,
-        close: async () => {
-          await embedded.stop();
-          rmSync(dir, { recursive: true, force: true });
-        },
-      };
-    },
-  },
-];
+const backends: Backend[] = [{ name: 'embedded PGlite', open: () => ownEmbeddedServer('schema-drift-') }];
 const DATABASE_URL = process.env.DATABASE_URL;
 if (DATABASE_URL) {
   backends.push({
