@@ -34,11 +34,11 @@ export class CheckpointsKeyedByConversation1765756800000 implements MigrationInt
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {
+    // TypeORM reverts inside a transaction whatever the migration says, so these indexes are built there, holding
+    // the commits back while they are built: revert in a quiet hour.
+    await queryRunner.query(`CREATE UNIQUE INDEX checkpoints_id_idx ON checkpoints (id)`);
     await queryRunner.query(
-      `CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS checkpoints_id_idx ON checkpoints (id)`,
-    );
-    await queryRunner.query(
-      `CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS checkpoints_version_idx ON checkpoints (conversation_key, version)`,
+      `CREATE UNIQUE INDEX checkpoints_version_idx ON checkpoints (conversation_key, version)`,
     );
     await queryRunner.query(`
       ALTER TABLE checkpoints

@@ -29,9 +29,10 @@ describe.each(scratches)('relay backlog migration on $name', (scratch) => {
     await database.dataSource.undoLastMigration({ transaction: 'each' });
     // Before the destination existed: never its.
     await commit('acme:before', 1);
-    // As the earlier release registered a destination and delivered (acme:a up to version 1).
+    // As the earlier release registered a destination and delivered (acme:a up to version 1). Its watermark was the
+    // oldest transaction still running anywhere on the server: here, exactly after the commit above.
     await query(
-      `INSERT INTO event_relay_destinations (destination, watermark) VALUES ('nats:old', pg_snapshot_xmin(pg_current_snapshot()))`,
+      `INSERT INTO event_relay_destinations (destination, watermark) VALUES ('nats:old', pg_current_xact_id())`,
     );
     for (const version of [1, 2, 3]) await commit('acme:a', version);
     for (const version of [1, 2]) await commit('acme:b', version);
