@@ -18,7 +18,17 @@ import { FakeLlmServer } from '../test/support/fake-llm';
 import { scriptStages } from '../test/support/scripted-stages';
 import { startTestApp } from '../test/support/test-app';
 import type { LoadJob, LoadResult } from './http-load';
-import { consoleTable, mean, percentile, pool, REPO_ROOT, round, writeReport } from './lib';
+import {
+  consoleTable,
+  ensureDatabase,
+  mean,
+  percentile,
+  pool,
+  REPO_ROOT,
+  round,
+  runBench,
+  writeReport,
+} from './lib';
 
 interface Measured {
   cpuMsPerRequest: number;
@@ -73,6 +83,8 @@ async function measureInProcess(count: number, concurrency: number, work: (i: nu
 }
 
 async function main(): Promise<void> {
+  // Against a Postgres server when DATABASE_URL is set: its database is created when missing.
+  if (process.env.DATABASE_URL) await ensureDatabase(process.env.DATABASE_URL);
   const requests = Number(process.env.BENCH_REQUESTS ?? '4000');
   const turns = Number(process.env.BENCH_TURNS ?? '400');
   const concurrency = Number(process.env.BENCH_CONCURRENCY ?? '8');
@@ -226,7 +238,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((error: unknown) => {
-  console.error(error);
-  process.exit(1);
-});
+runBench('bench:http', main);

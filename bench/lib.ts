@@ -1,7 +1,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { REPO_ROOT } from '../test/support/repo-root';
 import { dirname, join } from 'node:path';
+import { Client } from 'pg';
 import type { DataSource } from 'typeorm';
+import { REPO_ROOT } from '../test/support/repo-root';
 
 export { REPO_ROOT } from '../test/support/repo-root';
 
@@ -177,4 +178,78 @@ export function barChartSvg(title: string, groups: string[], series: BarSeries[]
 
 function escapeXml(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+/**
+ * A failure a benchmark reports in one line, without a stack: it could not start (no server, no database, no right
+ * to create one; exit code 2) or it stopped early (1).
+ */
+export class BenchFailure extends Error {
+  constructor(
+    message: string,
+    readonly exitCode = 2,
+  ) {
+    super(message);
+  }
+}
+
+/** The connection string's server and database, without the password. */
+function describeDatabase(url: URL): string {
+  return `${url.hostname || 'localhost'}:${url.port || '5432'}/${decodeURIComponent(url.pathname.slice(1))}`;
+}
+
+function causeOf(error: unknown): string {
+  const code = typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : '';
+  const message = error instanceof Error ? error.message : String(error);
+  return code && !message.includes(code) ? `${message} (${code})` : message;
+}
+
+/**
+ * Makes sure the database `url` names exists: when the server answers that it does not (3D000), it is created from
+ * the server's `postgres` database. A server that cannot be reached, or a role that may not create the database,
+ * is a BenchFailure that names the server, the database and the cause.
+ */
+export async function ensureDatabase(url: string): Promise<void> {
+  const target = new URL(url);
+  const connectTo = async (connectionString: string): Promise<Client> => {
+    const client = new Client({ connectionString, connectionTimeoutMillis: 10_000 });
+    // A connection the server drops while the bench is idle must not end the process with an unhandled error.
+    client.on('error', () => undefined);
+    await client.connect();
+    return client;
+  };
+  try {
+    await (await connectTo(url)).end();
+    return;
+  } catch (error) {
+    const code = typeof error === 'object' && error !== null && 'code' in error ? error.code : undefined;
+    if (code !== '3D000') {
+      throw new BenchFailure(`cannot reach the database ${describeDatabase(target)}: ${causeOf(error)}`);
+    }
+  }
+  const server = new URL(url);
+  server.pathname = '/postgres';
+  const name = decodeURIComponent(target.pathname.slice(1));
+  try {
+    const admin = await connectTo(server.toString());
+    try {
+      await admin.query(`CREATE DATABASE "${name.replace(/"/g, '""')}"`);
+    } finally {
+      await admin.end();
+    }
+    console.log(`created the database ${describeDatabase(target)}`);
+  } catch (error) {
+    throw new BenchFailure(
+      `the database ${describeDatabase(target)} does not exist and cannot be created: ${causeOf(error)}`,
+    );
+  }
+}
+
+/** Runs a benchmark: a BenchFailure prints one line and exits with its code; anything else its error and 1. */
+export function runBench(name: string, main: () => Promise<void>): void {
+  main().catch((error: unknown) => {
+    if (error instanceof BenchFailure) console.error(`${name}: ${error.message}`);
+    else console.error(error);
+    process.exit(error instanceof BenchFailure ? error.exitCode : 1);
+  });
 }

@@ -22,19 +22,42 @@ export function processCpuMs(pid: number): number {
   }
 }
 
-/** Sends `request` to a child over IPC and resolves with the first answer `answer` accepts. */
+/**
+ * Sends `request` to a child over IPC and resolves with the first answer `answer` accepts; rejects when the child
+ * is gone or goes before it answers, so the bench reports it instead of dying on an unhandled error.
+ */
 export function ask<T>(child: ChildProcess, request: string | null, answer: z.ZodType<T>): Promise<T> {
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no answer to ${request} from ${child.pid}`)), 60000);
+    const done = () => {
+      clearTimeout(timer);
+      child.off('message', onMessage);
+      child.off('exit', onExit);
+    };
+    const fail = (error: Error) => {
+      done();
+      reject(error);
+    };
+    const timer = setTimeout(() => fail(new Error(`no answer to ${request} from ${child.pid}`)), 60000);
     const onMessage = (message: unknown) => {
       const parsed = answer.safeParse(message);
       if (!parsed.success) return;
-      clearTimeout(timer);
-      child.off('message', onMessage);
+      done();
       resolve(parsed.data);
     };
+    const onExit = (code: number | null, signal: string | null) =>
+      fail(
+        new Error(`process ${child.pid} exited (${signal ?? `code ${code}`}) before answering ${request}`),
+      );
     child.on('message', onMessage);
-    if (request !== null) child.send(request);
+    child.on('exit', onExit);
+    if (request === null) return;
+    if (!child.connected) {
+      fail(new Error(`process ${child.pid} is gone: cannot ask ${request}`));
+      return;
+    }
+    child.send(request, (error) => {
+      if (error) fail(error);
+    });
   });
 }
 
@@ -95,11 +118,16 @@ export interface WalUsage {
 export class DatabaseProbe {
   private walInspect = false;
   private databaseOid = '';
+  /** Why WAL stopped being attributed to the bench database during the run (null: it never did). */
+  private walInspectLost: string | null = null;
 
   private constructor(readonly client: Client) {}
 
   static async connect(url: string): Promise<DatabaseProbe> {
     const client = new Client({ connectionString: url, application_name: 'bench-overhead' });
+    // A connection the server ends (a restart, a terminated backend) fails the next query, which the bench reports;
+    // the event itself must not end the process.
+    client.on('error', () => undefined);
     await client.connect();
     const probe = new DatabaseProbe(client);
     const oid = await client.query<{ oid: string }>(
@@ -117,6 +145,11 @@ export class DatabaseProbe {
 
   get attributesWal(): boolean {
     return this.walInspect;
+  }
+
+  /** Why per-database WAL figures fell back to the server's for some phase, or null. */
+  get walAttributionLost(): string | null {
+    return this.walInspectLost;
   }
 
   async lsn(): Promise<string> {
@@ -175,15 +208,23 @@ export class DatabaseProbe {
       if (flushed.rows[0].ok) break;
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    const rows = await this.client.query<{ bytes: string; fpi: string; commits: string }>(
-      `WITH r AS (SELECT xid::text AS xid, resource_manager, record_type, record_length, fpi_length, block_ref
+    // A busy server may have recycled the phase's WAL segments already ("requested WAL segment … has already been
+    // removed"): the phase keeps the server-wide figure, and the report says why.
+    const rows = await this.client
+      .query<{ bytes: string; fpi: string; commits: string }>(
+        `WITH r AS (SELECT xid::text AS xid, resource_manager, record_type, record_length, fpi_length, block_ref
                     FROM pg_get_wal_records_info($1::pg_lsn, $2::pg_lsn)),
             mine AS (SELECT DISTINCT xid FROM r WHERE block_ref LIKE '%/' || $3 || '/%' AND xid <> '0')
        SELECT COALESCE(sum(record_length), 0)::text AS bytes, COALESCE(sum(fpi_length), 0)::text AS fpi,
               count(*) FILTER (WHERE resource_manager = 'Transaction' AND record_type LIKE 'COMMIT%')::text AS commits
          FROM r WHERE block_ref LIKE '%/' || $3 || '/%' OR xid IN (SELECT xid FROM mine)`,
-      [start, end, this.databaseOid],
-    );
+        [start, end, this.databaseOid],
+      )
+      .catch((error: unknown) => {
+        this.walInspectLost = error instanceof Error ? error.message : String(error);
+        return null;
+      });
+    if (rows === null) return { clusterBytes, databaseBytes: null, fullPageBytes: null, commits: null };
     return {
       clusterBytes,
       databaseBytes: Number(rows.rows[0].bytes),

@@ -26,7 +26,20 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { connect, NatsConnection } from '@nats-io/transport-node';
 import { Client } from 'pg';
 import { z } from 'zod';
-import { consoleTable, mean, percentile, pool, REPO_ROOT, reportDirectory, round, writeReport } from './lib';
+import { capacityInputLines, CapacityInputs, capacityTable, DEFAULT_ASSUMPTIONS } from './capacity';
+import {
+  BenchFailure,
+  consoleTable,
+  ensureDatabase,
+  mean,
+  percentile,
+  pool,
+  REPO_ROOT,
+  reportDirectory,
+  round,
+  runBench,
+  writeReport,
+} from './lib';
 import {
   ask,
   CpuArea,
@@ -39,6 +52,12 @@ import {
 import type { QueryCounts } from './query-counter';
 
 const SPLIT_HEADING = "## Where the service's CPU goes (V8 sampling profile, 1 in flight)";
+const CAPACITY_HEADING = '## Capacity model';
+/** The rates the capacity model is worked out for, turns per second. */
+const CAPACITY_RATES = [100, 1000, 10000];
+/** Tables whose rows age out (TURN_LOG_RETENTION_DAYS, PROCESSED_MESSAGES_RETENTION_DAYS) and that stay. */
+const AGED_TABLES = ['turn_log', 'processed_messages', 'turn_failures'];
+const KEPT_TABLES = ['sessions', 'checkpoints'];
 const GROWTH_HEADING = '## Growth';
 const TENANT = 'bench';
 const AGENT_ID = 'telecom_contas';
@@ -248,7 +267,8 @@ async function startService(
 }
 
 function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return Promise.resolve();
+  // Gone already, whether it exited or was killed (a killed process has a signal and no exit code).
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
     const timer = setTimeout(() => child.kill('SIGKILL'), 15000);
     child.once('exit', () => {
@@ -339,6 +359,8 @@ class EventsSink {
 class Meter {
   /** The WAL flush count read at the end of the last phase, reused by a phase that follows it at once. */
   private flushesAtLastPhaseEnd: number | null = null;
+  /** Every phase measured so far: what a run that stops early still reports. */
+  readonly phases: Phase[] = [];
 
   constructor(
     private readonly processes: Processes,
@@ -391,7 +413,7 @@ class Meter {
     this.flushesAtLastPhaseEnd = flushesAfter;
     let postgresCpuMs = 0;
     for (const [pid, cpu] of after.backendCpu) postgresCpuMs += cpu - (before.backendCpu.get(pid) ?? 0);
-    return {
+    const phase: Phase = {
       name,
       turns: latencies.length,
       seconds,
@@ -410,6 +432,8 @@ class Meter {
       walFlushes: flushesBefore === null || flushesAfter === null ? null : flushesAfter - flushesBefore,
       diskBytes: after.databaseBytes - before.databaseBytes,
     };
+    this.phases.push(phase);
+    return phase;
   }
 }
 
@@ -568,6 +592,66 @@ async function nodeDurations(probe: DatabaseProbe, keyPattern: string): Promise<
   return byNode;
 }
 
+/**
+ * Events the given conversations' turns published, and the mean size of one as a destination receives it (the
+ * event document around the payload, envelope included; jsonb's text is a little wider than the relay's JSON).
+ */
+async function publishedEvents(
+  probe: DatabaseProbe,
+  keyPattern: string,
+): Promise<{ events: number; bytes: number }> {
+  const rows = await probe.client.query<{ events: string; bytes: string | null }>(
+    `SELECT count(*)::text AS events,
+            avg(octet_length(jsonb_build_object(
+              'id', e.conversation_key || ':' || (e.id / 65536) || ':' || e.seq, 'type', e.name,
+              'timestamp', e.payload->>'at', 'data', e.payload)::text))::text AS bytes
+       FROM session_events e WHERE e.conversation_key LIKE $1`,
+    [keyPattern],
+  );
+  return { events: Number(rows.rows[0].events), bytes: Number(rows.rows[0].bytes ?? 0) };
+}
+
+/** The per-turn inputs of the capacity model, from the loaded phase and the rows the 1-in-flight turns left. */
+function capacityInputs(
+  loaded: Phase,
+  liveByTable: Map<string, number>,
+  turns: number,
+  conversations: number,
+  published: { events: number; bytes: number },
+): CapacityInputs {
+  const sum = (tables: string[]) => tables.reduce((total, table) => total + (liveByTable.get(table) ?? 0), 0);
+  return {
+    nodeCpuMs: loaded.nodeCpuMs / loaded.turns,
+    postgresCpuMs: loaded.postgresCpuMs / loaded.turns,
+    walBytes: (loaded.wal.databaseBytes ?? loaded.wal.clusterBytes) / loaded.turns,
+    walFlushes: loaded.walFlushes === null ? null : loaded.walFlushes / loaded.turns,
+    agedBytesPerTurn: sum(AGED_TABLES) / turns,
+    keptBytesPerConversation: sum(KEPT_TABLES) / conversations,
+    turnsPerConversation: turns / conversations,
+    eventsPerTurn: published.events / turns,
+    eventBytes: published.bytes,
+  };
+}
+
+/** What a run that stopped early still knows: each phase it measured, and why it stopped. */
+function partialReport(phases: Phase[], error: unknown, header: string): string[] {
+  return [
+    '# Overhead benchmark (incomplete)',
+    '',
+    header,
+    '',
+    `Stopped early: ${error instanceof Error ? error.message : String(error)}`,
+    '',
+    '| phase | turns | p50 | Node CPU/turn | Postgres CPU/turn | statements/turn | WAL/turn |',
+    '|---|---|---|---|---|---|---|',
+    ...phases.map(
+      (phase) =>
+        `| ${phase.name} | ${phase.turns} | ${round(percentile(phase.latencies, 50), 2)} ms | ${perTurn(phase.nodeCpuMs, phase.turns)} ms | ${perTurn(phase.postgresCpuMs, phase.turns)} ms | ${perTurn(phase.statements, phase.turns)} | ${walCell(phase.wal, phase.turns)} |`,
+    ),
+    '',
+  ];
+}
+
 const perTurn = (value: number, turns: number, digits = 2) => round(value / Math.max(1, turns), digits);
 const kb = (bytes: number) => `${round(bytes / 1024, 1)} KB`;
 
@@ -586,10 +670,8 @@ function loadAverage(): string {
 
 async function main(): Promise<void> {
   const baseUrl = process.env.DATABASE_URL;
-  if (!baseUrl) {
-    console.error('bench:overhead measures the runtime against a Postgres server: set DATABASE_URL.');
-    process.exit(2);
-  }
+  if (!baseUrl) throw new BenchFailure('it measures the runtime against a Postgres server: set DATABASE_URL');
+  await ensureDatabase(baseUrl);
   const loadAtStart = loadAverage();
   const database = await benchDatabase(baseUrl);
   const { model, baseUrl: modelUrl } = await startModel();
@@ -597,6 +679,8 @@ async function main(): Promise<void> {
   let tools: ChildProcess | null = null;
   let probe: DatabaseProbe | null = null;
   let events: EventsSink | null = null;
+  let meter: Meter | null = null;
+  let header = `Node ${process.version} · load average ${loadAtStart} at start`;
   try {
     const toolServer = await startToolServer(database.url);
     tools = toolServer.tools;
@@ -607,8 +691,9 @@ async function main(): Promise<void> {
     probe = await DatabaseProbe.connect(database.url);
     const serverVersion = (await probe.client.query<{ server_version: string }>('SHOW server_version'))
       .rows[0].server_version;
-    const meter = new Meter({ service, model }, probe, events);
+    meter = new Meter({ service, model }, probe, events);
     const tag = `ovh${Date.now().toString(36)}`;
+    header = `Postgres ${serverVersion} on the same machine · Node ${process.version} · ${cpus().length} cores · load average ${loadAtStart} at start`;
     console.log(
       `bench:overhead — database ${database.name} (Postgres ${serverVersion}), WAL attribution: ${probe.attributesWal ? 'pg_walinspect' : 'server-wide LSN only'}; load average ${loadAtStart}`,
     );
@@ -715,6 +800,13 @@ async function main(): Promise<void> {
     const oneLiveByTable = await liveBytesByTable(probe, `${TENANT}:${tag}-one-%`);
     const oneLive = [...oneLiveByTable.values()].reduce((sum, bytes) => sum + bytes, 0);
     const nodes = await nodeDurations(probe, `${TENANT}:${tag}-one-%`);
+    const capacity = capacityInputs(
+      loaded,
+      oneLiveByTable,
+      one.turns,
+      oneSessions.length,
+      await publishedEvents(probe, `${TENANT}:${tag}-one-%`),
+    );
 
     await stop(service);
     const floor = await measureFloor(
@@ -810,6 +902,22 @@ async function main(): Promise<void> {
       '',
       'Node CPU is the service process (all threads); Postgres CPU is the backends serving it; the floor\'s Node CPU is the bench process running the raw `pg` client. WAL "this database" counts the records of the bench database\'s pages and transactions (pg_walinspect); "server" is the `pg_current_wal_lsn()` delta, which includes whatever else the server was doing. WAL flushes: `pg_stat_wal.wal_sync` of the whole server, the WAL writer\'s background flushes included (a commit that does not wait for its flush leaves it to the next commit that does, or to the WAL writer). Retained: growth of the database size per turn (tables, indexes, not yet reusable space) and the live rows the turns left behind (as stored, compressed; without indexes).',
       '',
+      ...(probe.walAttributionLost
+        ? [
+            `WAL of some phases could not be attributed to this database (${probe.walAttributionLost}): they show the server's WAL, which includes whatever else the server was doing.`,
+            '',
+          ]
+        : []),
+      CAPACITY_HEADING,
+      '',
+      `What a deployment needs at ${CAPACITY_RATES.map((rate) => rate.toLocaleString('en-US')).join(', ')} turns/s, worked out from this run's figures (the model's own latency and cost aside: a model endpoint is sized on its own). Inputs:`,
+      '',
+      ...capacityInputLines(capacity),
+      '',
+      ...capacityTable(capacity, CAPACITY_RATES),
+      '',
+      `Assumptions: replicas and Postgres cores planned at ${DEFAULT_ASSUMPTIONS.utilization * 100}% busy (headroom for peaks and a failed node); a replica runs its JavaScript on one core; Postgres nodes of ${DEFAULT_ASSUMPTIONS.coresPerPostgresNode} cores (one node up to that, then a distributed layout: docs/operations.md#scaling-out); aged rows are the turn log, idempotency records and failed runs, kept ${DEFAULT_ASSUMPTIONS.retentionDays} days (the default retention), as stored without indexes; kept rows are each conversation's session row and last checkpoint versions, which do not age out; every event goes to NATS once and to each webhook endpoint subscribed to it. Turns in flight at once are the rate times the turn's duration, mostly the model's: memory and connections for those are not in this table.`,
+      '',
       SPLIT_HEADING,
       '',
       ...splitTable,
@@ -831,7 +939,16 @@ async function main(): Promise<void> {
     for (const heading of [perTurnHeading, SPLIT_HEADING, GROWTH_HEADING]) {
       console.log(`\n${heading.replace(/^## /, '')}\n${consoleTable(lines, heading)}`);
     }
+    console.log(
+      `\nCapacity model inputs\n${capacityInputLines(capacity).join('\n')}\n\n${consoleTable(lines, CAPACITY_HEADING)}`,
+    );
     console.log(`report: ${path}`);
+  } catch (error) {
+    const path = writeReport('overhead.md', partialReport(meter?.phases ?? [], error, header).join('\n'));
+    throw new BenchFailure(
+      `stopped early: ${error instanceof Error ? error.message : String(error)} (partial report: ${path})`,
+      1,
+    );
   } finally {
     if (service) await stop(service);
     if (tools) await stop(tools);
@@ -843,7 +960,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((error: unknown) => {
-  console.error(error);
-  process.exit(1);
-});
+runBench('bench:overhead', main);

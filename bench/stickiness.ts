@@ -17,12 +17,14 @@ import { ContinuityLabel, scriptIndex, ScriptedConversation } from './conversati
 import {
   barChartSvg,
   consoleTable,
+  ensureDatabase,
   llmCalls,
   mean,
   percentile,
   pool,
   REPO_ROOT,
   round,
+  runBench,
   writeReport,
 } from './lib';
 import { latencyProfiles, scriptFakeLlm } from './scripted-llm';
@@ -246,6 +248,8 @@ function against(value: number, reference: number): string {
 const dollars = (value: number, digits = 2) => `$${value.toFixed(digits)}`;
 
 async function main(): Promise<void> {
+  // Against a Postgres server when DATABASE_URL is set: its database is created when missing.
+  if (process.env.DATABASE_URL) await ensureDatabase(process.env.DATABASE_URL);
   const scale = Number(process.env.BENCH_SCALE ?? '1');
   const concurrency = Number(process.env.BENCH_CONCURRENCY ?? '16');
   const count = Number(process.env.BENCH_CONVERSATIONS ?? '110');
@@ -340,7 +344,4 @@ async function main(): Promise<void> {
   console.log(`report: ${reportPath}`);
 }
 
-main().catch((error: unknown) => {
-  console.error(error);
-  process.exit(1);
-});
+runBench('bench:stickiness', main);

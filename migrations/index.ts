@@ -11,7 +11,9 @@ import { CompactTurnStorage1765324800000 } from './1765324800000-compact-turn-st
 import { ResponseInTurnLog1765411200000 } from './1765411200000-response-in-turn-log';
 import { TurnLogEnvelope1765497600000 } from './1765497600000-turn-log-envelope';
 import { NodeTimingsOnce1765584000000 } from './1765584000000-node-timings-once';
-import { DeadLetterRedeliveryClaim1765670400000 } from './1765670400000-dead-letter-redelivery-claim';
+import { RelayBacklog1765670400000 } from './1765670400000-relay-backlog';
+import { CheckpointsKeyedByConversation1765756800000 } from './1765756800000-checkpoints-keyed-by-conversation';
+import { DeadLetterRedeliveryClaim1765843200000 } from './1765843200000-dead-letter-redelivery-claim';
 
 /** Every migration, in order. Listed explicitly so compiled and test builds load the same set. */
 export const ALL_MIGRATIONS = [
@@ -28,5 +30,7 @@ export const ALL_MIGRATIONS = [
   ResponseInTurnLog1765411200000,
   TurnLogEnvelope1765497600000,
   NodeTimingsOnce1765584000000,
-  DeadLetterRedeliveryClaim1765670400000,
+  RelayBacklog1765670400000,
+  CheckpointsKeyedByConversation1765756800000,
+  DeadLetterRedeliveryClaim1765843200000,
 ];

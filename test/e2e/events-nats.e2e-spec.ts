@@ -201,14 +201,14 @@ describe('a relay pass whose acknowledgements fail', () => {
     await query(`CREATE SEQUENCE ${name}`);
     await query(`CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
-        IF NEW.destination = '${destination}' AND NEW.delivered_xid IS DISTINCT FROM OLD.delivered_xid
+        IF NEW.destination = '${destination}' AND NEW.next_position IS DISTINCT FROM OLD.next_position
            AND nextval('${name}') <= 2 THEN
           RAISE EXCEPTION 'acknowledgement refused by the test';
         END IF;
         RETURN NEW;
       END $$`);
     await query(
-      `CREATE TRIGGER ${name} BEFORE UPDATE ON event_relay_positions FOR EACH ROW EXECUTE FUNCTION ${name}()`,
+      `CREATE TRIGGER ${name} BEFORE UPDATE ON event_relay_backlog FOR EACH ROW EXECUTE FUNCTION ${name}()`,
     );
     try {
       await runTurns(app, tenant, 4, 3);
@@ -227,15 +227,14 @@ describe('a relay pass whose acknowledgements fail', () => {
       await eventually('no claim held and every commit acknowledged', async () => {
         const [row] = await app.dataSource.query<{ held: number; behind: number }[]>(
           `SELECT count(*) FILTER (WHERE lease_owner IS NOT NULL)::integer AS held,
-                  count(*) FILTER (WHERE delivered_version IS DISTINCT FROM (
-                    SELECT max(version) FROM turn_log t WHERE t.conversation_key = p.conversation_key))::integer AS behind
-             FROM event_relay_positions p WHERE destination = $1`,
+                  count(*) FILTER (WHERE next_position <= last_position)::integer AS behind
+             FROM event_relay_backlog WHERE destination = $1`,
           [destination],
         );
         return row.held === 0 && row.behind === 0 ? true : undefined;
       });
     } finally {
-      await query(`DROP TRIGGER IF EXISTS ${name} ON event_relay_positions`);
+      await query(`DROP TRIGGER IF EXISTS ${name} ON event_relay_backlog`);
       await query(`DROP FUNCTION IF EXISTS ${name}()`);
       await query(`DROP SEQUENCE IF EXISTS ${name}`);
       await reader.close(true);
@@ -322,7 +321,7 @@ describeWithPostgres('two relaying processes', () => {
       // Each pass gives up the claims of the conversations it delivered (the last acknowledgement does).
       await eventually('no claim held', async () => {
         const [row] = await app.dataSource.query<{ held: number }[]>(
-          `SELECT count(*)::integer AS held FROM event_relay_positions WHERE destination = $1 AND lease_owner IS NOT NULL`,
+          `SELECT count(*)::integer AS held FROM event_relay_backlog WHERE destination = $1 AND lease_owner IS NOT NULL`,
           [destination],
         );
         return row.held === 0 ? true : undefined;

@@ -100,9 +100,10 @@ if (!DATABASE_URL) {
       return Number(result.rows[0].n);
     }
 
+    /** The versions committed (the turn log keeps a row for each; checkpoints only the newest few). */
     async function versions(sessionId: string): Promise<number[]> {
       const result = await admin.query<{ version: number }>(
-        'SELECT version FROM checkpoints WHERE conversation_key = $1 ORDER BY version',
+        'SELECT version FROM turn_log WHERE conversation_key = $1 ORDER BY version',
         [key(sessionId)],
       );
       return result.rows.map((row) => row.version);

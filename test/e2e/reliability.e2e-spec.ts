@@ -44,7 +44,6 @@ describe('conversation reliability', () => {
         LLM_BASE_URL: proxied.url,
         TURN_LOCK_TIMEOUT_MS: '3000',
         MEMORY_HISTORY_LIMIT: String(HISTORY_LIMIT),
-        CHECKPOINT_COMPACTION_INTERVAL_MS: '50',
       },
     });
   }, 240000);

@@ -8,45 +8,15 @@ import {
   runMigrationsExclusively,
   EmbeddedPostgres,
 } from '@agent/database';
-import {
-  CheckpointStoreHarness,
-  describeCheckpointStoreContract,
-} from '../support/checkpoint-store-contract';
+import { describeCheckpointStoreContract } from '../support/checkpoint-store-contract';
 import { embeddedDataDir } from '../support/embedded-servers';
-import { postgresCheckpointStore } from '../support/postgres-checkpoint-store';
+import { postgresCheckpointStore, postgresStoreHarness } from '../support/postgres-checkpoint-store';
 import { scratchDatabase } from '../support/scratch-database';
 
 /**
  * The CheckpointStore contract on PostgresCheckpointStore: the embedded default (PGlite in its child process,
  * reached through pg like a server) always, and a real Postgres when DATABASE_URL is set (CI).
  */
-
-function harness(db: DatabaseService, close: () => Promise<void>): CheckpointStoreHarness {
-  const dataSource = db.dataSource;
-  return {
-    store: postgresCheckpointStore(db),
-    turnLog: (conversationKey) =>
-      dataSource.query(
-        'SELECT version, turn, summary, events::jsonb AS events FROM turn_log WHERE conversation_key = $1 ORDER BY version',
-        [conversationKey],
-      ),
-    backdate: async (conversationKey, days, tables = ['turn_log', 'processed_messages']) => {
-      for (const table of tables) {
-        await dataSource.query(
-          `UPDATE ${table} SET created_at = created_at - ($2::text || ' days')::interval WHERE conversation_key = $1`,
-          [conversationKey, String(days)],
-        );
-      }
-    },
-    storeEarlierRecord: async (conversationKey, messageId, response) => {
-      await dataSource.query(
-        `INSERT INTO processed_messages (conversation_key, message_id, turn, response) VALUES ($1, $2, 1, $3)`,
-        [conversationKey, messageId, response],
-      );
-    },
-    close,
-  };
-}
 
 /** A migrated embedded PGlite in a directory of its own. */
 async function openEmbedded(prefix: string): Promise<{ db: DatabaseService; close(): Promise<void> }> {
@@ -71,7 +41,7 @@ async function openEmbedded(prefix: string): Promise<{ db: DatabaseService; clos
 
 describeCheckpointStoreContract('embedded PGlite', async () => {
   const { db, close } = await openEmbedded('checkpoint-contract-');
-  return harness(db, close);
+  return postgresStoreHarness(db, close);
 });
 
 const url = process.env.DATABASE_URL;
@@ -86,7 +56,7 @@ if (url) {
     // Other suites may migrate the same database at the same moment.
     await runMigrationsExclusively(dataSource, 0);
     const db = new DatabaseService(dataSource, null);
-    return harness(db, () => db.onApplicationShutdown());
+    return postgresStoreHarness(db, () => db.onApplicationShutdown());
   });
 
   describe('the turn statements on Postgres', () => {
@@ -140,7 +110,7 @@ if (url) {
                   status: 'active',
                   events: [],
                 },
-                { expectedHead: head, serializedState: text, checksum },
+                { expectedHead: head, serializedState: text, checksum, keep: 3 },
               );
               head++;
             }
@@ -308,7 +278,7 @@ describe('turn storage on embedded PGlite', () => {
           response: { answer: 'Sua fatura está no aplicativo. '.repeat(80) },
         },
       },
-      { expectedHead: 0, serializedState: text, checksum },
+      { expectedHead: 0, serializedState: text, checksum, keep: 3 },
     );
 
     const stored: { method: string | null; size: number; raw: number }[] = await db.dataSource.query(

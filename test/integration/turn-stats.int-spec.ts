@@ -102,7 +102,7 @@ describe('TurnStatsQuery', () => {
       const { text, checksum } = serializeCheckpoint(state, parent);
       await store.commitTurn(
         { identity, leaseToken: 'stats:1', parentVersion: parent, turn, state, status: 'active', events },
-        { expectedHead: turn - 1, serializedState: text, checksum },
+        { expectedHead: turn - 1, serializedState: text, checksum, keep: 3 },
       );
     }
   }

@@ -20,11 +20,21 @@ export interface StoredTurnLogRow {
   events: unknown;
 }
 
+/** One failed run as stored (the columns the contract reads). */
+export interface StoredFailedRun {
+  version: number;
+  attempt: number;
+  turn: number;
+  events: unknown;
+}
+
 /** A backend under test, with what a test needs to reach behind the store's port. */
 export interface CheckpointStoreHarness {
   store: CheckpointStore;
   /** The conversation's turn log rows, oldest first. */
   turnLog(conversationKey: string): Promise<StoredTurnLogRow[]>;
+  /** The conversation's failed runs, in their order. */
+  failedRuns(conversationKey: string): Promise<StoredFailedRun[]>;
   /** Moves the creation time of the conversation's rows in `tables` (both by default) `days` back. */
   backdate(conversationKey: string, days: number, tables?: RetainedTable[]): Promise<void>;
   /** Stores an idempotency record the way releases before the response moved to the turn log did. */
@@ -49,9 +59,10 @@ function identity(tenant = 'contract'): ConversationIdentity {
   };
 }
 
-function writeFor(state: AgentState, expectedHead: number, parentVersion: number | null) {
+/** The write of a commit; `keep` (the versions kept) is high enough by default that nothing is compacted. */
+function writeFor(state: AgentState, expectedHead: number, parentVersion: number | null, keep = 1000) {
   const { text, checksum } = serializeCheckpoint(state, parentVersion);
-  return { expectedHead, serializedState: text, checksum };
+  return { expectedHead, serializedState: text, checksum, keep };
 }
 
 const stateOf = (row: CheckpointRow | null): unknown => (row ? JSON.parse(row.state_text) : null);
@@ -491,15 +502,86 @@ export function describeCheckpointStoreContract(
       });
     });
 
-    it('compacts a batch of conversations to their newest versions', async () => {
+    it('deletes, with each commit, the versions of its conversation below the newest ones kept', async () => {
       const who = identity();
-      await seed(who, 7);
+      const token = await seed(who, 5);
       const other = identity();
-      await seed(other, 2);
-      expect(await store.compact([who.conversation_key, other.conversation_key], 3)).toBe(4);
-      expect((await store.listVersions(who.conversation_key)).map((v) => v.version)).toEqual([7, 6, 5]);
-      expect((await store.listVersions(other.conversation_key)).map((v) => v.version)).toEqual([2, 1]);
-      expect(await store.compact([who.conversation_key], 3)).toBe(0);
+      await seed(other, 5);
+      const versions = async (of: ConversationIdentity) =>
+        (await store.listVersions(of.conversation_key)).map((v) => v.version);
+      let state: AgentState = { user_text: 'six' };
+      await store.commitTurn(turnCommit(who, token, 6, state), writeFor(state, 5, 5, 3));
+      expect(await versions(who)).toEqual([6, 5, 4]);
+      expect(await versions(other)).toEqual([5, 4, 3, 2, 1]);
+      // A fenced commit deletes nothing either.
+      state = { user_text: 'stale' };
+      await expect(
+        store.commitTurn(turnCommit(who, token, 7, state), writeFor(state, 5, 5, 1)),
+      ).rejects.toBeInstanceOf(CheckpointFencingError);
+      expect(await versions(who)).toEqual([6, 5, 4]);
+    });
+
+    describe('failed runs', () => {
+      const failure = (who: ConversationIdentity, turn: number, error: string) => ({
+        turn,
+        events: [
+          { name: 'NOC.005', payload: { ...envelopeOf(who, turn), error }, at: new Date().toISOString() },
+        ],
+      });
+
+      it('releases the lease and records the run after the head it started from, numbered on that head', async () => {
+        const who = identity();
+        const token = await seed(who, 2);
+        expect(await store.releaseFailed(who.conversation_key, token, failure(who, 3, 'first'))).toBe(true);
+        expect((await store.getSession(who.conversation_key))?.lease_owner).toBeNull();
+        expect(await take(who, 'b:1', 60000)).not.toBeNull();
+        expect(await store.releaseFailed(who.conversation_key, 'b:1', failure(who, 3, 'again'))).toBe(true);
+        // Nothing of the state moves: the next commit extends the same head.
+        const state: AgentState = { user_text: 'three' };
+        expect(await take(who, 'b:1', 60000)).not.toBeNull();
+        await store.commitTurn(turnCommit(who, 'b:1', 3, state), writeFor(state, 2, 2));
+        expect(await take(who, 'b:1', 60000)).not.toBeNull();
+        expect(await store.releaseFailed(who.conversation_key, 'b:1', failure(who, 4, 'later'))).toBe(true);
+        const runs = await harness.failedRuns(who.conversation_key);
+        expect(runs.map(({ version, attempt, turn }) => [version, attempt, turn])).toEqual([
+          [2, 1, 3],
+          [2, 2, 3],
+          [3, 1, 4],
+        ]);
+        expect(runs[0].events).toEqual([
+          { name: 'NOC.005', payload: { ...envelopeOf(who, 3), error: 'first' } },
+        ]);
+      });
+
+      it('records nothing, and leaves the lease, for a token that no longer holds it', async () => {
+        const who = identity();
+        await seed(who, 1, 'holder:1');
+        expect(await store.releaseFailed(who.conversation_key, 'other:1', failure(who, 2, 'x'))).toBe(false);
+        expect((await store.getSession(who.conversation_key))?.lease_owner).toBe('holder:1');
+        expect(await harness.failedRuns(who.conversation_key)).toEqual([]);
+      });
+
+      it('records a run that failed before the first commit, on head 0', async () => {
+        const who = identity();
+        expect(await take(who, 'a:1', 60000)).not.toBeNull();
+        expect(await store.releaseFailed(who.conversation_key, 'a:1', failure(who, 1, 'x'))).toBe(true);
+        expect((await harness.failedRuns(who.conversation_key)).map((run) => run.version)).toEqual([0]);
+      });
+
+      it('ages out with the turn log and goes with its conversation', async () => {
+        const [old, recent] = [identity(), identity()];
+        for (const who of [old, recent]) {
+          expect(await take(who, 'a:1', 60000)).not.toBeNull();
+          expect(await store.releaseFailed(who.conversation_key, 'a:1', failure(who, 1, 'x'))).toBe(true);
+        }
+        await harness.backdate(old.conversation_key, 400, ['turn_failures']);
+        const cutOff = new Date(Date.now() - 365 * 86_400_000);
+        expect(await store.deleteExpired('turn_failures', cutOff, 1000)).toBeGreaterThanOrEqual(1);
+        expect(await harness.failedRuns(old.conversation_key)).toEqual([]);
+        expect(await harness.failedRuns(recent.conversation_key)).toHaveLength(1);
+        await store.deleteConversation(recent.conversation_key);
+        expect(await harness.failedRuns(recent.conversation_key)).toEqual([]);
+      });
     });
 
     it('deletes one conversation entirely and nothing else', async () => {

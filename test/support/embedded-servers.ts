@@ -35,6 +35,22 @@ export function embeddedDataDir(prefix = 'agent-runtime-test-'): string {
   return dataDir;
 }
 
+/** An embedded server of a test's own, on a copy of the migrated template (see `embeddedDataDir`). */
+export async function ownEmbeddedServer(
+  prefix: string,
+): Promise<{ url: string; embedded: true; close(): Promise<void> }> {
+  const dir = embeddedDataDir(prefix);
+  const embedded = await EmbeddedPostgres.start(dir, 170000);
+  return {
+    url: embedded.url,
+    embedded: true,
+    close: async () => {
+      await embedded.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
 /** The servers this jest worker started; the folder lives in the run's folder, which the teardown removes. */
 function registry(): string {
   const dir = join(process.env.TEST_RUN_DIR ?? tmpdir(), 'embedded-servers', String(process.pid));

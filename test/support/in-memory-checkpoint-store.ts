@@ -6,6 +6,7 @@ import {
   CheckpointWrite,
   ConversationIdentity,
   decodeSessionCursor,
+  FailedRun,
   encodeSessionCursor,
   jsonbText,
   LeaseAttempt,
@@ -21,7 +22,7 @@ import {
   TurnLogEvent,
   turnLogEvents,
 } from '@agent/checkpoint';
-import { rowEnvelope } from '@agent/contracts';
+import { POSITIONS_PER_VERSION, rowEnvelope } from '@agent/contracts';
 
 export interface TurnLogRow {
   conversation_key: string;
@@ -53,16 +54,35 @@ export interface ProcessedMessageRow {
  * The rows, keyed as the tables' primary keys are. Handed in (as mastra's in-memory stores take their collections)
  * so a test can reach behind the store the way SQL reaches behind the Postgres one: to corrupt or age a row.
  */
+export interface TurnFailureRow {
+  conversation_key: string;
+  version: number;
+  attempt: number;
+  turn: number;
+  tenant_id: string;
+  agent_id: string;
+  events: TurnLogEvent[];
+  created_at: Date;
+}
+
 export interface InMemoryCheckpointTables {
   sessions: Map<string, SessionRow>;
   /** conversation_key → version → row. */
   checkpoints: Map<string, Map<number, CheckpointRow>>;
   turnLog: Map<string, Map<number, TurnLogRow>>;
   processed: Map<string, Map<string, ProcessedMessageRow>>;
+  /** conversation_key → `version:attempt` → row. */
+  failures: Map<string, Map<string, TurnFailureRow>>;
 }
 
 export function emptyCheckpointTables(): InMemoryCheckpointTables {
-  return { sessions: new Map(), checkpoints: new Map(), turnLog: new Map(), processed: new Map() };
+  return {
+    sessions: new Map(),
+    checkpoints: new Map(),
+    turnLog: new Map(),
+    processed: new Map(),
+    failures: new Map(),
+  };
 }
 
 /** Events of one turn log row are numbered like the session_events view numbers them. */
@@ -148,6 +168,27 @@ export class InMemoryCheckpointStore extends CheckpointStore {
     return Promise.resolve();
   }
 
+  releaseFailed(conversationKey: string, token: string, run: FailedRun): Promise<boolean> {
+    const session = this.tables.sessions.get(conversationKey);
+    if (session?.lease_owner !== token) return Promise.resolve(false);
+    session.lease_owner = null;
+    session.lease_expires_at = null;
+    const failures = rowsOf(this.tables.failures, conversationKey);
+    const attempt = [...failures.values()].filter((row) => row.version === session.head_version).length + 1;
+    if (attempt >= POSITIONS_PER_VERSION) return Promise.resolve(false);
+    failures.set(`${session.head_version}:${attempt}`, {
+      conversation_key: conversationKey,
+      version: session.head_version,
+      attempt,
+      turn: run.turn,
+      tenant_id: session.tenant_id,
+      agent_id: session.agent_id,
+      events: asJsonb(run.events.map(({ name, payload }) => ({ name, payload }))),
+      created_at: new Date(),
+    });
+    return Promise.resolve(true);
+  }
+
   commitTurn(commit: TurnCommit, write: CheckpointWrite): Promise<number> {
     const key = commit.identity.conversation_key;
     const version = write.expectedHead + 1;
@@ -184,7 +225,9 @@ export class InMemoryCheckpointStore extends CheckpointStore {
       lease_owner: null,
       lease_expires_at: null,
     });
-    rowsOf(this.tables.checkpoints, key).set(version, {
+    const versions = rowsOf(this.tables.checkpoints, key);
+    for (const old of [...versions.keys()]) if (old <= version - write.keep) versions.delete(old);
+    versions.set(version, {
       conversation_key: key,
       version,
       parent_version: commit.parentVersion,
@@ -217,19 +260,6 @@ export class InMemoryCheckpointStore extends CheckpointStore {
       });
     }
     return Promise.resolve(version);
-  }
-
-  compact(conversationKeys: string[], keep: number): Promise<number> {
-    let deleted = 0;
-    for (const key of conversationKeys) {
-      const head = this.tables.sessions.get(key)?.head_version;
-      const versions = this.tables.checkpoints.get(key);
-      if (head === undefined || !versions) continue;
-      for (const version of [...versions.keys()]) {
-        if (version <= head - keep && versions.delete(version)) deleted++;
-      }
-    }
-    return Promise.resolve(deleted);
   }
 
   findProcessedMessage(conversationKey: string, messageId: string): Promise<StoredResponse | null> {
@@ -299,6 +329,9 @@ export class InMemoryCheckpointStore extends CheckpointStore {
     if (table === 'processed_messages') {
       return Promise.resolve(deleteOldest(this.tables.processed, before, limit).length);
     }
+    if (table === 'turn_failures') {
+      return Promise.resolve(deleteOldest(this.tables.failures, before, limit).length);
+    }
     const gone = deleteOldest(this.tables.turnLog, before, limit);
     // The idempotency records whose responses were in those rows go with them.
     for (const { conversation_key, version } of gone) {
@@ -315,6 +348,7 @@ export class InMemoryCheckpointStore extends CheckpointStore {
     this.tables.checkpoints.delete(conversationKey);
     this.tables.turnLog.delete(conversationKey);
     this.tables.processed.delete(conversationKey);
+    this.tables.failures.delete(conversationKey);
     return Promise.resolve();
   }
 
@@ -352,7 +386,6 @@ function compareRecency(a: SessionRow, updatedAt: number, conversationKey: strin
   return a.conversation_key < conversationKey ? -1 : a.conversation_key > conversationKey ? 1 : 0;
 }
 
-/** Deletes up to `limit` rows created before `before`, oldest first; returns how many went. */
 /** Deletes up to `limit` rows created before `before`, oldest first; returns them. */
 function deleteOldest<K, V extends { created_at: Date }>(
   table: Map<string, Map<K, V>>,

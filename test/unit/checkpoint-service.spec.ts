@@ -59,12 +59,12 @@ describe('CheckpointService', () => {
       const head = await service.getVersion(who.conversation_key, 4);
       expect(head?.parent_version).toBe(2);
       expect(await service.loadLatest(who.conversation_key)).toMatchObject({ version: 4, skipped: 0 });
+      // The commit of 4 deleted 1: CHECKPOINT_RETENTION (3) versions are kept, the corrupt one among them.
       const listed = await service.listCheckpoints(who.conversation_key);
       expect(listed.map((c) => [c.version, c.valid])).toEqual([
         [4, true],
         [3, false],
         [2, true],
-        [1, true],
       ]);
     });
 
@@ -136,43 +136,18 @@ describe('CheckpointService', () => {
   });
 
   describe('compaction', () => {
-    it('keeps the last CHECKPOINT_RETENTION versions, compacting in batches after the commits', async () => {
-      const { service } = checkpointServiceFor(store, {
-        CHECKPOINT_RETENTION: '5',
-        // Only the explicit run below compacts.
-        CHECKPOINT_COMPACTION_INTERVAL_MS: '600000',
-      });
+    it('keeps the last CHECKPOINT_RETENTION versions of each conversation as it commits', async () => {
+      const { service } = checkpointServiceFor(store, { CHECKPOINT_RETENTION: '5' });
       const who = conversationIdentity();
       const other = conversationIdentity();
       for (let i = 0; i < 12; i++) {
         await runCheckpointTurn(service, who);
-        await runCheckpointTurn(service, other);
+        if (i < 4) await runCheckpointTurn(service, other);
       }
-      // Off the turn path: nothing compacted yet, then one batch for both conversations.
-      expect(await store.listVersions(who.conversation_key)).toHaveLength(12);
-      await service.compactPending();
-      expect((await store.listVersions(other.conversation_key)).map((v) => v.version)).toEqual([
+      expect((await store.listVersions(who.conversation_key)).map((v) => v.version)).toEqual([
         12, 11, 10, 9, 8,
       ]);
-      const versions = await store.listVersions(who.conversation_key);
-      expect(versions.map((v) => v.version)).toEqual([12, 11, 10, 9, 8]);
-    });
-
-    it('never undoes the write when it fails, and emits checkpoint.compaction.failed', async () => {
-      const failing = storeWith(store, {
-        compact: () => Promise.reject(new Error('compaction exploded')),
-      });
-      const { service, seen } = checkpointServiceFor(failing, { CHECKPOINT_RETENTION: '1' });
-      const who = conversationIdentity();
-      const first = await runCheckpointTurn(service, who);
-      await service.compactPending();
-      const second = await runCheckpointTurn(service, who);
-      await service.compactPending();
-      expect([first.version, second.version]).toEqual([1, 2]);
-      expect((await store.listVersions(who.conversation_key)).map((v) => v.version)).toEqual([2, 1]);
-      const failures = seen.filter((e) => e.name === 'checkpoint.compaction.failed');
-      expect(failures).toHaveLength(2);
-      expect(failures[0].payload.error).toBe('compaction exploded');
+      expect((await store.listVersions(other.conversation_key)).map((v) => v.version)).toEqual([4, 3, 2, 1]);
     });
 
     it('keeps a 500-turn conversation at a constant size once the history cap is reached', async () => {
@@ -205,7 +180,6 @@ describe('CheckpointService', () => {
       for (let turn = 1; turn <= 500; turn++) {
         const { version } = await runCheckpointTurn(service, who, next);
         if (turn % 50 === 0) {
-          await service.compactPending();
           const rows = await store.listVersions(who.conversation_key);
           sizes.set(turn, rows[0].size_bytes);
           totals.set(
@@ -264,16 +238,16 @@ describe('CheckpointService', () => {
         TURN_LOG_RETENTION_DAYS: 0,
         PROCESSED_MESSAGES_RETENTION_DAYS: 0,
       });
-      expect(await keepAll.sweep()).toEqual({ turn_log: 0, processed_messages: 0 });
+      expect(await keepAll.sweep()).toEqual({ turn_log: 0, processed_messages: 0, turn_failures: 0 });
       expect(count('turnLog', old)).toBe(2);
 
       // Idempotency records expire on their own when the turn log is kept longer.
       const keepLog = new RetentionService(store, { ...config, TURN_LOG_RETENTION_DAYS: 60 });
-      expect(await keepLog.sweep()).toEqual({ turn_log: 0, processed_messages: 2 });
+      expect(await keepLog.sweep()).toEqual({ turn_log: 0, processed_messages: 2, turn_failures: 0 });
       expect([count('turnLog', old), count('processed', old)]).toEqual([2, 0]);
 
       const deleted = await new RetentionService(store, config).sweep();
-      expect(deleted).toEqual({ turn_log: 2, processed_messages: 0 });
+      expect(deleted).toEqual({ turn_log: 2, processed_messages: 0, turn_failures: 0 });
       expect([count('turnLog', old), count('processed', old)]).toEqual([0, 0]);
       expect([count('turnLog', recent), count('processed', recent)]).toEqual([2, 2]);
       // The checkpoints and the session stay: only the log and the idempotency records age out.

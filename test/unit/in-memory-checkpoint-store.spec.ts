@@ -13,11 +13,20 @@ describeCheckpointStoreContract('InMemoryCheckpointStore', () => {
           (a, b) => a.version - b.version,
         ),
       ),
+    failedRuns: (conversationKey) =>
+      Promise.resolve(
+        [...(store.tables.failures.get(conversationKey)?.values() ?? [])].sort(
+          (a, b) => a.version - b.version || a.attempt - b.attempt,
+        ),
+      ),
     backdate: (conversationKey, days, tables = ['turn_log', 'processed_messages']) => {
       const rows = [
         ...(tables.includes('turn_log') ? (store.tables.turnLog.get(conversationKey)?.values() ?? []) : []),
         ...(tables.includes('processed_messages')
           ? (store.tables.processed.get(conversationKey)?.values() ?? [])
+          : []),
+        ...(tables.includes('turn_failures')
+          ? (store.tables.failures.get(conversationKey)?.values() ?? [])
           : []),
       ];
       for (const row of rows) row.created_at = new Date(row.created_at.getTime() - days * DAY_MS);

@@ -13,6 +13,7 @@ import type { AgentState } from '@agent/contracts';
 import { DatabaseService } from '@agent/database';
 import { LlmModule } from '@agent/llm';
 import { ObservabilityModule } from '@agent/observability';
+import { JudgesService } from '@agent/judges';
 import { IdempotencyKeyReusedError, TurnInput, TurnService, WorkflowModule } from '@agent/workflow';
 import { storeWith } from '../support/checkpoint-turns';
 import { InMemoryCheckpointStore } from '../support/in-memory-checkpoint-store';
@@ -191,7 +192,8 @@ describe('TurnService', () => {
     const outcomes = await Promise.all(texts.map((text) => turns.handle({ ...base, text })));
     expect(outcomes.map((o) => o.response.turn)).toEqual([1, 2, 3, 4]);
     const key = `acme:${base.session_id}`;
-    expect((await store.listVersions(key)).map((v) => v.version)).toEqual([4, 3, 2, 1]);
+    // Contiguous, the oldest compacted away by the commit of 4 (CHECKPOINT_RETENTION is 3).
+    expect((await store.listVersions(key)).map((v) => v.version)).toEqual([4, 3, 2]);
     const history = (await headState(key)).history ?? [];
     expect(history.filter((m) => m.role === 'user').map((m) => m.content)).toEqual(texts);
   });
@@ -245,5 +247,43 @@ describe('TurnService', () => {
     const key = `acme:${input.session_id}`;
     expect(await store.findProcessedMessage(key, 'm-1')).toBeNull();
     expect(await store.getSession(key)).toMatchObject({ lease_owner: null, turn_count: 0 });
+  });
+
+  it('announces a node that throws with NOC.005 and a workflow_telemetry.failed record, stored after the head', async () => {
+    const input = message({ message_id: 'm-2' });
+    await seedState(input, { history: [] });
+    const key = `acme:${input.session_id}`;
+    // The judge fails the way a bug or a broken dependency would: the exception escapes the node.
+    jest.spyOn(module.get(JudgesService), 'evaluate').mockRejectedValueOnce(new TypeError('judge exploded'));
+    const announced: Record<string, unknown>[] = [];
+    module.get(EventEmitter2).on('NOC.005', (payload: Record<string, unknown>) => announced.push(payload));
+
+    await expect(turns.handle(input)).rejects.toThrow('judge exploded');
+    // What the run did goes with it; its failure reaches the listeners all the same.
+    expect(heard).toEqual(['NOC.005', 'workflow_telemetry.failed']);
+    expect(announced).toEqual([
+      expect.objectContaining({
+        error: 'judge exploded',
+        exception_type: 'TypeError',
+        conversation_key: key,
+        turn: 2,
+      }),
+    ]);
+    // Recorded after the head it ran on (version 1), with the lease given back and the head unchanged.
+    const failures = [...(store.tables.failures.get(key)?.values() ?? [])];
+    expect(failures.map(({ version, attempt, turn }) => ({ version, attempt, turn }))).toEqual([
+      { version: 1, attempt: 1, turn: 2 },
+    ]);
+    expect(failures[0].events.map((event) => event.name)).toEqual(['NOC.005', 'workflow_telemetry.failed']);
+    expect(failures[0].events[1].payload).toMatchObject({
+      workflow: 'agent_workflow',
+      node: 'judge',
+      error: 'judge exploded',
+      exception_type: 'TypeError',
+    });
+    expect(await store.getSession(key)).toMatchObject({ lease_owner: null, head_version: 1 });
+    // The message was not processed: sent again, it runs.
+    const retried = await turns.handle(input);
+    expect(retried).toMatchObject({ replayed: false, response: { turn: 2 } });
   });
 });

@@ -1,13 +1,4 @@
-import {
-  Column,
-  Entity,
-  Index,
-  PrimaryColumn,
-  PrimaryGeneratedColumn,
-  Unique,
-  ViewColumn,
-  ViewEntity,
-} from 'typeorm';
+import { Column, Entity, Generated, Index, PrimaryColumn, ViewColumn, ViewEntity } from 'typeorm';
 import type { NodeTiming } from '@agent/observability';
 import type { CheckpointFormat } from './canonical-json';
 import type { SessionStatus, TurnSummary } from './checkpoint.types';
@@ -75,16 +66,17 @@ export class SessionEntity {
 }
 
 @Entity({ name: 'checkpoints' })
-@Unique('checkpoints_version_unique', ['conversation_key', 'version'])
 export class CheckpointEntity {
-  @PrimaryGeneratedColumn('increment', { type: 'bigint', primaryKeyConstraintName: 'checkpoints_pkey' })
-  id!: string;
-
-  @Column({ type: 'text' })
+  @PrimaryColumn({ type: 'text', primaryKeyConstraintName: 'checkpoints_pkey' })
   conversation_key!: string;
 
-  @Column({ type: 'integer' })
+  @PrimaryColumn({ type: 'integer', primaryKeyConstraintName: 'checkpoints_pkey' })
   version!: number;
+
+  /** The key of earlier releases, read by nothing since (dropped by a later release). */
+  @Column({ type: 'bigint' })
+  @Generated('increment')
+  id!: string;
 
   @Column({ type: 'integer', nullable: true })
   parent_version!: number | null;
@@ -172,6 +164,42 @@ export class ProcessedMessageEntity {
 }
 
 /**
+ * A workflow run that failed: the failure events it published outside its turn (NOC.005,
+ * workflow_telemetry.failed), at the position after the head version it ran on (`attempt` counts the failed runs
+ * on that head from 1). Written with the release of its lease, so it is ordered between the commits around it.
+ */
+@Entity({ name: 'turn_failures' })
+@Index('turn_failures_created_idx', ['created_at'])
+export class TurnFailureEntity {
+  @PrimaryColumn({ type: 'text', primaryKeyConstraintName: 'turn_failures_pkey' })
+  conversation_key!: string;
+
+  /** The head version the run started from (0 before the first commit). */
+  @PrimaryColumn({ type: 'integer', primaryKeyConstraintName: 'turn_failures_pkey' })
+  version!: number;
+
+  @PrimaryColumn({ type: 'integer', primaryKeyConstraintName: 'turn_failures_pkey' })
+  attempt!: number;
+
+  /** The turn number the run would have had. */
+  @Column({ type: 'integer' })
+  turn!: number;
+
+  @Column({ type: 'text' })
+  tenant_id!: string;
+
+  @Column({ type: 'text' })
+  agent_id!: string;
+
+  /** As JSON text: an array of { name, payload }, the payloads whole. */
+  @Column({ type: 'text' })
+  events!: string;
+
+  @Column({ type: 'timestamptz', default: () => 'now()' })
+  created_at!: Date;
+}
+
+/**
  * One row per stored event: the view the TurnLog migration defines over turn_log. Not synchronized (TypeORM
  * keeps view definitions in its own metadata table, which the migrations do not use), so the drift check skips it.
  */
@@ -211,5 +239,6 @@ export const CHECKPOINT_ENTITIES = [
   CheckpointEntity,
   TurnLogEntity,
   ProcessedMessageEntity,
+  TurnFailureEntity,
   SessionEventView,
 ];

@@ -1,4 +1,4 @@
-import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { ConfigType } from '@nestjs/config';
 import { randomUUID } from 'node:crypto';
 import { checkpointConfig } from '@agent/config';
@@ -11,6 +11,7 @@ import type {
   CheckpointRow,
   CheckpointSummary,
   ConversationIdentity,
+  FailedRun,
   LoadedCheckpoint,
   SessionListFilter,
   SessionRow,
@@ -28,6 +29,11 @@ export interface ConversationLease {
   waitedMs: number;
   /** Gives the lease back; nothing to do after a commit, which released it. */
   release(): Promise<void>;
+  /**
+   * Gives the lease back and records the failed run after the head it started from, in one statement; false when
+   * nothing was recorded (the lease was lost, or the database could not be reached).
+   */
+  releaseFailed(run: FailedRun): Promise<boolean>;
 }
 
 /** A message already processed: its stored response, and no lease taken. */
@@ -43,9 +49,6 @@ export interface VerifiedCheckpointRow extends CheckpointSummary {
 export type CheckpointOperation =
   'lease' | 'release' | 'load' | 'save' | 'idempotency_lookup' | 'read' | 'delete';
 
-/** Conversations compacted per statement. */
-const COMPACTION_BATCH = 500;
-
 /** A live lease of this instance: the head its commit is fenced on, and how to end it once committed. */
 interface HeldLease {
   head: number;
@@ -54,10 +57,10 @@ interface HeldLease {
 
 /**
  * Facade of CheckpointModule: the one-writer lease, integrity-checked load with recovery,
- * the atomic turn commit with retry, batched compaction, and the admin reads.
+ * the atomic turn commit with retry (which also compacts the conversation's old versions), and the admin reads.
  */
 @Injectable()
-export class CheckpointService implements BeforeApplicationShutdown {
+export class CheckpointService {
   private readonly logger = new Logger(CheckpointService.name);
   /**
    * Identifies this service instance in lease tokens. Per instance, not per module load: two apps in one
@@ -67,9 +70,6 @@ export class CheckpointService implements BeforeApplicationShutdown {
   /** In-process FIFO per conversation, in front of the cross-process lease, so arrival order is kept. */
   private readonly localQueues = new Map<string, Promise<void>>();
   private readonly held = new Map<string, HeldLease>();
-  /** Conversations committed since the last compaction. */
-  private readonly toCompact = new Set<string>();
-  private compactionTimer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly store: CheckpointStore,
@@ -182,9 +182,9 @@ export class CheckpointService implements BeforeApplicationShutdown {
   }
 
   /**
-   * The atomic turn commit (retried on connection failures), which also releases the lease; compaction follows
-   * in batches, off the turn path. The new version extends the head the lease saw; `parentVersion` records which
-   * state it was built from. The state is serialized and hashed once.
+   * The atomic turn commit (retried on connection failures), which also releases the lease and deletes the
+   * conversation's versions below the newest CHECKPOINT_RETENTION. The new version extends the head the lease saw;
+   * `parentVersion` records which state it was built from. The state is serialized and hashed once.
    */
   async commit(commit: TurnCommit): Promise<number> {
     const { text, checksum } = serializeCheckpoint(commit.state, commit.parentVersion);
@@ -193,7 +193,12 @@ export class CheckpointService implements BeforeApplicationShutdown {
     const started = performance.now();
     const version = await this.withRetry('save', async () => {
       try {
-        return await this.store.commitTurn(commit, { expectedHead, checksum, serializedState: text });
+        return await this.store.commitTurn(commit, {
+          expectedHead,
+          checksum,
+          serializedState: text,
+          keep: this.config.CHECKPOINT_RETENTION,
+        });
       } catch (error) {
         // A retried commit whose earlier attempt did land (the acknowledgement was lost) must not fail.
         if (error instanceof CheckpointFencingError) {
@@ -206,36 +211,7 @@ export class CheckpointService implements BeforeApplicationShutdown {
     lease?.settle();
     this.metrics.checkpointWriteDuration.observe((performance.now() - started) / 1000);
     this.metrics.checkpointSize.observe(Buffer.byteLength(text));
-    this.scheduleCompaction(commit.identity.conversation_key);
     return version;
-  }
-
-  /**
-   * Compacts the conversations committed since the last run to their newest CHECKPOINT_RETENTION versions, in
-   * batches. Runs every CHECKPOINT_COMPACTION_INTERVAL_MS and at shutdown; a failure emits
-   * `checkpoint.compaction.failed`, never undoes a write, and leaves the conversations for the next run.
-   */
-  async compactPending(): Promise<void> {
-    while (this.toCompact.size > 0) {
-      const batch = [...this.toCompact].slice(0, COMPACTION_BATCH);
-      for (const key of batch) this.toCompact.delete(key);
-      try {
-        await this.store.compact(batch, this.config.CHECKPOINT_RETENTION);
-      } catch (error) {
-        for (const key of batch) this.toCompact.add(key);
-        this.logger.warn(`checkpoint compaction failed for ${batch.length} conversations: ${String(error)}`);
-        this.events.emit('checkpoint.compaction.failed', {
-          error: error instanceof Error ? error.message : String(error),
-        });
-        return;
-      }
-    }
-  }
-
-  async beforeApplicationShutdown(): Promise<void> {
-    if (this.compactionTimer) clearInterval(this.compactionTimer);
-    this.compactionTimer = null;
-    await this.compactPending();
   }
 
   findProcessedMessage(conversationKey: string, messageId: string): Promise<StoredResponse | null> {
@@ -327,6 +303,18 @@ export class CheckpointService implements BeforeApplicationShutdown {
           cleanupLocal();
         }
       },
+      releaseFailed: async (run) => {
+        if (released) return false;
+        end();
+        try {
+          return await this.withRetry('release', () => this.store.releaseFailed(key, token, run));
+        } catch (error) {
+          this.logger.warn(`failed run of ${key} not recorded, lease release failed: ${String(error)}`);
+          return false;
+        } finally {
+          cleanupLocal();
+        }
+      },
     };
   }
 
@@ -388,15 +376,6 @@ export class CheckpointService implements BeforeApplicationShutdown {
       found_version: found,
       missing_versions: expected - (found ?? 0),
     });
-  }
-
-  private scheduleCompaction(conversationKey: string): void {
-    this.toCompact.add(conversationKey);
-    if (this.compactionTimer) return;
-    this.compactionTimer = setInterval(() => {
-      void this.compactPending();
-    }, this.config.CHECKPOINT_COMPACTION_INTERVAL_MS);
-    this.compactionTimer.unref();
   }
 
   /**

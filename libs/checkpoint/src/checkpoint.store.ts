@@ -3,6 +3,7 @@ import type {
   CheckpointSummary,
   CheckpointWrite,
   ConversationIdentity,
+  FailedRun,
   LeaseAttempt,
   LeaseRequest,
   RetainedTable,
@@ -43,12 +44,17 @@ export abstract class CheckpointStore {
   abstract renewLease(conversationKey: string, token: string, leaseMs: number): Promise<boolean>;
   abstract releaseLease(conversationKey: string, token: string): Promise<void>;
   /**
+   * Releases the lease of a run that failed and stores the run after the head version it started from (its
+   * `attempt`-th failure on that head), in one statement. False, storing nothing, when `token` no longer holds
+   * the lease.
+   */
+  abstract releaseFailed(conversationKey: string, token: string, run: FailedRun): Promise<boolean>;
+  /**
    * The atomic turn commit: session row (lease released), checkpoint `write.expectedHead + 1`, turn log row and
-   * idempotency record, all or nothing. Returns the new version; throws CheckpointFencingError when fenced.
+   * idempotency record, and the deletion of the versions below the newest `write.keep`, all or nothing. Returns the
+   * new version; throws CheckpointFencingError when fenced.
    */
   abstract commitTurn(commit: TurnCommit, write: CheckpointWrite): Promise<number>;
-  /** Deletes all but the newest `keep` versions of each conversation; returns how many went. */
-  abstract compact(conversationKeys: string[], keep: number): Promise<number>;
   abstract findProcessedMessage(conversationKey: string, messageId: string): Promise<StoredResponse | null>;
   abstract getSession(conversationKey: string): Promise<SessionRow | null>;
   abstract listSessions(
@@ -56,10 +62,10 @@ export abstract class CheckpointStore {
   ): Promise<{ items: SessionRow[]; next_cursor: string | null }>;
   abstract listEvents(conversationKey: string): Promise<StoredEventRow[]>;
   /**
-   * Deletes up to `limit` rows of the turn log or of the idempotency records created before `before`, oldest
-   * first, skipping rows another sweeper holds; returns how many went.
+   * Deletes up to `limit` rows of `table` created before `before`, oldest first, skipping rows another sweeper
+   * holds; returns how many went.
    */
   abstract deleteExpired(table: RetainedTable, before: Date, limit: number): Promise<number>;
-  /** Purges checkpoints, turn log, idempotency records and the session row, in one transaction. */
+  /** Purges checkpoints, turn log, failed runs, idempotency records and the session row, in one transaction. */
   abstract deleteConversation(conversationKey: string): Promise<void>;
 }

@@ -16,8 +16,19 @@ export interface CheckpointRow {
 
 export type CheckpointSummary = Omit<CheckpointRow, 'state_text'>;
 
-/** The tables whose rows age out (TURN_LOG_RETENTION_DAYS, PROCESSED_MESSAGES_RETENTION_DAYS). */
-export type RetainedTable = 'turn_log' | 'processed_messages';
+/**
+ * The tables whose rows age out: the turn log and the failed runs (TURN_LOG_RETENTION_DAYS), the idempotency
+ * records (PROCESSED_MESSAGES_RETENTION_DAYS).
+ */
+export type RetainedTable = 'turn_log' | 'processed_messages' | 'turn_failures';
+
+/** A workflow run that failed under a lease, as its record keeps it (`turn_failures`). */
+export interface FailedRun {
+  /** The turn number the run would have had. */
+  turn: number;
+  /** The failure events it published outside its turn's buffer, payloads whole. */
+  events: StoredEvent[];
+}
 
 /** What taking the lease read in the same statement. */
 export interface LeaseAttempt {
@@ -121,6 +132,8 @@ export interface CheckpointWrite {
   /** `serializeCheckpoint(state, parentVersion)`: the text stored as the state (format 2) and its hash. */
   checksum: string;
   serializedState: string;
+  /** The versions the conversation keeps (CHECKPOINT_RETENTION): the commit deletes the ones below them. */
+  keep: number;
 }
 
 export interface LoadedCheckpoint {

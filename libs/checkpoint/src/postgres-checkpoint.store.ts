@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { Repository } from 'typeorm';
+import { POSITIONS_PER_VERSION } from '@agent/contracts';
 import { DatabaseService, NamedStatement } from '@agent/database';
 import { jsonbText } from './canonical-json';
 import { CheckpointEntity, SessionEntity, SessionEventView } from './checkpoint.entities';
@@ -13,6 +14,7 @@ import type {
   CheckpointSummary,
   CheckpointWrite,
   ConversationIdentity,
+  FailedRun,
   LeaseAttempt,
   LeaseRequest,
   RetainedTable,
@@ -73,7 +75,8 @@ const LEASE_STATEMENT: NamedStatement = {
 
 /**
  * The turn's commit, one statement so one round trip and one commit: the fenced session update (which also releases
- * the lease) feeds every insert, so a fenced commit writes nothing and a failing insert undoes the update.
+ * the lease) feeds every insert and the compaction of the conversation's old versions, so a fenced commit writes
+ * nothing and a failing insert undoes the update. Every part names the one conversation (ADR 0010).
  */
 const COMMIT_STATEMENT: NamedStatement = {
   name: 'checkpoint_commit',
@@ -94,8 +97,42 @@ const COMMIT_STATEMENT: NamedStatement = {
        ), processed AS (
          INSERT INTO processed_messages (conversation_key, message_id, turn, version, fingerprint)
          SELECT conversation_key, $20::text, $4::integer, $3::integer, $22::text FROM fenced WHERE $20::text IS NOT NULL
+       ), compacted AS (
+         DELETE FROM checkpoints c USING fenced f
+          WHERE c.conversation_key = $1 AND f.conversation_key = $1 AND c.version <= $3::integer - $23::integer
        )
        SELECT count(*)::integer AS committed FROM fenced`,
+};
+
+/**
+ * A failed run gives its lease back and is recorded after the head it ran on, in one statement: fenced on the lease
+ * like a commit, so its record lies between the commits around it and a holder that lost the lease records nothing.
+ * A head that already has as many failed runs as a version has positions records no more.
+ */
+const FAILED_RELEASE_STATEMENT: NamedStatement = {
+  name: 'checkpoint_failed_release',
+  text: `WITH released AS (
+         UPDATE sessions SET lease_owner = NULL, lease_expires_at = NULL
+          WHERE conversation_key = $1 AND lease_owner = $2
+         RETURNING conversation_key, head_version, tenant_id, agent_id
+       ), numbered AS (
+         SELECT r.*, COALESCE((SELECT max(f.attempt) FROM turn_failures f
+                                WHERE f.conversation_key = $1 AND f.version = r.head_version), 0) + 1 AS attempt
+           FROM released r
+       ), recorded AS (
+         INSERT INTO turn_failures (conversation_key, version, attempt, turn, tenant_id, agent_id, events)
+         SELECT conversation_key, head_version, attempt, $3::integer, tenant_id, agent_id, $4::text
+           FROM numbered WHERE attempt < ${POSITIONS_PER_VERSION}
+         RETURNING attempt
+       )
+       SELECT count(*)::integer AS recorded FROM recorded`,
+};
+
+/** The key of each retained table after `conversation_key`. */
+const RETAINED_KEYS: Record<RetainedTable, string[]> = {
+  turn_log: ['version'],
+  processed_messages: ['message_id'],
+  turn_failures: ['version', 'attempt'],
 };
 
 const CHECKPOINT_COLUMNS = `conversation_key, version, parent_version, state AS state_text, format, checksum, size_bytes,
@@ -264,6 +301,17 @@ export class PostgresCheckpointStore extends CheckpointStore {
     return result[1] > 0;
   }
 
+  async releaseFailed(conversationKey: string, token: string, run: FailedRun): Promise<boolean> {
+    // Raw and named: the turn path's release when the graph failed (FAILED_RELEASE_STATEMENT).
+    const rows = await this.db.run<{ recorded: number }>(FAILED_RELEASE_STATEMENT, [
+      conversationKey,
+      token,
+      run.turn,
+      jsonbText(run.events.map(({ name, payload }) => ({ name, payload }))),
+    ]);
+    return rows[0]?.recorded === 1;
+  }
+
   async releaseLease(conversationKey: string, token: string): Promise<void> {
     // Raw: conditional on the holder, on the turn path.
     await this.ds.query(
@@ -299,21 +347,10 @@ export class PostgresCheckpointStore extends CheckpointStore {
       commit.idempotency?.message_id ?? null,
       commit.idempotency ? jsonbText(commit.idempotency.response) : null,
       commit.idempotency?.fingerprint ?? null,
+      write.keep,
     ]);
     if (rows[0]?.committed !== 1) throw new CheckpointFencingError(key, write.expectedHead);
     return version;
-  }
-
-  async compact(conversationKeys: string[], keep: number): Promise<number> {
-    if (conversationKeys.length === 0) return 0;
-    // Raw: one set-based DELETE joined to each conversation's head for a whole batch.
-    const result: [unknown[], number] = await this.ds.query(
-      `DELETE FROM checkpoints c USING sessions s
-        WHERE s.conversation_key = ANY($1::text[]) AND c.conversation_key = s.conversation_key
-          AND c.version <= s.head_version - $2`,
-      [conversationKeys, keep],
-    );
-    return result[1];
   }
 
   async findProcessedMessage(conversationKey: string, messageId: string): Promise<StoredResponse | null> {
@@ -384,16 +421,18 @@ export class PostgresCheckpointStore extends CheckpointStore {
   }
 
   async deleteExpired(table: RetainedTable, before: Date, limit: number): Promise<number> {
-    const key = table === 'turn_log' ? 'version' : 'message_id';
+    const key = RETAINED_KEYS[table];
     // Raw: a batch picked by the created_at index with SKIP LOCKED, so replicas sweep side by side. The
-    // idempotency records of deleted turn log rows go with them: their responses were in those rows.
+    // idempotency records of deleted turn log rows go with them: their responses were in those rows. The one
+    // statement of the turn path that spans conversations: rows of every one age out (ADR 0010).
     const rows: { deleted: number }[] = await this.ds.query(
       `WITH gone AS (
          DELETE FROM ${table} t USING (
-           SELECT conversation_key, ${key} FROM ${table} WHERE created_at < $1
+           SELECT conversation_key, ${key.join(', ')} FROM ${table} WHERE created_at < $1
             ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED) expired
-          WHERE t.conversation_key = expired.conversation_key AND t.${key} = expired.${key}
-         RETURNING t.conversation_key, t.${key}
+          WHERE t.conversation_key = expired.conversation_key
+            AND ${key.map((column) => `t.${column} = expired.${column}`).join(' AND ')}
+         RETURNING t.conversation_key, ${key.map((column) => `t.${column}`).join(', ')}
        )${
          table === 'turn_log'
            ? `, unreplayable AS (
@@ -413,6 +452,7 @@ export class PostgresCheckpointStore extends CheckpointStore {
     await this.ds.query(
       `WITH checkpoints_gone AS (DELETE FROM checkpoints WHERE conversation_key = $1),
             turn_log_gone AS (DELETE FROM turn_log WHERE conversation_key = $1),
+            failures_gone AS (DELETE FROM turn_failures WHERE conversation_key = $1),
             processed_gone AS (DELETE FROM processed_messages WHERE conversation_key = $1)
        DELETE FROM sessions WHERE conversation_key = $1`,
       [conversationKey],

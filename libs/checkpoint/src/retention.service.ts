@@ -9,8 +9,8 @@ const SWEEP_BATCH = 1000;
 const DAY_MS = 86_400_000;
 
 /**
- * Deletes turn log rows older than TURN_LOG_RETENTION_DAYS and idempotency records older than
- * PROCESSED_MESSAGES_RETENTION_DAYS, in batches by their `created_at` index, every RETENTION_SWEEP_INTERVAL_MS
+ * Deletes turn log rows and failed-run records older than TURN_LOG_RETENTION_DAYS and idempotency records older
+ * than PROCESSED_MESSAGES_RETENTION_DAYS, in batches by their `created_at` index, every RETENTION_SWEEP_INTERVAL_MS
  * (and once at start-up). Replicas sweep side by side: each skips the rows another one is deleting.
  */
 @Injectable()
@@ -36,7 +36,7 @@ export class RetentionService implements OnApplicationBootstrap, OnApplicationSh
     await this.running;
   }
 
-  /** One sweep of both tables; returns how many rows of each went. */
+  /** One sweep of every retained table; returns how many rows of each went. */
   async sweep(now = new Date()): Promise<Record<RetainedTable, number>> {
     return {
       turn_log: await this.sweepTable('turn_log', this.config.TURN_LOG_RETENTION_DAYS, now),
@@ -45,6 +45,7 @@ export class RetentionService implements OnApplicationBootstrap, OnApplicationSh
         this.config.PROCESSED_MESSAGES_RETENTION_DAYS,
         now,
       ),
+      turn_failures: await this.sweepTable('turn_failures', this.config.TURN_LOG_RETENTION_DAYS, now),
     };
   }
 
@@ -63,9 +64,10 @@ export class RetentionService implements OnApplicationBootstrap, OnApplicationSh
     if (this.running) return;
     this.running = this.sweep()
       .then((deleted) => {
-        if (deleted.turn_log + deleted.processed_messages > 0) {
+        if (deleted.turn_log + deleted.processed_messages + deleted.turn_failures > 0) {
           this.logger.log(
-            `retention: ${deleted.turn_log} turn log rows, ${deleted.processed_messages} idempotency records deleted`,
+            `retention: ${deleted.turn_log} turn log rows, ${deleted.processed_messages} idempotency records, ` +
+              `${deleted.turn_failures} failed runs deleted`,
           );
         }
       })

@@ -378,8 +378,6 @@ export const checkpointEnvSchema = z.object({
   TURN_LEASE_MS: envNumber(4000, { min: 1000, int: true }),
   /** Older versions serve corrupt-head recovery only (the turn log keeps every turn): three survive two bad heads. */
   CHECKPOINT_RETENTION: envNumber(3, { min: 1, int: true }),
-  /** How often committed conversations are compacted to CHECKPOINT_RETENTION versions, in batches. */
-  CHECKPOINT_COMPACTION_INTERVAL_MS: envNumber(1000, { min: 10, int: true }),
   CHECKPOINT_RECOVERY_SCAN_LIMIT: envNumber(25, { min: 1, int: true }),
   CHECKPOINT_RETRY_ATTEMPTS: envNumber(3, { min: 1, max: 20, int: true }),
   CHECKPOINT_RETRY_BASE_MS: envNumber(50, { min: 0, int: true }),

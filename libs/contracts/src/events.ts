@@ -29,6 +29,18 @@ export function rowEnvelope(row: Omit<RowEnvelope, 'session_id'>): RowEnvelope {
 }
 
 /**
+ * Positions per checkpoint version in a conversation's order of published events (ADR 0010): the commit that
+ * wrote the version (attempt 0), then the workflow runs that failed on it as head (attempts 1 to 65535), then the
+ * next version's commit. The event relay delivers a conversation's events in this order.
+ */
+export const POSITIONS_PER_VERSION = 65536;
+
+/** The position of a commit (attempt 0) or of a failed run on its head; exact up to version 2^37. */
+export function conversationPosition(version: number, attempt: number): number {
+  return version * POSITIONS_PER_VERSION + attempt;
+}
+
+/**
  * Payloads by event name. A module may declare the events it emits next to its code by augmenting this
  * interface (`declare module '@agent/contracts'`), as the transaction engine does for `IC.TRANSACTION_*`.
  */
@@ -113,7 +125,6 @@ export interface EventPayloads {
     found_version: number | null;
     missing_versions: number;
   };
-  'checkpoint.compaction.failed': { error: string };
   'NOC.001': { channel?: string; message_id?: string };
   AGENT_STARTED: { workflow_id: string };
   AGENT_COMPLETED: {
@@ -125,6 +136,16 @@ export interface EventPayloads {
     nodes?: { node: string; duration_ms: number; outcome: 'ok' | 'error' }[];
   };
   'NOC.005': { error: string; exception_type: string };
+  /** The record of a workflow run that failed: published with NOC.005, outside the failed turn's events. */
+  'workflow_telemetry.failed': {
+    workflow: 'agent_workflow';
+    workflow_id: string;
+    /** The node that threw; null when the run failed before its first node. */
+    node: string | null;
+    error: string;
+    exception_type: string;
+    duration_ms: number;
+  };
   /** A tool call that failed: before it ran (`preparation`, with the error `code`) or at its server. */
   'NOC.MCP_TOOL_FAILED': {
     tool_name: string;

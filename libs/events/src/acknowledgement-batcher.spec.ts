@@ -1,24 +1,20 @@
 import { AcknowledgementBatcher } from './acknowledgement-batcher';
-import type { Acknowledgement, PendingCommit } from './event-relay.store';
+import type { Acknowledgement } from './event-relay.store';
 
-const commit = (conversation_key: string, version = 1): PendingCommit => ({
+const delivered = (conversation_key: string, release: boolean, version = 1): Acknowledgement => ({
   conversation_key,
-  version,
-  commit_xid: String(1000 + version),
-  tenant_id: 't',
-  agent_id: 'a',
-  turn: version,
-  events: [],
+  next_position: version * 65536 + 1,
+  release,
 });
 
 /** A writer that records each group and answers from `held` (or fails the groups listed in `failing`). */
 function recordingWriter(held: Set<string>, failing = new Set<number>()) {
   const groups: string[][] = [];
   const write = async (group: Acknowledgement[]): Promise<ReadonlySet<string>> => {
-    groups.push(group.map((a) => `${a.commit.conversation_key}${a.release ? '!' : ''}`));
+    groups.push(group.map((a) => `${a.conversation_key}${a.release ? '!' : ''}`));
     await new Promise((resolve) => setTimeout(resolve, 5));
     if (failing.has(groups.length)) throw new Error(`write ${groups.length} failed`);
-    return new Set(group.map((a) => a.commit.conversation_key).filter((key) => held.has(key)));
+    return new Set(group.map((a) => a.conversation_key).filter((key) => held.has(key)));
   };
   return { groups, write };
 }
@@ -28,22 +24,22 @@ describe('AcknowledgementBatcher', () => {
     const writer = recordingWriter(new Set(['a', 'b', 'c']));
     const batcher = new AcknowledgementBatcher(writer.write);
     const results = await Promise.all([
-      batcher.acknowledge({ commit: commit('a'), release: true }),
-      batcher.acknowledge({ commit: commit('b'), release: false }),
-      batcher.acknowledge({ commit: commit('c'), release: true }),
-      batcher.acknowledge({ commit: commit('d'), release: true }),
+      batcher.acknowledge(delivered('a', true)),
+      batcher.acknowledge(delivered('b', false)),
+      batcher.acknowledge(delivered('c', true)),
+      batcher.acknowledge(delivered('d', true)),
     ]);
     expect(writer.groups).toEqual([['a!'], ['b', 'c!', 'd!']]);
     expect(results).toEqual([true, true, true, false]);
-    expect(await batcher.acknowledge({ commit: commit('b', 2), release: true })).toBe(true);
+    expect(await batcher.acknowledge(delivered('b', true, 2))).toBe(true);
     expect(writer.groups).toHaveLength(3);
   });
 
   it('fails the group whose write failed and still writes the next', async () => {
     const writer = recordingWriter(new Set(['a', 'b', 'c']), new Set([1]));
     const batcher = new AcknowledgementBatcher(writer.write);
-    const first = batcher.acknowledge({ commit: commit('a'), release: true });
-    const second = batcher.acknowledge({ commit: commit('b'), release: true });
+    const first = batcher.acknowledge(delivered('a', true));
+    const second = batcher.acknowledge(delivered('b', true));
     await expect(first).rejects.toThrow('write 1 failed');
     await expect(second).resolves.toBe(true);
     expect(writer.groups).toEqual([['a!'], ['b!']]);

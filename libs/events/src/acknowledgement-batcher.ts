@@ -39,7 +39,7 @@ export class AcknowledgementBatcher {
         this.waiting = [];
         try {
           const held = await this.write(group.map((entry) => entry.acknowledgement));
-          for (const entry of group) entry.resolve(held.has(entry.acknowledgement.commit.conversation_key));
+          for (const entry of group) entry.resolve(held.has(entry.acknowledgement.conversation_key));
         } catch (error) {
           for (const entry of group) entry.reject(error);
         }

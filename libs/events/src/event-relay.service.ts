@@ -8,11 +8,11 @@ import {
 import { ConfigType } from '@nestjs/config';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { eventsConfig } from '@agent/config';
-import { rowEnvelope } from '@agent/contracts';
+import { checkpointConfig, eventsConfig } from '@agent/config';
+import { conversationPosition, rowEnvelope } from '@agent/contracts';
 import { EventBusService, MetricsService } from '@agent/observability';
 import { AcknowledgementBatcher } from './acknowledgement-batcher';
-import { EventRelayStore, PendingCommit } from './event-relay.store';
+import { ClaimedConversation, EventRelayStore, PendingRecord } from './event-relay.store';
 import { EVENT_DESTINATIONS, EventDestination, OutboundEvent } from './outbound-event';
 
 /** The longest pause between attempts on a destination that keeps failing. */
@@ -30,12 +30,14 @@ export interface DestinationStatus {
 }
 
 /**
- * Delivers committed events from the turn log to every destination, at least once and in each conversation's
- * order. Every replica relays: each claims the conversations it delivers (an expiring claim per destination and
- * conversation), acknowledges each commit once all its events are delivered, and releases the claims; a replica
- * that dies leaves claims that lapse after EVENTS_RELAY_LEASE_MS, and the next one resumes at the last
- * acknowledged commit. Turns never wait for this: a destination that is down only lags. A commit of this process
- * wakes every healthy destination at once; EVENTS_RELAY_POLL_MS is the pace for other replicas' commits.
+ * Delivers what conversations publish (the events of committed turn log rows and of failed runs) to every
+ * destination, at least once and in each conversation's order. Every replica relays: each claims conversations
+ * of a destination's backlog (an expiring claim per destination and conversation), acknowledges each record once
+ * all its events are delivered, and gives the claims up; a replica that dies leaves claims that lapse after
+ * EVENTS_RELAY_LEASE_MS, and the next one resumes after the last acknowledged record. No order across
+ * conversations is kept or needed, so this holds on one node and on shards alike (ADR 0010). Turns never wait for
+ * this: a destination that is down only lags. A commit or failed run of this process wakes every healthy
+ * destination at once; EVENTS_RELAY_POLL_MS is the pace for other replicas' records.
  */
 @Injectable()
 export class EventRelayService implements OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -56,6 +58,7 @@ export class EventRelayService implements OnApplicationBootstrap, BeforeApplicat
     private readonly metrics: MetricsService,
     private readonly bus: EventBusService,
     @Inject(eventsConfig.KEY) private readonly config: ConfigType<typeof eventsConfig>,
+    @Inject(checkpointConfig.KEY) private readonly retention: ConfigType<typeof checkpointConfig>,
     @Inject(EVENT_DESTINATIONS) private readonly destinations: EventDestination[],
   ) {}
 
@@ -64,7 +67,7 @@ export class EventRelayService implements OnApplicationBootstrap, BeforeApplicat
     // so its first turns are delivered too (the loop registers again if the database was away just now).
     await Promise.all(
       this.destinations.map((destination) =>
-        this.register(destination.name).catch((error: unknown) =>
+        this.register(destination).catch((error: unknown) =>
           this.logger.warn(`${destination.name}: registration failed, will retry: ${String(error)}`),
         ),
       ),
@@ -98,6 +101,11 @@ export class EventRelayService implements OnApplicationBootstrap, BeforeApplicat
     return [...this.status.values()];
   }
 
+  /** Drops a purged conversation from every destination's backlog. */
+  forgetConversation(conversationKey: string): Promise<void> {
+    return this.store.forget(conversationKey);
+  }
+
   private async run(destination: EventDestination): Promise<void> {
     const signal = this.stopping.signal;
     let failures = 0;
@@ -105,12 +113,12 @@ export class EventRelayService implements OnApplicationBootstrap, BeforeApplicat
     while (!signal.aborted) {
       let delay = this.config.EVENTS_RELAY_POLL_MS;
       try {
-        await this.register(destination.name);
-        const fetched = await this.relayOnce(destination, signal);
+        await this.register(destination);
+        const more = await this.relayOnce(destination, signal);
         if (failures > 0) this.logger.log(`${destination.name}: delivering again`);
         failures = 0;
         this.record(destination.name, { last_error: null });
-        if (fetched >= this.config.EVENTS_RELAY_BATCH_SIZE) delay = 0;
+        if (more) delay = 0;
       } catch (error) {
         if (signal.aborted) break;
         const message = error instanceof Error ? error.message : String(error);
@@ -131,10 +139,16 @@ export class EventRelayService implements OnApplicationBootstrap, BeforeApplicat
     }
   }
 
-  private async register(name: string): Promise<void> {
-    if (this.registered.has(name)) return;
-    await this.store.register(name);
-    this.registered.add(name);
+  private async register(destination: EventDestination): Promise<void> {
+    if (this.registered.has(destination.name)) return;
+    await this.store.register(destination.name, destination.tenant, this.retentionDays());
+    this.registered.add(destination.name);
+  }
+
+  /** How long a destination no replica relays keeps getting records queued: as long as the turn log keeps them. */
+  private retentionDays(): number | null {
+    const days = this.retention.TURN_LOG_RETENTION_DAYS;
+    return days > 0 ? days : null;
   }
 
   private wake(): void {
@@ -163,20 +177,23 @@ export class EventRelayService implements OnApplicationBootstrap, BeforeApplicat
   }
 
   /**
-   * One batch: claim, deliver conversation by conversation, acknowledge (the conversations' acknowledgements
-   * written together as they come), release what is still held. Returns the rows fetched.
+   * One pass: claim the oldest queued conversations, read their records, deliver conversation by conversation,
+   * acknowledge (the conversations' acknowledgements written together as they come), release what is still held.
+   * True when more is likely waiting (a full claim, or a conversation read only in part).
    */
-  private async relayOnce(destination: EventDestination, signal: AbortSignal): Promise<number> {
+  private async relayOnce(destination: EventDestination, signal: AbortSignal): Promise<boolean> {
     const { EVENTS_RELAY_BATCH_SIZE: batch, EVENTS_RELAY_LEASE_MS: leaseMs } = this.config;
-    const rows = await this.store.pending(destination.name, destination.tenant, this.owner, batch);
-    if (rows.length === 0) return 0;
-    const byConversation = new Map<string, PendingCommit[]>();
-    for (const row of rows) {
-      const list = byConversation.get(row.conversation_key) ?? [];
-      list.push(row);
-      byConversation.set(row.conversation_key, list);
+    const claimed = await this.store.claim(destination.name, this.owner, leaseMs, batch);
+    if (claimed.length === 0) return false;
+    // About one batch of records per pass, however many conversations share it.
+    const perConversation = Math.max(1, Math.floor(batch / claimed.length));
+    const records = await this.store.read(claimed, destination.tenant, perConversation);
+    const byConversation = new Map<string, PendingRecord[]>();
+    for (const record of records) {
+      const list = byConversation.get(record.conversation_key) ?? [];
+      list.push(record);
+      byConversation.set(record.conversation_key, list);
     }
-    const claimed = await this.store.claim(destination.name, [...byConversation.keys()], this.owner, leaseMs);
     const renewal = setInterval(
       () => void this.store.renew(destination.name, this.owner, leaseMs).catch(() => undefined),
       Math.max(100, Math.floor(leaseMs / 3)),
@@ -185,18 +202,25 @@ export class EventRelayService implements OnApplicationBootstrap, BeforeApplicat
       this.store.acknowledge(destination.name, this.owner, leaseMs, group),
     );
     let held = claimed.length;
+    let more = claimed.length >= batch;
     try {
       const outcomes = await Promise.allSettled(
-        claimed.map(async (position) => {
-          // Another replica may have delivered some of the fetched rows between the read and the claim.
-          const after = position.delivered_xid === null ? null : BigInt(position.delivered_xid);
-          const commits = (byConversation.get(position.conversation_key) ?? []).filter(
-            (row) =>
-              after === null ||
-              BigInt(row.commit_xid) > after ||
-              (BigInt(row.commit_xid) === after && row.version > (position.delivered_version ?? 0)),
-          );
-          if (await this.deliverConversation(destination, commits, acknowledgements, signal)) held -= 1;
+        claimed.map(async (conversation) => {
+          const list = byConversation.get(conversation.conversation_key) ?? [];
+          const complete = list.length < perConversation;
+          more ||= !complete;
+          if (
+            await this.deliverConversation(
+              destination,
+              conversation,
+              list,
+              complete,
+              acknowledgements,
+              signal,
+            )
+          ) {
+            held -= 1;
+          }
         }),
       );
       const failed = outcomes.find((outcome) => outcome.status === 'rejected');
@@ -206,25 +230,45 @@ export class EventRelayService implements OnApplicationBootstrap, BeforeApplicat
       // The last acknowledgement of each conversation gave its claim up; only a pass cut short holds any still.
       if (held > 0) await this.store.release(destination.name, this.owner);
     }
-    return rows.length;
+    return more;
   }
 
   /**
-   * A conversation's commits in order; the first failure stops it, so nothing after it goes out of order. True
-   * when it no longer holds the claim: the last commit's acknowledgement released it, or another replica has it.
+   * A conversation's records in order; the first failure stops it, so nothing after it goes out of order. When the
+   * read was `complete` (nothing more from its next position), the last acknowledgement also moves past every
+   * position the claim saw written: records of another tenant, or deleted by retention, are skipped. True when it no
+   * longer holds the claim: the last acknowledgement released it, or another replica has it.
    */
   private async deliverConversation(
     destination: EventDestination,
-    commits: PendingCommit[],
+    conversation: ClaimedConversation,
+    records: PendingRecord[],
+    complete: boolean,
     acknowledgements: AcknowledgementBatcher,
     signal: AbortSignal,
   ): Promise<boolean> {
-    for (const [index, commit] of commits.entries()) {
+    const key = conversation.conversation_key;
+    const caughtUp = (delivered: number) =>
+      complete ? Math.max(delivered, conversation.last_position + 1) : delivered;
+    if (records.length === 0) {
+      await acknowledgements.acknowledge({
+        conversation_key: key,
+        next_position: caughtUp(conversation.next_position),
+        release: true,
+      });
+      return true;
+    }
+    for (const [index, record] of records.entries()) {
       if (signal.aborted) return false;
-      const events = outboundEvents(commit);
+      const events = outboundEvents(record);
       for (const event of events) await destination.deliver(event, signal);
-      const last = index === commits.length - 1;
-      const held = await acknowledgements.acknowledge({ commit, release: last });
+      const last = index === records.length - 1;
+      const delivered = conversationPosition(record.version, record.attempt) + 1;
+      const held = await acknowledgements.acknowledge({
+        conversation_key: key,
+        next_position: last ? caughtUp(delivered) : delivered,
+        release: last,
+      });
       this.metrics.eventsDelivered.inc({ destination: destination.name }, events.length);
       this.record(destination.name, { last_delivery_at: new Date().toISOString() });
       if (!held || last) return true;
@@ -233,7 +277,7 @@ export class EventRelayService implements OnApplicationBootstrap, BeforeApplicat
   }
 
   private async measure(destination: EventDestination): Promise<void> {
-    const lag = await this.store.advance(destination.name, destination.tenant);
+    const lag = await this.store.measure(destination.name, destination.tenant, this.retentionDays());
     const seconds = lag.oldest ? Math.max(0, (Date.now() - lag.oldest.getTime()) / 1000) : 0;
     this.metrics.eventRelayLagEvents.set({ destination: destination.name }, lag.events);
     this.metrics.eventRelayLagSeconds.set({ destination: destination.name }, seconds);
@@ -246,15 +290,19 @@ export class EventRelayService implements OnApplicationBootstrap, BeforeApplicat
   }
 }
 
-/** The events of one commit, each with its stable id and its payload as published (the envelope back in). */
-export function outboundEvents(commit: PendingCommit): OutboundEvent[] {
-  const envelope = rowEnvelope(commit);
-  return commit.events.map((event, index) => ({
-    id: `${commit.conversation_key}:${commit.version}:${index + 1}`,
+/**
+ * The events of one record, each with its stable id and its payload as published (the envelope back in): a commit's
+ * are `<conversation_key>:<version>:<seq>`, a failed run's `<conversation_key>:<version>.<attempt>:<seq>`.
+ */
+export function outboundEvents(record: PendingRecord): OutboundEvent[] {
+  const envelope = rowEnvelope(record);
+  const at = record.attempt === 0 ? `${record.version}` : `${record.version}.${record.attempt}`;
+  return record.events.map((event, index) => ({
+    id: `${record.conversation_key}:${at}:${index + 1}`,
     name: event.name,
-    tenant_id: commit.tenant_id,
-    conversation_key: commit.conversation_key,
-    version: commit.version,
+    tenant_id: record.tenant_id,
+    conversation_key: record.conversation_key,
+    version: record.version,
     seq: index + 1,
     payload: { ...envelope, ...event.payload },
   }));

@@ -1,41 +1,8 @@
 import { Column, Entity, Index, PrimaryColumn, PrimaryGeneratedColumn } from 'typeorm';
+import { EVENT_RELAY_ENTITIES } from './event-relay.entities';
 import type { EventDocument } from './outbound-event';
 
-/*
- * The event relay's tables as migrations/ creates them; the schema-drift test fails when the two disagree.
- * TypeORM has no xid8 type: event_relay_destinations.watermark and event_relay_positions.delivered_xid exist
- * only in the migrations and the relay's SQL (EventRelayStore).
- */
-
-@Entity({ name: 'event_relay_destinations' })
-export class EventRelayDestinationEntity {
-  @PrimaryColumn({ type: 'text', primaryKeyConstraintName: 'event_relay_destinations_pkey' })
-  destination!: string;
-
-  @Column({ type: 'timestamptz', default: () => 'now()' })
-  created_at!: Date;
-}
-
-@Entity({ name: 'event_relay_positions' })
-export class EventRelayPositionEntity {
-  @PrimaryColumn({ type: 'text', primaryKeyConstraintName: 'event_relay_positions_pkey' })
-  destination!: string;
-
-  @PrimaryColumn({ type: 'text', primaryKeyConstraintName: 'event_relay_positions_pkey' })
-  conversation_key!: string;
-
-  @Column({ type: 'integer', nullable: true })
-  delivered_version!: number | null;
-
-  @Column({ type: 'text', nullable: true })
-  lease_owner!: string | null;
-
-  @Column({ type: 'timestamptz', nullable: true })
-  lease_expires_at!: Date | null;
-
-  @Column({ type: 'timestamptz', default: () => 'now()' })
-  updated_at!: Date;
-}
+/* The dead letters and webhook attempts as migrations/ creates them; the schema-drift test fails when the two disagree. */
 
 @Entity({ name: 'event_dead_letters' })
 @Index('event_dead_letters_tenant_idx', ['tenant_id', 'id'])
@@ -108,9 +75,4 @@ export class DeliveryAttemptEntity {
   updated_at!: Date;
 }
 
-export const EVENTS_ENTITIES = [
-  EventRelayDestinationEntity,
-  EventRelayPositionEntity,
-  DeadLetterEntity,
-  DeliveryAttemptEntity,
-];
+export const EVENTS_ENTITIES = [...EVENT_RELAY_ENTITIES, DeadLetterEntity, DeliveryAttemptEntity];

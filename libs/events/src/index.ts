@@ -5,6 +5,7 @@ export * from './dead-letter.store';
 export * from './events.errors';
 export * from './event-relay.service';
 export * from './event-relay.store';
+export * from './event-relay.entities';
 export * from './events.entities';
 export * from './handoff-desk.service';
 export * from './nats.destination';

@@ -1,10 +1,10 @@
 import { outboundEvents } from './event-relay.service';
-import type { PendingCommit } from './event-relay.store';
+import type { PendingRecord } from './event-relay.store';
 
-const commit = (events: PendingCommit['events']): PendingCommit => ({
+const commit = (events: PendingRecord['events'], attempt = 0): PendingRecord => ({
   conversation_key: 'acme:s-1',
   version: 7,
-  commit_xid: '1234',
+  attempt,
   tenant_id: 'acme',
   agent_id: 'telecom_contas',
   turn: 3,
@@ -32,6 +32,11 @@ describe('outboundEvents', () => {
       channel: 'web',
       at: '2026-12-01T00:00:00.000Z',
     });
+  });
+
+  it("numbers a failed run's events after the head it ran on", () => {
+    const events = outboundEvents(commit([{ name: 'NOC.005', payload: { error: 'x' } }], 2));
+    expect(events.map((event) => [event.id, event.version, event.seq])).toEqual([['acme:s-1:7.2:1', 7, 1]]);
   });
 
   it('keeps a field the payload stored because it differed from the row, and payloads stored whole', () => {

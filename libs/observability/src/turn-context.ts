@@ -16,6 +16,11 @@ export interface TurnContext {
   conversation_key: string;
   turn: number;
   events: StoredEvent[];
+  /**
+   * Events about the turn's failure (`EventBusService.emitFailure`): kept apart from `events`, which a failed turn
+   * discards, and published with the failed run's record.
+   */
+  failure?: StoredEvent[];
   nodes: NodeTiming[];
   /** Set when the commit succeeded and the events were published; later events are published at once. */
   committed?: boolean;

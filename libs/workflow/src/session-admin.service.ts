@@ -8,7 +8,7 @@ import {
   turnSummary,
 } from '@agent/checkpoint';
 import type { AgentState, StoredEvent } from '@agent/contracts';
-import { DeadLetterService, HandoffClaim, HandoffDeskService } from '@agent/events';
+import { DeadLetterService, EventRelayService, HandoffClaim, HandoffDeskService } from '@agent/events';
 import { MemoryService } from '@agent/memory';
 import { EventBusService, TurnContext, TurnContextStore } from '@agent/observability';
 import { SessionControlService } from '@agent/session-control';
@@ -61,6 +61,7 @@ export class SessionAdminService {
     private readonly memory: MemoryService,
     private readonly handoffs: HandoffDeskService,
     private readonly deadLetters: DeadLetterService,
+    private readonly relay: EventRelayService,
     private readonly events: EventBusService,
   ) {}
 
@@ -131,9 +132,10 @@ export class SessionAdminService {
   }
 
   /**
-   * Purges the conversation: its webhook dead letters, checkpoints, events, idempotency records and the session
-   * row; unless `keepMemory`, first the long-term memory facts this session produced (the session row goes last,
-   * so a failed purge can simply be retried). Facts the subject's other sessions produced stay: a subject-wide
+   * Purges the conversation: its webhook dead letters, what the event relay still had to deliver of it,
+   * checkpoints, events, idempotency records and the session row; unless `keepMemory`, first the long-term memory
+   * facts this session produced (the session row goes last, so a failed purge can simply be retried; the relay's
+   * backlog goes before it, so a conversation that starts again under the same key is relayed from its start). Facts the subject's other sessions produced stay: a subject-wide
    * purge is `purgeSubject`.
    */
   async delete(conversationKey: string, options: { keepMemory: boolean }): Promise<SessionDeleteResult> {
@@ -146,6 +148,7 @@ export class SessionAdminService {
         ? null
         : await this.memory.purgeSession({ tenant_id, agent_id, session_id });
       await this.deadLetters.purgeConversation(conversationKey);
+      await this.relay.forgetConversation(conversationKey);
       await this.checkpoints.deleteConversation(conversationKey);
       return {
         conversation_key: conversationKey,

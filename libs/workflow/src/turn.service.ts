@@ -152,6 +152,10 @@ export class TurnService {
           final = await this.workflow.runTurn(initial);
         } catch (error) {
           this.metrics.turns.inc({ route: 'none', method: 'none', outcome: 'error' });
+          // The run's events go with it, but its failure is recorded with the lease's release (after the head it
+          // ran on, so destinations get it in the conversation's order) and announced even when that fails.
+          await lease.releaseFailed({ turn, events: context.failure ?? [] });
+          this.events.publishFailed(context);
           throw error;
         }
         const latencyMs = performance.now() - started;

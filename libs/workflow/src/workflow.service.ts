@@ -90,27 +90,30 @@ export class WorkflowService {
   }
 
   /**
-   * Runs one turn through the graph. Emits NOC.001 and AGENT_STARTED first; on an escaping exception
-   * marks the workflow failed with NOC.005 {error, exception_type} and rethrows.
+   * Runs one turn through the graph. Emits NOC.001 and AGENT_STARTED first; on an escaping exception marks the
+   * workflow failed with NOC.005 {error, exception_type} and a workflow_telemetry.failed record, both outside the
+   * turn's events (which the failure discards: `EventBusService.emitFailure`), and rethrows.
    */
   async runTurn(initial: AgentState): Promise<AgentState> {
     const workflowId = initial.workflow_id ?? randomUUID();
-    // Every node, and so every prompt built in this turn, sees the history without blocked turns.
-    const scope: TurnScope = { storedHistory: initial.history ?? [] };
-    let state: AgentState = {
-      ...initial,
-      workflow_id: workflowId,
-      agent_profile: this.agentProfile(initial.agent_id),
-      history: promptHistory(scope.storedHistory),
-    };
-    this.events.emit('NOC.001', { channel: state.channel, message_id: state.message_id });
+    this.events.emit('NOC.001', { channel: initial.channel, message_id: initial.message_id });
     this.events.emit('AGENT_STARTED', { workflow_id: workflowId });
     const started = performance.now();
+    let running: WorkflowNode | null = null;
     try {
+      // Every node, and so every prompt built in this turn, sees the history without blocked turns.
+      const scope: TurnScope = { storedHistory: initial.history ?? [] };
+      let state: AgentState = {
+        ...initial,
+        workflow_id: workflowId,
+        agent_profile: this.agentProfile(initial.agent_id),
+        history: promptHistory(scope.storedHistory),
+      };
       let node: WorkflowNode | typeof END = 'input_guardrails';
       const fallback = this.fallbackAgent(state);
       while (node !== END) {
         const current: WorkflowNode = node;
+        running = current;
         const patch = await this.telemetry.run(current, () => this.nodes[current](state, scope));
         state = { ...state, ...patch };
         if (current === 'persist') {
@@ -126,9 +129,17 @@ export class WorkflowService {
       }
       return state;
     } catch (error) {
-      this.events.emit('NOC.005', {
+      const failure = {
         error: error instanceof Error ? error.message : String(error),
         exception_type: error instanceof Error ? error.constructor.name : typeof error,
+      };
+      this.events.emitFailure('NOC.005', failure);
+      this.events.emitFailure('workflow_telemetry.failed', {
+        workflow: 'agent_workflow',
+        workflow_id: workflowId,
+        node: running,
+        ...failure,
+        duration_ms: Math.round(performance.now() - started),
       });
       throw error;
     }

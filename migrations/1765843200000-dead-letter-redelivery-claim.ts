@@ -5,8 +5,8 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  * redelivery of the letter (from any replica) is refused instead of posting it again. The claim lapses, so a
  * replica that dies during the attempt does not hold the letter for ever. Null when no redelivery is in flight.
  */
-export class DeadLetterRedeliveryClaim1765670400000 implements MigrationInterface {
-  name = 'DeadLetterRedeliveryClaim1765670400000';
+export class DeadLetterRedeliveryClaim1765843200000 implements MigrationInterface {
+  name = 'DeadLetterRedeliveryClaim1765843200000';
 
   async up(queryRunner: QueryRunner): Promise<void> {
     await queryRunner.query(`ALTER TABLE event_dead_letters ADD COLUMN redelivery_claimed_until timestamptz`);
