@@ -1,5 +1,6 @@
-import { escapeLiteral } from 'pg';
+import { Client, escapeLiteral, Pool, QueryConfig, QueryResult, QueryResultRow } from 'pg';
 import { DataSource, QueryRunner } from 'typeorm';
+import { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
 import { DatabaseService } from '@agent/database';
 import { CONVERSATION_TABLES } from './partitioned-schema';
 
@@ -61,8 +62,8 @@ function scannedRelations(node: unknown, into: Set<string>): Set<string> {
 }
 
 /** Scans and row writes per table so far, as the connection's transaction statistics count them. */
-async function accesses(runner: QueryRunner): Promise<Map<string, number>> {
-  const rows: { relname: string; count: string }[] = await runner.query(
+async function accesses(client: Client): Promise<Map<string, number>> {
+  const { rows } = await client.query<{ relname: string; count: string }>(
     `SELECT relname, (COALESCE(seq_scan, 0) + COALESCE(idx_scan, 0) + n_tup_ins + n_tup_upd + n_tup_del)::text AS count
        FROM pg_stat_xact_user_tables`,
   );
@@ -72,26 +73,27 @@ async function accesses(runner: QueryRunner): Promise<Map<string, number>> {
 let prepared = 0;
 
 /** EXPLAIN of the statement's generic plan: how a named statement runs once Postgres stopped re-planning it. */
-async function genericPlan(runner: QueryRunner, sql: string, params: unknown[]): Promise<Set<string>> {
+async function genericPlan(client: Client, sql: string, params: unknown[]): Promise<Set<string>> {
   const name = `observed_${process.pid}_${prepared++}`;
-  await runner.query(`PREPARE ${name} AS ${sql}`);
+  await client.query(`PREPARE ${name} AS ${sql}`);
   try {
-    await runner.query('SET plan_cache_mode = force_generic_plan');
+    await client.query('SET plan_cache_mode = force_generic_plan');
     const args = params.length > 0 ? `(${params.map(literal).join(', ')})` : '';
-    const rows: { 'QUERY PLAN': unknown }[] = await runner.query(
+    const { rows } = await client.query<{ 'QUERY PLAN': unknown }>(
       `EXPLAIN (FORMAT JSON) EXECUTE ${name}${args}`,
     );
     return scannedRelations(rows[0]['QUERY PLAN'], new Set());
   } finally {
-    await runner.query('RESET plan_cache_mode');
-    await runner.query(`DEALLOCATE ${name}`);
+    await client.query('RESET plan_cache_mode');
+    await client.query(`DEALLOCATE ${name}`);
   }
 }
 
 /**
  * A DatabaseService on `dataSource` that runs every statement sent through it (all of the turn path's and the
- * relay's) in a transaction of its own, after EXPLAIN of its generic plan, and records which partitions each one
- * touched. Statements go unnamed (the plan checked is the generic one a named statement ends up with).
+ * relay's, which go to the data source's pg pool) in a transaction of its own, after EXPLAIN of its generic plan,
+ * and records which partitions each one touched. Statements go unnamed (the plan checked is the generic one a
+ * named statement ends up with).
  */
 export class PartitionObserver {
   readonly observations: StatementObservation[] = [];
@@ -99,10 +101,32 @@ export class PartitionObserver {
   private label = '';
 
   constructor(private readonly dataSource: DataSource) {
-    const query = (sql: string, params: unknown[] = []) => this.observe(sql, params);
+    const driver = dataSource.driver;
+    const master: unknown = driver instanceof PostgresDriver ? driver.master : null;
+    if (!(master instanceof Pool)) throw new Error('the data source has no pg pool');
+    // The turn path's statements go to the pool (DatabaseService.run), the store's others through TypeORM's
+    // `query`, whose answer (rows, or [rows, count] for an UPDATE) the observer keeps by running them through it.
+    const poolQuery = <T extends QueryResultRow>(config: QueryConfig): Promise<QueryResult<T>> =>
+      this.observe(config.text, config.values ?? [], (client) =>
+        client.query<T>({ text: config.text, values: config.values ?? [] }),
+      );
+    const typeormQuery = (sql: string, params: unknown[] = []): Promise<unknown> =>
+      this.observe(sql, params, (_client, runner) => runner.query(sql, params));
+    const observedPool = new Proxy(master, {
+      get: (target, property, receiver) =>
+        property === 'query' ? poolQuery : (Reflect.get(target, property, receiver) as unknown),
+    });
+    const observedDriver = new Proxy(driver, {
+      get: (target, property, receiver) =>
+        property === 'master' ? observedPool : (Reflect.get(target, property, receiver) as unknown),
+    });
     const observed = new Proxy(dataSource, {
       get: (target, property, receiver) =>
-        property === 'query' ? query : (Reflect.get(target, property, receiver) as unknown),
+        property === 'driver'
+          ? observedDriver
+          : property === 'query'
+            ? typeormQuery
+            : (Reflect.get(target, property, receiver) as unknown),
     });
     this.database = new DatabaseService(observed, null, false);
   }
@@ -115,18 +139,23 @@ export class PartitionObserver {
     return this.observations.slice(from);
   }
 
-  private async observe(sql: string, params: unknown[]): Promise<unknown> {
+  private async observe<R>(
+    sql: string,
+    params: unknown[],
+    execute: (client: Client, runner: QueryRunner) => Promise<R>,
+  ): Promise<R> {
     const runner = this.dataSource.createQueryRunner();
-    await runner.connect();
+    const client: unknown = await runner.connect();
+    if (!(client instanceof Client)) throw new Error('the query runner has no pg client');
     try {
-      const planned = byTable(await genericPlan(runner, sql, params));
+      const planned = byTable(await genericPlan(client, sql, params));
       await runner.startTransaction();
       try {
         // The counters also hold what earlier transactions of the connection did until they are flushed (at most
         // once a second, never inside a transaction): what this statement did is the difference.
-        const before = await accesses(runner);
-        const result: unknown = await runner.query(sql, params);
-        const after = await accesses(runner);
+        const before = await accesses(client);
+        const result = await execute(client, runner);
+        const after = await accesses(client);
         await runner.commitTransaction();
         const touched = byTable(
           [...after]

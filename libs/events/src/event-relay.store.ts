@@ -152,6 +152,30 @@ const MEASURE_STATEMENT: NamedStatement = {
  * destination the backlog holds one row per conversation with undelivered records, written by a trigger in the
  * transaction of each record, with the claim of the replica relaying it.
  */
+const REGISTER_STATEMENT: NamedStatement = {
+  name: 'relay_register',
+  text: `WITH stale AS (
+         DELETE FROM event_relay_backlog
+          WHERE destination = $1
+            AND EXISTS (SELECT 1 FROM event_relay_destinations WHERE destination = $1 AND expires_at <= now())
+       )
+       INSERT INTO event_relay_destinations (destination, tenant_id, expires_at) VALUES ($1, $2, ${EXPIRY})
+       ON CONFLICT (destination) DO UPDATE SET tenant_id = EXCLUDED.tenant_id, expires_at = EXCLUDED.expires_at`,
+};
+
+const RENEW_STATEMENT: NamedStatement = {
+  name: 'relay_renew',
+  text: `UPDATE event_relay_backlog b SET lease_expires_at = now() + $3 * interval '1 millisecond'
+         FROM (SELECT conversation_key FROM event_relay_backlog
+                WHERE destination = $1 AND lease_owner = $2 FOR UPDATE SKIP LOCKED) AS free
+        WHERE b.destination = $1 AND b.conversation_key = free.conversation_key AND b.lease_owner = $2`,
+};
+
+const FORGET_STATEMENT: NamedStatement = {
+  name: 'relay_forget',
+  text: `DELETE FROM event_relay_backlog WHERE conversation_key = $1`,
+};
+
 @Injectable()
 export class EventRelayStore {
   constructor(private readonly database: DatabaseService) {}
@@ -162,16 +186,7 @@ export class EventRelayStore {
    * whose registration had expired starts afresh, without the records queued before.
    */
   async register(destination: string, tenant: string | null, retentionDays: number | null): Promise<void> {
-    await this.database.dataSource.query(
-      `WITH stale AS (
-         DELETE FROM event_relay_backlog
-          WHERE destination = $1
-            AND EXISTS (SELECT 1 FROM event_relay_destinations WHERE destination = $1 AND expires_at <= now())
-       )
-       INSERT INTO event_relay_destinations (destination, tenant_id, expires_at) VALUES ($1, $2, ${EXPIRY})
-       ON CONFLICT (destination) DO UPDATE SET tenant_id = EXCLUDED.tenant_id, expires_at = EXCLUDED.expires_at`,
-      [destination, tenant, retentionDays],
-    );
+    await this.database.run(REGISTER_STATEMENT, [destination, tenant, retentionDays]);
   }
 
   /**
@@ -230,13 +245,7 @@ export class EventRelayStore {
    * deadlock.
    */
   async renew(destination: string, owner: string, leaseMs: number): Promise<void> {
-    await this.database.dataSource.query(
-      `UPDATE event_relay_backlog b SET lease_expires_at = now() + $3 * interval '1 millisecond'
-         FROM (SELECT conversation_key FROM event_relay_backlog
-                WHERE destination = $1 AND lease_owner = $2 FOR UPDATE SKIP LOCKED) AS free
-        WHERE b.destination = $1 AND b.conversation_key = free.conversation_key AND b.lease_owner = $2`,
-      [destination, owner, leaseMs],
-    );
+    await this.database.run(RENEW_STATEMENT, [destination, owner, leaseMs]);
   }
 
   async release(destination: string, owner: string): Promise<void> {
@@ -258,8 +267,6 @@ export class EventRelayStore {
 
   /** Drops a purged conversation from every destination's backlog (its records are gone). */
   async forget(conversationKey: string): Promise<void> {
-    await this.database.dataSource.query(`DELETE FROM event_relay_backlog WHERE conversation_key = $1`, [
-      conversationKey,
-    ]);
+    await this.database.run(FORGET_STATEMENT, [conversationKey]);
   }
 }
