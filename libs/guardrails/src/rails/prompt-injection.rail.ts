@@ -1,12 +1,9 @@
 import { z } from 'zod';
 import type { AgentState } from '@agent/contracts';
 import { RailAction, RailEvaluation, RailStage } from '../rail.types';
-import { compileUserPattern, firstMatch, hidesText, screenForms } from '../text';
+import { alternatives as any, compileUserPattern, firstMatch, hidesText, screenForms } from '../text';
 import { llmParamsShape } from './model-verdict';
 import { defineRail } from './rail-definition';
-
-/** Alternatives of a pattern, as a non-capturing group. */
-const any = (...words: string[]) => `(?:${words.join('|')})`;
 
 /** "ignore / forget / disregard" in the six languages (folded: no accents, lower case). */
 const SET_ASIDE = any(

@@ -107,6 +107,7 @@ describe('TOX', () => {
   it.each([
     'Vou te matar se não resolver',
     'seu idiota, resolve isso',
+    'atendente fdp',
     'I will kill you',
     'fuck you, useless bot',
   ])('blocks %p', async (text) => {
@@ -117,6 +118,7 @@ describe('TOX', () => {
     'Que absurdo essa cobrança!',
     'Estou muito irritado com o atendimento',
     'This is ridiculous, fix my bill',
+    'me manda a fatura em pdf, seu sistema é lento',
   ])('lets frustration %p reach the model', async (text) => {
     const result = await evaluate('TOX', text);
     expect(result.action).toBe(RailAction.ALLOW);
