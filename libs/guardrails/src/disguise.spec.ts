@@ -6,6 +6,7 @@ import { createTestLlm } from '@agent/testing/test-llm';
 import { guardrailsFileSchema } from './guardrails.config';
 import { GuardrailsService } from './guardrails.service';
 import { EXFILTRATION_PATTERNS } from './rails/data-exfiltration.rail';
+import { screenForeignData } from './rails/foreign-data';
 import { screenInjection } from './rails/prompt-injection.rail';
 import { TOXIC_PATTERNS } from './rails/toxicity.rail';
 import { firstMatch, revealedForms, screenForms } from './text';
@@ -109,6 +110,7 @@ describe('the deterministic screen sees through disguise', () => {
   ])('%s: the ordinary message %p passes the screens', (_language, text) => {
     expect(screenInjection(text, [], null)).toBeNull();
     expect(firstMatch(screenForms(text), [...TOXIC_PATTERNS, ...EXFILTRATION_PATTERNS])).toBeNull();
+    expect(screenForeignData(text)).toBeNull();
   });
 
   it.each([
