@@ -6,9 +6,10 @@ import { createTestLlm } from '@agent/testing/test-llm';
 import { guardrailsFileSchema } from './guardrails.config';
 import { GuardrailsService } from './guardrails.service';
 import { EXFILTRATION_PATTERNS } from './rails/data-exfiltration.rail';
+import { screenForeignData } from './rails/foreign-data';
 import { screenInjection } from './rails/prompt-injection.rail';
 import { TOXIC_PATTERNS } from './rails/toxicity.rail';
-import { firstMatch, screenForms } from './text';
+import { firstMatch, revealedForms, screenForms } from './text';
 
 /**
  * The deterministic screens see through disguise: every variant of an injection in pt, en, es and de is
@@ -109,6 +110,7 @@ describe('the deterministic screen sees through disguise', () => {
   ])('%s: the ordinary message %p passes the screens', (_language, text) => {
     expect(screenInjection(text, [], null)).toBeNull();
     expect(firstMatch(screenForms(text), [...TOXIC_PATTERNS, ...EXFILTRATION_PATTERNS])).toBeNull();
+    expect(screenForeignData(text)).toBeNull();
   });
 
   it.each([
@@ -133,6 +135,12 @@ describe('screenForms', () => {
     expect(screenForms('a11 1nstruct10ns')).toEqual(
       expect.arrayContaining(['a11 1nstruct10ns', 'aii instructions', 'all lnstructlons']),
     );
+  });
+
+  it('reads hidden forms (backwards) only in screenForms, not in revealedForms', () => {
+    expect(screenForms('fatura em pdf')).toEqual(expect.arrayContaining(['fdp me arutaf', 'arutaf me fdp']));
+    expect(revealedForms('fatura em pdf')).toEqual(['fatura em pdf']);
+    expect(revealedForms('і g n о r е')).toContain('ignore');
   });
 
   it('leaves numbers, prices and trailing punctuation alone', () => {

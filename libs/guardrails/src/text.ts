@@ -164,10 +164,35 @@ function hiddenForms(text: string): string[] {
  * DLEX_IN), and the next turn's split check screens it again as the previous message. Bounded in count and in
  * the length of what it keeps, so a long document (a tool result, a passage) is never held.
  */
-const RECENT_FORMS = new Map<string, readonly string[]>();
+const RECENT_FORMS = new Map<string, ScreenForms>();
 const RECENT_FORMS_SIZE = 256;
 /** Of the text and its forms together: folding can make a text much longer (NFKC expands some characters 18×). */
 const RECENT_FORMS_MAX_CHARS = 32768;
+
+interface ScreenForms {
+  /** The text as written and with its disguises undone. */
+  revealed: readonly string[];
+  /** Those, and what the text hides. */
+  all: readonly string[];
+}
+
+function formsOf(text: string): ScreenForms {
+  const known = RECENT_FORMS.get(text);
+  if (known) return known;
+  const plain = foldText(text);
+  const undone = rejoinSpacedLetters(latinSkeleton(text.normalize('NFKC').replace(FORMAT_CHARACTERS, '')));
+  const revealed = Object.freeze([
+    ...new Set([plain, foldText(foldLeet(undone, 'i')), foldText(foldLeet(undone, 'l'))]),
+  ]);
+  const all = Object.freeze([...new Set([...revealed, ...hiddenForms(text).map(foldText)])]);
+  const forms = { revealed, all };
+  if (all.reduce((chars, form) => chars + form.length, text.length) <= RECENT_FORMS_MAX_CHARS) {
+    const oldest = RECENT_FORMS.size >= RECENT_FORMS_SIZE ? RECENT_FORMS.keys().next() : null;
+    if (oldest && !oldest.done) RECENT_FORMS.delete(oldest.value);
+    RECENT_FORMS.set(text, forms);
+  }
+  return forms;
+}
 
 /**
  * The forms a deterministic screen tests, all folded (see `foldText`): the text as written; the text with its
@@ -177,25 +202,20 @@ const RECENT_FORMS_MAX_CHARS = 32768;
  * matches any form matches the text.
  */
 export function screenForms(text: string): readonly string[] {
-  const known = RECENT_FORMS.get(text);
-  if (known) return known;
-  const plain = foldText(text);
-  const revealed = rejoinSpacedLetters(latinSkeleton(text.normalize('NFKC').replace(FORMAT_CHARACTERS, '')));
-  const forms = Object.freeze([
-    ...new Set([
-      plain,
-      foldText(foldLeet(revealed, 'i')),
-      foldText(foldLeet(revealed, 'l')),
-      ...hiddenForms(text).map(foldText),
-    ]),
-  ]);
-  if (forms.reduce((chars, form) => chars + form.length, text.length) <= RECENT_FORMS_MAX_CHARS) {
-    const oldest = RECENT_FORMS.size >= RECENT_FORMS_SIZE ? RECENT_FORMS.keys().next() : null;
-    if (oldest && !oldest.done) RECENT_FORMS.delete(oldest.value);
-    RECENT_FORMS.set(text, forms);
-  }
-  return forms;
+  return formsOf(text).all;
 }
+
+/**
+ * The text as written and with its disguises undone, without what it may hide: for a pattern so short that the
+ * text read backwards or in ROT13 would find it in ordinary words ("pdf" read backwards is an insult's
+ * abbreviation).
+ */
+export function revealedForms(text: string): readonly string[] {
+  return formsOf(text).revealed;
+}
+
+/** Alternatives of a pattern, as a non-capturing group. */
+export const alternatives = (...words: string[]): string => `(?:${words.join('|')})`;
 
 /** The first pattern that matches one of the texts (e.g. the `screenForms` of a message), or null. */
 export function firstMatch(

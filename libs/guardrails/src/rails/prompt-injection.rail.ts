@@ -1,12 +1,9 @@
 import { z } from 'zod';
 import type { AgentState } from '@agent/contracts';
 import { RailAction, RailEvaluation, RailStage } from '../rail.types';
-import { compileUserPattern, firstMatch, hidesText, screenForms } from '../text';
+import { alternatives as any, compileUserPattern, firstMatch, hidesText, screenForms } from '../text';
 import { llmParamsShape } from './model-verdict';
 import { defineRail } from './rail-definition';
-
-/** Alternatives of a pattern, as a non-capturing group. */
-const any = (...words: string[]) => `(?:${words.join('|')})`;
 
 /** "ignore / forget / disregard" in the six languages (folded: no accents, lower case). */
 const SET_ASIDE = any(
@@ -345,6 +342,101 @@ const ASK = any(
   'qual e',
 );
 
+/** A developer mode in the six languages: a phone's and an app's too. */
+const DEVELOPER_MODE = any(
+  'developer mode',
+  'dev mode',
+  'modo (?:de )?(?:desenvolvedor|desarrollador|dev)',
+  'entwickler-?modus',
+  'mode (?:de )?(?:developpeur|dev)',
+  'modalita (?:sviluppatore|developer)',
+);
+/** Switched on ("enabled", "ativado", "aktiviert", …) and said as a status: nothing after it but punctuation. */
+const SWITCHED_ON =
+  any(
+    'enabled',
+    'activated',
+    'on',
+    'engaged',
+    'ativado',
+    'habilitado',
+    'ligado',
+    'activado',
+    'aktiviert',
+    'active',
+    'actif',
+    'attivata',
+    'attiva',
+  ) + '(?=\\s*(?:[.!:;,)\\]]|$))';
+/** The assistant put in a mode or told to act in it: "you are now in", "você está em", "du bist jetzt im". */
+const ASSISTANT_IN = any(
+  "you(?:'re| are|re| will be|'ll be| now have| have)(?: now)?(?: in| on| running| operating in| using| with)?",
+  '(?:act|respond|answer|reply|behave|speak|talk|operate|continue|stay)(?: now| only| from now on)? (?:in|with|using)',
+  '(?:voce|vc|tu) (?:esta|estas|vai (?:estar|ficar|entrar)|entra|entrou|opera|fica)(?: agora)? (?:em|no|com)',
+  '(?:responda|responde|aja|fale|atue|continue|fique)(?: agora| so)? (?:em|no|com)',
+  '(?:estas|eres|entras|estaras)(?: ahora)? (?:en|con)',
+  '(?:responde|actua|habla|contesta|sigue)(?: ahora| solo)? (?:en|con)',
+  '(?:du bist|bist du|du antwortest|antworte|handle|bleib)(?: jetzt| nun| ab sofort| nur)? (?:im|in den|mit)',
+  '(?:tu es|tu passes|vous etes|reponds|repondez|agis|reste)(?: maintenant| desormais| uniquement)? (?:en|dans le|avec)',
+  '(?:sei|entri|rispondi|agisci|resta)(?: ora| adesso| solo)? (?:in|nella|con)',
+);
+/** Told to enter or simulate a mode. */
+const ENTER = any(
+  'enter',
+  'activate',
+  'enable',
+  'switch to',
+  'turn on',
+  'go into',
+  'entre (?:em|no)',
+  'entra (?:em|no)',
+  'ative',
+  'ativa',
+  'ligue',
+  'liga',
+  'entra en',
+  'activa',
+  'pasa a',
+  'cambia a',
+  'aktiviere',
+  'wechsle in',
+  'wechsel in',
+  'geh in',
+  'starte',
+  'active',
+  'passe en',
+  'entre en',
+  'attiva',
+  'entra in',
+  'passa in',
+  'passa alla',
+);
+/** A device or an app whose developer mode a customer may well want to switch on. */
+const A_DEVICE = any(
+  'phone',
+  'app',
+  'android',
+  'iphone',
+  'device',
+  'celular',
+  'telefone',
+  'aparelho',
+  'aplicativo',
+  'movil',
+  'telefono',
+  'handy',
+  'gerat',
+  'telephone',
+  'portable',
+  'appareil',
+  'appli',
+  'cellulare',
+  'dispositivo',
+  'tv',
+  'router',
+  'modem',
+);
+
 /**
  * Blatant injection attempts, over folded text (`screenForms`: accent-free lower case, disguises undone, hidden
  * text decoded) in Portuguese, English, Spanish, German, French and Italian. Anything subtler is the guardrail
@@ -368,9 +460,18 @@ export const INJECTION_PATTERNS: readonly RegExp[] = [
   new RegExp(`\\b${AN_AI}\\b.{0,20}\\b${WITHOUT}\\b.{0,12}\\b${LIMITS}\\b`),
   /\b(unrestricted|unfiltered|uncensored|jailbroken)\b.{0,20}\b(ai|assistant|model|bot|mode)\b/,
   /\b(you are|you're|you will be|agora (voce|vc) e|(voce|vc) agora e|(voce|vc) e agora|ahora eres|eres ahora|du bist (jetzt|nun|ab sofort)|tu es (maintenant|desormais)|ora sei|adesso sei|sei ora|d'ora in poi sei)\b.{0,20}\b(dan|stan|dude|jailbreak|jailbroken)\b/,
-  /\b(dan|developer|god|jailbreak) mode\b/,
-  /\bmodo (desenvolvedor|desarrollador|dan|deus|dios|jailbreak|sem restricoes|sin restricciones)\b/,
-  /\b(entwicklermodus|entwickler-modus|jailbreak-modus|dan-modus|mode developpeur|modalita sviluppatore)\b/,
+  /\b(dan|god|jailbreak) mode\b/,
+  /\bmodo (dan|deus|dios|jailbreak|sem restricoes|sin restricciones)\b/,
+  /\b(jailbreak-modus|dan-modus|mode (dan|jailbreak)|modalita (dan|jailbreak))\b/,
+  // a phone's or an app's developer mode is ordinary; the assistant's own is a jailbreak
+  new RegExp(`\\b${ASSISTANT_IN} (?:the |o |el |den |le |la |il )?${DEVELOPER_MODE}`),
+  new RegExp(
+    `(?:^|[.!?:;,]\\s*|\\b(?:now|please|agora|ahora|jetzt|bitte|maintenant|ora|adesso|por favor|per favore) )${ENTER} (?:the |o |el |den |le |la |il )?${DEVELOPER_MODE}(?!.{0,30}\\b${A_DEVICE}\\b)`,
+  ),
+  new RegExp(`\\b(?:with|com|con|mit|avec) (?:the |o |el |le |la |il )?${DEVELOPER_MODE} ${SWITCHED_ON}`),
+  new RegExp(
+    `\\b(?:simulate|emulate|pretend|role-?play|simule|simula|finja|finge|simuliere|fais semblant|fingi)\\b.{0,40}${DEVELOPER_MODE}`,
+  ),
   /\b(act|behave|pretend|respond) as (if you (were|are) )?(an? )?(unrestricted|unfiltered|jailbroken|uncensored)\b/,
   // role-play as a way out of the rules
   new RegExp(
@@ -565,9 +666,14 @@ const OWN_RULES = any(
  * same check can run over a sliding window of a streamed answer.
  */
 export const OBEYED_INJECTION_PATTERNS: readonly RegExp[] = [
-  /\b(dan|developer|jailbreak|god|unrestricted|unfiltered) mode\b.{0,12}\b(enabled|activated|on|engaged)\b/,
-  /\bmodo (desenvolvedor|desarrollador|dan|jailbreak|sem restricoes|sin restricciones)\b.{0,12}\b(ativado|habilitado|ligado|activado)\b/,
-  /\b(dan|jailbreak|entwickler)-?modus (aktiviert|an)\b|\bmode (dan|developpeur|jailbreak) (active|actif)\b|\bmodalita (dan|sviluppatore|jailbreak) (attivata|attiva)\b/,
+  /\b(dan|jailbreak|god|unrestricted|unfiltered) mode\b.{0,12}\b(enabled|activated|on|engaged)\b/,
+  /\bmodo (dan|jailbreak|sem restricoes|sin restricciones)\b.{0,12}\b(ativado|habilitado|ligado|activado)\b/,
+  /\b(dan|jailbreak)-?modus (aktiviert|an)\b|\bmode (dan|jailbreak) (active|actif)\b|\bmodalita (dan|jailbreak) (attivata|attiva)\b/,
+  // its own developer mode announced (an answer may well explain a phone's)
+  new RegExp(`(?:^|[.!?:]\\s+)\\W{0,4}${DEVELOPER_MODE} ${SWITCHED_ON}`, 'm'),
+  new RegExp(
+    `\\b(?:i am|i'm|im|estou|estoy|ich bin|je suis|sono)(?: now| agora| ahora| jetzt| maintenant| ora)? (?:in|em|no|en|im|in der|dans le|nella) ${DEVELOPER_MODE}`,
+  ),
   new RegExp(`\\b${IGNORED}\\b.{0,12}\\b${MY_OR_PREVIOUS}\\b.{0,20}\\b${OWN_RULES}\\b`),
   new RegExp(
     `\\b${IGNORED}\\b.{0,12}\\b${OWN_RULES}\\b.{0,3}\\b(anteriores|previas|precedentes|precedenti|vorherigen|originais|originales|do sistema|del sistema|di sistema|du systeme)\\b`,

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { RailAction, RailEvaluation } from '../rail.types';
 import { foldText } from '@agent/contracts';
-import { firstMatch, screenForms } from '../text';
+import { firstMatch, revealedForms, screenForms } from '../text';
 import { llmParamsShape } from './model-verdict';
 import { defineRail } from './rail-definition';
 
@@ -11,7 +11,7 @@ import { defineRail } from './rail-definition';
  */
 export const TOXIC_PATTERNS: readonly RegExp[] = [
   /\bvou (te |lhe )?(matar|espancar|pegar voce|quebrar (sua|tua) cara|acabar com (voce|vc))\b/,
-  /\b(filh[oa] da puta|fdp|vai (se |te )?f[ou]der|vai tomar no (cu|c\*)|vtnc|arrombad[oa]|desgracad[oa]|cuzao)\b/,
+  /\b(filh[oa] da puta|vai (se |te )?f[ou]der|vai tomar no (cu|c\*)|arrombad[oa]|desgracad[oa]|cuzao)\b/,
   /\b(seu|sua|voce e (um|uma)|vc e (um|uma)) (idiota|imbecil|burr[oa]|lixo|merda|inutil|retardad[oa]|otari[oa]|incompetente de merda)\b/,
   /\b(i('ll| will)|i am going to|i'm going to|im going to|gonna) (kill|hurt|murder|beat|find) you\b/,
   /\b(fuck (you|off)|motherfucker|son of a bitch|piece of shit)\b/,
@@ -22,6 +22,12 @@ export const TOXIC_PATTERNS: readonly RegExp[] = [
   /\bje vais te (tuer|buter|defoncer|casser la gueule)\b|\b(va te faire foutre|fils de pute|nique ta mere|(espece de|sale|t'es un|tu es un) (connard|salaud|abruti|encule|idiot))\b/,
   /\bti (ammazzo|uccido|spacco la faccia)\b|\b(vaffanculo|figlio di puttana|(sei un|sei una|brutto) (idiota|stronzo|stronza|coglione|imbecille|deficiente))\b/,
 ];
+
+/**
+ * Abuse abbreviated to a few letters, matched only as written and with disguises undone (`revealedForms`): read
+ * backwards, "pdf" is "fdp".
+ */
+export const TOXIC_ABBREVIATIONS: readonly RegExp[] = [/\b(fdp|vtnc)\b/];
 
 const escapeRegex = (value: string) => value.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
@@ -46,7 +52,9 @@ export const toxicityRail = defineRail({
     return {
       code: 'TOX',
       evaluate: ({ text }): Promise<RailEvaluation> => {
-        const hit = firstMatch(screenForms(text), [...TOXIC_PATTERNS, ...blocklist]);
+        const hit =
+          firstMatch(screenForms(text), [...TOXIC_PATTERNS, ...blocklist]) ??
+          firstMatch(revealedForms(text), TOXIC_ABBREVIATIONS);
         return Promise.resolve<RailEvaluation>(
           hit
             ? {
