@@ -187,6 +187,14 @@ export class LlmService implements OnModuleInit, OnModuleDestroy {
       );
       return;
     }
+    if (callable.some((p) => p.provider === 'demo')) {
+      this.logger.warn(
+        'The built-in DEMO MODEL answers every model stage (LLM_PROVIDER=demo): not a language model, it follows ' +
+          'the routing keywords and a few words of pt, en and es, and every answer says so. For trying the service ' +
+          'only (production refuses it): set LLM_BASE_URL and LLM_MODEL (or LLM_PROVIDER=openai with LLM_API_KEY).',
+      );
+      return;
+    }
     const models = [...new Set(callable.map((p) => `${p.tier} ${p.model ?? ''}`))].join(', ');
     const uncallable = profiles.filter((p) => !p.reachable).map((p) => `${p.name} (${p.missing ?? ''})`);
     this.logger.log(
