@@ -220,8 +220,8 @@ export class DemoModel {
 
   /** Stickiness: a person, the end, a new subject by its keywords, else a follow-up of the active agent. */
   private continuity(text: string): Record<string, unknown> {
-    const payload = parseJson(text, continuityPayloadSchema);
-    if (!payload) return {};
+    // A bare message (llm:check's probe) reads as the first message of a conversation.
+    const payload = parseJson(text, continuityPayloadSchema) ?? { active_agent: '', current_message: text };
     const tokens = tokenize(payload.current_message);
     const decide = (decision: ContinuityDecision, reason: string, target?: string) => ({
       decision,
@@ -244,8 +244,10 @@ export class DemoModel {
 
   /** The router's model: the intent whose keywords, else whose words, the message shares most. */
   private route(text: string): Record<string, unknown> {
-    const payload = parseJson(text, routerPayloadSchema);
-    if (!payload) return {};
+    const payload: z.output<typeof routerPayloadSchema> = parseJson(text, routerPayloadSchema) ?? {
+      message: text,
+      allowed_intents: [...this.intents],
+    };
     const pending = payload.pending_topics?.[0];
     if (pending && says('yes', tokenize(payload.message))) {
       return { intent: pending.intent, confidence: 0.9, reason: `${REASON} accepts the pending topic` };
@@ -259,8 +261,7 @@ export class DemoModel {
 
   /** Supervisor mode: the intent the message names, or none (the planner then falls back). */
   private plan(text: string): Record<string, unknown> {
-    const payload = parseJson(text, routerPayloadSchema);
-    const intent = payload ? this.closest(payload.message, () => true) : undefined;
+    const intent = this.closest(parseJson(text, routerPayloadSchema)?.message ?? text, () => true);
     return { intents: intent ? [{ intent: intent.name, confidence: 0.9 }] : [] };
   }
 
