@@ -1,13 +1,19 @@
 /**
- * npm run demo — plays the example conversations (Portuguese table and an English one) against the
- * service on the embedded default, with a scripted LLM, and prints each turn's decision.
+ * npm run demo — plays the example conversations (Portuguese table and an English one) against the service with
+ * the built-in demo model `npm start` uses when no model is configured, and the reference MCP server, and prints
+ * each turn's decision. Its embedded database is a directory of its own: it runs while `npm start` does.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FakeLlmServer } from '../test/support/fake-llm';
+import { loadYamlFile, routingFileSchema } from '@agent/config';
+import { routerOutput } from '@agent/routing';
+import { DemoModel } from '../apps/agent-runtime/src/quick-start/demo-model';
+import { DemoModelServer } from '../apps/agent-runtime/src/quick-start/demo-model.server';
+import { ReferenceMcpProcess } from '../test/support/reference-mcp';
 import { startTestApp } from '../test/support/test-app';
-import { ScriptedConversation, SEED_TABLE_EN, SEED_TABLE_PT, scriptIndex } from './conversations';
+import { ScriptedConversation, SEED_TABLE_EN, SEED_TABLE_PT } from './conversations';
 import { REPO_ROOT } from './lib';
-import { latencyProfiles, scriptFakeLlm } from './scripted-llm';
 
 interface DemoResponse {
   turn: number;
@@ -24,27 +30,32 @@ interface DemoResponse {
   } | null;
 }
 
+/** The customer of the reference MCP server's sample data, as a channel would identify them. */
+const METADATA = { msisdn: '5511999990001' };
+
 async function main(): Promise<void> {
   const conversations: ScriptedConversation[] = [SEED_TABLE_PT, SEED_TABLE_EN];
-  const fake = await FakeLlmServer.start();
-  scriptFakeLlm(
-    fake,
-    scriptIndex(conversations),
-    latencyProfiles(Number(process.env.DEMO_LATENCY_SCALE ?? '0.1')),
-  );
+  const routing = loadYamlFile(join(REPO_ROOT, 'config', 'routing.yaml'), routingFileSchema);
+  const model = await DemoModelServer.start(new DemoModel(routing.intents, 'pt'));
+  const dataDir = mkdtempSync(join(tmpdir(), 'agent-runtime-demo-'));
   console.log('Agent runtime demo: semantic route stickiness and global session control.');
   console.log(
-    'NOTE: the LLM is SCRIPTED (test/support/fake-llm): a local fake OpenAI-compatible server answers',
+    'NOTE: the model is the built-in DEMO MODEL (apps/agent-runtime/src/quick-start/demo-model.ts), the one npm start',
   );
   console.log(
-    'each stage from the example labels of the stickiness specification. No real model is called.\n',
+    'uses without a configured model: it follows the routing keywords and a few words, it is not a language model.\n',
   );
+  const mcp = await ReferenceMcpProcess.start({ dataDir: join(dataDir, 'reference-mcp') });
   const app = await startTestApp({
-    fakeLlm: fake,
     env: {
       DATABASE_URL: undefined,
+      DATA_DIR: join(dataDir, 'service'),
       ENABLE_ROUTE_STICKINESS: 'true',
-      LLM_PROFILES_PATH: join(REPO_ROOT, 'bench', 'config', 'llm_profiles.yaml'),
+      LLM_PROFILES_PATH: join(REPO_ROOT, 'config', 'llm_profiles.yaml'),
+      LLM_PROVIDER: 'demo',
+      LLM_BASE_URL: model.baseUrl,
+      LLM_API_KEY: undefined,
+      ...mcp.appEnv,
       HUMAN_HANDOFF_MESSAGE: process.env.HUMAN_HANDOFF_MESSAGE,
       END_SESSION_MESSAGE: process.env.END_SESSION_MESSAGE,
     },
@@ -54,14 +65,15 @@ async function main(): Promise<void> {
       console.log(`=== conversation ${conversation.id} (agent_id ${conversation.agentId}) ===`);
       const sessionId = `demo-${conversation.id}-${Date.now().toString(36)}`;
       for (const scripted of conversation.turns) {
-        const routerBefore = fake.requestsFor('router').length;
+        const routerBefore = model.requestsFor(routerOutput.name);
         const res = await app.post<DemoResponse>('/v1/channels/web/messages', {
           tenant_id: 'demo',
           agent_id: conversation.agentId,
           session_id: sessionId,
+          metadata: METADATA,
           text: scripted.text,
         });
-        const routerCalled = fake.requestsFor('router').length > routerBefore;
+        const routerCalled = model.requestsFor(routerOutput.name) > routerBefore;
         const signal = res.body.continuity_signal;
         console.log(`turn ${res.body.turn}: "${scripted.text}"`);
         console.log(
@@ -83,15 +95,17 @@ async function main(): Promise<void> {
         text,
       });
     await send('obrigado, pode encerrar');
-    const requestsBefore = fake.requests.length;
+    const requestsBefore = model.requests();
     const rejected = await send('oi, ainda está aí?');
     console.log('A message after END_SESSION is rejected without any LLM call, router, agent or tool:');
     console.log(
-      `  "oi, ainda está aí?" → ${rejected.body.answer} (LLM requests during the turn: ${fake.requests.length - requestsBefore})`,
+      `  "oi, ainda está aí?" → ${rejected.body.answer} (LLM requests during the turn: ${model.requests() - requestsBefore})`,
     );
   } finally {
     await app.close();
-    await fake.stop();
+    await mcp.dispose();
+    await model.stop();
+    rmSync(dataDir, { recursive: true, force: true });
   }
 }
 

@@ -33,6 +33,13 @@ const PAGE_SIZE = 25;
 /** Booting the app with a fresh embedded PGlite can take minutes on a busy machine. */
 const APP_START_TIMEOUT_MS = 240_000;
 
+const LABELS = {
+  'Qual é o meu plano?': { decision: 'ROUTE', confidence: 0.98 },
+  'e o que está incluso?': { decision: 'CONTINUE', confidence: 0.97 },
+  'talvez a fatura': { decision: 'CONTINUE', confidence: 0.4 },
+  'quero falar com uma pessoa': { decision: 'HUMAN_HANDOFF', confidence: 0.99 },
+};
+
 describe('operator console in Chromium', () => {
   let fake: FakeLlmServer;
   let app: TestApp;
@@ -66,12 +73,7 @@ describe('operator console in Chromium', () => {
 
   beforeEach(async () => {
     fake.reset();
-    scriptStages(fake, {
-      'Qual é o meu plano?': { decision: 'ROUTE', confidence: 0.98 },
-      'e o que está incluso?': { decision: 'CONTINUE', confidence: 0.97 },
-      'talvez a fatura': { decision: 'CONTINUE', confidence: 0.4 },
-      'quero falar com uma pessoa': { decision: 'HUMAN_HANDOFF', confidence: 0.99 },
-    });
+    scriptStages(fake, LABELS);
     // A fixed locale, so the figures the page formats can be compared with the API's numbers.
     page = await browser.newPage({ viewport: { width: 1366, height: 800 }, locale: 'en-US' });
   });
@@ -268,9 +270,12 @@ describe('operator console in Chromium', () => {
 
   it('opens a timeline with the continuity decision and route of each turn, and marks operator actions', async () => {
     const id = uniqueId('web');
-    for (const text of ['Qual é o meu plano?', 'e o que está incluso?', 'talvez a fatura']) {
-      await say(id, text);
-    }
+    for (const text of ['Qual é o meu plano?', 'e o que está incluso?']) await say(id, text);
+    // The third turn's agent model refuses the key: an outage the timeline names, not a verdict.
+    fake.reset();
+    fake.script({ model: 'agent', reply: { status: 401, rawBody: '{"error":{"message":"bad key"}}' } });
+    scriptStages(fake, LABELS);
+    await say(id, 'talvez a fatura');
 
     await signIn(ADMIN_KEY);
     await page.getByLabel('Tenant').fill(TENANT);
@@ -290,6 +295,12 @@ describe('operator console in Chromium', () => {
     expect(await text(3)).toContain(
       'CONTINUE at 40.0 %, overruled — fallback: confidence below the threshold',
     );
+    await expectVisible(
+      turn(3)
+        .getByRole('note')
+        .filter({ hasText: 'Could not use the model of profile agent (http_error 401)' }),
+    );
+    expect(await turn(2).getByRole('note').count()).toBe(0);
     await turn(2).getByText('Node timings and model calls').click();
     await expectVisible(turn(2).getByRole('rowheader', { name: 'route_continuity' }));
     await screenshot(page, 'timeline');

@@ -439,6 +439,7 @@ describe('per-agent policy (e2e)', () => {
         state: 'down',
         last_failure: {
           at: expect.any(String),
+          cause: 'unavailable',
           error: expect.stringContaining('MCP server retail unreachable'),
         },
       }),

@@ -149,6 +149,11 @@ describe('input verdict beside routing (e2e)', () => {
       action: 'block',
       cause: 'http_error',
     });
+    // Reported as what it is: no verdict from the guardrail model, not an injection found.
+    expect(events.find((e) => e.name === 'guardrails.input.completed')?.payload).toMatchObject({
+      blocked: true,
+      codes: ['GUARDRAIL_MODEL_UNAVAILABLE'],
+    });
     // TOX and DLEX_IN fail open: observed with the same cause.
     expect(events.filter((e) => e.name === 'GRL.007').map((e) => [e.payload.code, e.payload.cause])).toEqual([
       ['TOX', 'http_error'],

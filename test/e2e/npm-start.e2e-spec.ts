@@ -1,86 +1,13 @@
-import { ChildProcess, spawn } from 'node:child_process';
-import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { portAnswers } from '../support/app-process';
-import { embeddedDataDir } from '../support/embedded-servers';
-import { freePort } from '../support/reference-mcp';
-import { REPO_ROOT } from '../support/test-app';
+import { NpmStart, npmStart, processesOf, waitUntil } from '../support/npm-start';
 
 /**
  * `npm start` as a user runs it: the build from dist/ (swc, path aliases, decorator metadata), the embedded
  * database in a child process, and a clean stop whichever of its processes gets the signal.
  */
-interface Started {
-  npm: ChildProcess;
-  port: number;
-  dataDir: string;
-  output: () => string;
-}
-
-async function npmStart(extraEnv: NodeJS.ProcessEnv = {}): Promise<Started> {
-  const port = await freePort();
-  // Migrated already: the first start of an empty directory is the CI smoke test's (scripts/smoke-embedded.sh).
-  const dataDir = embeddedDataDir('npm-start-test-');
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    PORT: String(port),
-    DATA_DIR: dataDir,
-    LOG_LEVEL: 'info',
-    ...extraEnv,
-  };
-  delete env.DATABASE_URL;
-  delete env.LLM_BASE_URL;
-  const npm = spawn('npm', ['start'], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  npm.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  npm.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const deadline = Date.now() + 150000;
-  while (Date.now() < deadline) {
-    if (npm.exitCode !== null) throw new Error(`npm start exited with ${npm.exitCode}:\n${output}`);
-    const ready = await fetch(`http://127.0.0.1:${port}/health/ready`).then(
-      (response) => response.status === 200,
-      () => false,
-    );
-    if (ready) return { npm, port, dataDir, output: () => output };
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-  npm.kill('SIGKILL');
-  throw new Error(`npm start was not ready in time:\n${output}`);
-}
-
-function procText(pid: string, file: 'cmdline' | 'environ'): string {
-  try {
-    return readFileSync(`/proc/${pid}/${file}`, 'utf8');
-  } catch {
-    return '';
-  }
-}
-
-/**
- * Every process of one `npm start` (Linux /proc): npm, the server and the embedded database all carry its
- * DATA_DIR, in their environment or on their command line.
- */
-function processesOf(dataDir: string): { pid: number; cmdline: string }[] {
-  return readdirSync('/proc')
-    .filter((entry) => /^\d+$/.test(entry) && Number(entry) !== process.pid)
-    .map((pid) => ({ pid, cmdline: procText(pid, 'cmdline') }))
-    .filter(
-      ({ pid, cmdline }) =>
-        cmdline.includes(dataDir) || procText(pid, 'environ').split('\0').includes(`DATA_DIR=${dataDir}`),
-    )
-    .map(({ pid, cmdline }) => ({ pid: Number(pid), cmdline: cmdline.replace(/\0/g, ' ') }));
-}
-
-async function waitUntil(condition: () => boolean, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (condition()) return true;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  return condition();
-}
-
 describe('npm start', () => {
-  const started: Started[] = [];
+  const started: NpmStart[] = [];
 
   afterAll(() => {
     for (const run of started) {

@@ -23,6 +23,7 @@ async function startProcess(port: number, fake: FakeLlmServer): Promise<ChildPro
     cwd: REPO_ROOT,
     env: {
       PATH: process.env.PATH,
+      NODE_ENV: 'test',
       PORT: String(port),
       DATABASE_URL: databaseUrl,
       CONFIG_DIR: join(REPO_ROOT, 'config'),

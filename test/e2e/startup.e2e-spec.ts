@@ -34,6 +34,14 @@ describe('start-up', () => {
     }
   });
 
+  it('refuses the built-in demo model in production', async () => {
+    await expect(
+      startTestApp({
+        env: { NODE_ENV: 'production', LLM_PROVIDER: 'demo', ADMIN_API_KEYS: 'startup-admin-key' },
+      }),
+    ).rejects.toThrow(/NODE_ENV=production refuses LLM_PROVIDER=demo/);
+  });
+
   it('fails naming the path of a missing config file', async () => {
     const missing = join(tmpdir(), `${uniqueId('profiles')}.yaml`);
     await expect(startTestApp({ env: { LLM_PROFILES_PATH: missing } })).rejects.toThrow(missing);

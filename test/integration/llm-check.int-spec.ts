@@ -145,6 +145,15 @@ describe('npm run llm:check', () => {
     expect(dns.stdout).not.toContain('Connection error');
   }, 150000);
 
+  it('checks the built-in demo model npm start runs for LLM_PROVIDER=demo: every stage gets its contract', async () => {
+    const { code, stdout } = await runCheck({ LLM_PROVIDER: 'demo' });
+    expect(stdout).toContain('every configured profile answered (1 optional skipped)');
+    expect(code).toBe(0);
+    expect(row(stdout, 'route_continuity').slice(0, 2)).toEqual(['route_continuity', 'demo']);
+    expect(row(stdout, 'route_continuity')[3]).toBe('ok (continuity_decision)');
+    expect(fake.requests).toHaveLength(0);
+  });
+
   it('says what is missing without calling anything when no model is configured', async () => {
     fake.setFallback({ content: 'OK' });
     const { code, stdout } = await runCheck({ LLM_BASE_URL: fake.baseUrl });

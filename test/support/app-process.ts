@@ -59,6 +59,8 @@ export function spawnAppProcess(entry: string, args: string[], env: Record<strin
     cwd: REPO_ROOT,
     env: {
       PATH: process.env.PATH,
+      // Not development: the quick start's demo model and reference MCP server never start by themselves here.
+      NODE_ENV: 'test',
       CONFIG_DIR: join(REPO_ROOT, 'config'),
       LLM_PROFILES_PATH: TEST_LLM_PROFILES,
       RAG_INGEST_ON_START: 'false',

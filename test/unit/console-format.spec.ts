@@ -4,6 +4,7 @@ import {
   formatMoney,
   formatPercent,
   recoveryText,
+  unavailableText,
 } from '../../apps/console/src/format';
 import { parseRoute, routeHref } from '../../apps/console/src/routes';
 
@@ -42,6 +43,23 @@ describe('console display helpers', () => {
     expect(formatPercent(0.8345)).toBe('83.5 %');
     expect(formatPercent(null)).toBe('—');
     expect(formatPercent(Number.NaN)).toBe('—');
+  });
+
+  it('names a dependency a turn could not use, with its cause and HTTP status', () => {
+    expect(
+      unavailableText({
+        code: 'GUARDRAIL_MODEL_UNAVAILABLE',
+        name: 'guardrail',
+        cause: 'http_error',
+        status: 401,
+      }),
+    ).toBe('the guardrail model of profile guardrail (http_error 401)');
+    expect(
+      unavailableText({ code: 'MODEL_UNAVAILABLE', name: 'agent', cause: 'refused', status: null }),
+    ).toBe('the model of profile agent (refused)');
+    expect(
+      unavailableText({ code: 'MCP_UNAVAILABLE', name: 'telecom', cause: 'timeout', status: null }),
+    ).toBe('the MCP server telecom (timeout)');
   });
 });
 

@@ -20,6 +20,7 @@ export const APP_ERROR_CODES = [
   'VALIDATION_FAILED',
   'RATE_LIMIT_UNAVAILABLE',
   'AUTH_NOT_CONFIGURED',
+  'DEMO_MODEL_IN_PRODUCTION',
 ] as const;
 export type AppErrorCode = (typeof APP_ERROR_CODES)[number];
 
@@ -49,6 +50,16 @@ export class AuthNotConfiguredError extends CodedError<AppErrorCode> {
       'AUTH_NOT_CONFIGURED',
       'NODE_ENV=production requires API keys: set CHANNEL_API_KEYS (tenant:key,...) and/or ADMIN_API_KEYS ' +
         '(key or tenant:key,...). Refusing to start with authentication off.',
+    );
+  }
+}
+
+export class DemoModelInProductionError extends CodedError<AppErrorCode> {
+  constructor() {
+    super(
+      'DEMO_MODEL_IN_PRODUCTION',
+      'NODE_ENV=production refuses LLM_PROVIDER=demo: the built-in demo model is for trying the service, not a ' +
+        'language model. Set LLM_PROVIDER, LLM_BASE_URL and LLM_MODEL to a real model endpoint.',
     );
   }
 }

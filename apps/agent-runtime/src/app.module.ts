@@ -20,6 +20,7 @@ import { ShutdownState } from './health/shutdown-state';
 import { ChannelMessagesController } from './http/channel-messages.controller';
 import { MetricsController } from './http/metrics.controller';
 import { loggerParams } from './logging';
+import { ReferenceMcpCompanion } from './quick-start/reference-mcp.companion';
 
 @Module({
   imports: [
@@ -48,6 +49,6 @@ import { loggerParams } from './logging';
     HealthController,
     MetricsController,
   ],
-  providers: [ShutdownState],
+  providers: [ShutdownState, ReferenceMcpCompanion],
 })
 export class AppModule {}

@@ -16,6 +16,7 @@ import { errorBody, HttpErrorFilter, statusOf } from './http/errors';
 import { registerJsonBodyParser } from './http/json-body';
 import { RequestValidationPipe } from './http/request-validation.pipe';
 import { startupLogger } from './logging';
+import { assertDemoModelAllowed } from './quick-start/demo-model.start';
 import { openApiDocument } from './openapi';
 
 /** A caller's x-request-id is kept when it is a plain token; anything else gets a fresh id. */
@@ -81,6 +82,7 @@ export async function createApp(): Promise<NestFastifyApplication> {
   validateEnv(process.env);
   const app = parseEnvNamespace('app');
   assertAuthConfigured(app, parseEnvNamespace('auth'));
+  assertDemoModelAllowed(app, parseEnvNamespace('llm'));
   const nest = await NestFactory.create<NestFastifyApplication>(AppModule, fastifyAdapter(app), {
     logger: startupLogger(app),
     // Throw start-up errors to the caller instead of exiting, so main.ts prints them and tests can assert them.

@@ -2,9 +2,15 @@ import { Logger } from '@nestjs/common';
 import { parseEnvNamespace } from '@agent/config';
 import { createApp } from './bootstrap';
 import { ShutdownState } from './health/shutdown-state';
+import { startDemoModel } from './quick-start/demo-model.start';
 
 async function main(): Promise<void> {
-  const app = await createApp();
+  // Before the app reads its environment: with no model configured, the quick start's demo model (ADR 0012).
+  const demoModel = await startDemoModel();
+  const app = await createApp().catch(async (error: unknown) => {
+    await demoModel?.stop();
+    throw error;
+  });
   const env = parseEnvNamespace('app');
   const shutdown = app.get(ShutdownState);
   const logger = new Logger('Main');
@@ -20,13 +26,16 @@ async function main(): Promise<void> {
       process.exit(1);
     }, env.SHUTDOWN_GRACE_MS);
     force.unref();
-    app.close().then(
-      () => process.exit(0),
-      (error: unknown) => {
-        logger.error(`shutdown failed: ${String(error)}`);
-        process.exit(1);
-      },
-    );
+    app
+      .close()
+      .then(() => demoModel?.stop())
+      .then(
+        () => process.exit(0),
+        (error: unknown) => {
+          logger.error(`shutdown failed: ${String(error)}`);
+          process.exit(1);
+        },
+      );
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));

@@ -59,6 +59,18 @@ export function recoveryText(recovery: components['schemas']['CheckpointRecovery
   }
 }
 
+const UNAVAILABLE_SUBJECT: Record<string, string> = {
+  MODEL_UNAVAILABLE: 'the model of profile',
+  GUARDRAIL_MODEL_UNAVAILABLE: 'the guardrail model of profile',
+  MCP_UNAVAILABLE: 'the MCP server',
+};
+
+/** A dependency a turn could not use, in words: what it was and why ("the MCP server telecom (timeout)"). */
+export function unavailableText(dependency: components['schemas']['UnavailableDependencyDto']): string {
+  const cause = dependency.status === null ? dependency.cause : `${dependency.cause} ${dependency.status}`;
+  return `${UNAVAILABLE_SUBJECT[dependency.code] ?? dependency.code} ${dependency.name} (${cause})`;
+}
+
 /**
  * An amount of `currency` for the reader's locale: cents above one unit, three significant digits below (a
  * period's classifier may cost $0.000878), "—" when unknown.

@@ -28,8 +28,8 @@ export type ModelTier = (typeof MODEL_TIERS)[number];
 
 export const llmProfileSchema = z
   .object({
-    /** Defaults to LLM_PROVIDER, else openai_compatible. */
-    provider: z.enum(LLM_PROVIDERS).optional(),
+    /** Defaults to LLM_PROVIDER, else openai_compatible; the demo model is the whole service's or none's. */
+    provider: z.enum(LLM_PROVIDERS).exclude(['demo']).optional(),
     tier: z.enum(MODEL_TIERS).default('large'),
     /** Overrides the tier's model variable. */
     model: nonEmpty.optional(),

@@ -3,7 +3,8 @@ import { z } from 'zod';
 import { SERVICE_LANGUAGES } from './messages';
 
 /** The providers with a preset; every one is reached through the OpenAI-compatible API. */
-export const LLM_PROVIDERS = ['openai', 'ollama', 'vllm', 'oci_openai', 'openai_compatible'] as const;
+/** `demo`: the built-in demo model `npm start` runs when no model is configured; refused in production. */
+export const LLM_PROVIDERS = ['openai', 'ollama', 'vllm', 'oci_openai', 'openai_compatible', 'demo'] as const;
 export type LlmProvider = (typeof LLM_PROVIDERS)[number];
 
 /** Boolean env values: true/false/1/0/yes/no (case-insensitive); unset or empty gives `fallback`. */

@@ -158,6 +158,8 @@ export interface EventPayloads {
     tool_name: string;
     server: string;
     ok: boolean;
+    /** `unavailable` and `timeout`: the server could not serve the call; `error`: the tool answered a failure. */
+    outcome?: McpCallOutcome;
     error?: string | null;
     latency_ms: number;
   };
@@ -170,6 +172,10 @@ export interface EventPayloads {
     cached_prompt_tokens: number;
     completion_tokens: number;
     outcome: LlmCallOutcome;
+    /** A failed call's cause: the network one when nothing answered (refused, dns, tls, ...), else the outcome. */
+    cause?: string;
+    /** The HTTP status of an `http_error`. */
+    status?: number;
   };
   'workflow.node.completed': { node: string; duration_ms: number; outcome: 'ok' | 'error' };
   /** One rail result, by action: GRL.002 allow, .003 sanitize, .004 block, .005 retry, .006 handover, .007 observe. */
@@ -231,6 +237,8 @@ export interface HandoffRequest {
   user_text?: string | null;
   last_messages?: HandoffMessage[];
 }
+
+export type McpCallOutcome = 'ok' | 'unavailable' | 'timeout' | 'error';
 
 export type LlmCallOutcome =
   'ok' | 'timeout' | 'http_error' | 'invalid_response' | 'cancelled' | 'error' | 'not_configured';

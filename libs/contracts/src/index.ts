@@ -6,3 +6,4 @@ export * from './llm-contracts';
 export * from './text-folding';
 export * from './content-screen';
 export * from './coded-error';
+export * from './unavailable';

@@ -32,6 +32,7 @@ import { GuardrailMessages, messageFor } from './messages';
 import { GuardrailModelHealth, GuardrailModelReport } from './model-health';
 import { ModelStage } from './model-stage';
 import { aggregateAction, decisionsOf, firstWith, guidanceOf } from './output-supervisor';
+import { reportedCodes } from './reported-codes';
 import { isApproving, isTerminal, RAIL_STAGES, RailAction, RailResult, RailStage } from './rail.types';
 import { RAIL_CATALOGUE } from './rails/catalogue';
 import type { RailEnvironment } from './rails/rail-definition';
@@ -151,7 +152,8 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
     ) as Record<RailStage, ConfiguredRail[]>;
     // Per file: an agent's file may name another model, and its own tolerance for that model failing.
     const modelHealth = new GuardrailModelHealth(file.degraded_after_failures);
-    const modelStage = new ModelStage(new LlmVerdictClient(this.llm, file.llm_profile), observer, {
+    const client = new LlmVerdictClient(this.llm, file.llm_profile);
+    const modelStage = new ModelStage(client, file.llm_profile, observer, {
       succeeded: () => {
         if (modelHealth.succeeded()) this.logger.log(`The guardrail model of ${path} answers again.`);
       },
@@ -252,7 +254,7 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
     return {
       blocked: blocking.length > 0,
       text: blocking.length > 0 ? text : withoutInvisible(outcome.text),
-      codes: blocking.map((r) => r.code),
+      codes: reportedCodes(blocking),
     };
   }
 
@@ -514,7 +516,7 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
     this.events.emit('guardrails.input.completed', {
       blocked: blocking.length > 0,
       decisions,
-      codes: blocking.map((r) => r.code),
+      codes: reportedCodes(blocking),
     });
   }
 
@@ -554,7 +556,7 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
     this.events.emit('guardrails.output.completed', {
       blocked: failing.length > 0,
       decisions,
-      codes: failing.map((r) => r.code),
+      codes: reportedCodes(failing),
       attempt,
     });
   }

@@ -9,3 +9,4 @@ export type { GuardrailsFile } from './guardrails.config';
 export type { GuardrailMessages } from './messages';
 export type { GuardrailModelReport, GuardrailModelStatus } from './model-health';
 export { railVerdictSchema } from './rails/model-verdict';
+export { GUARDRAIL_FAILED, reportedCodes } from './reported-codes';

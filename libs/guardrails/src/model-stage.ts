@@ -37,6 +37,8 @@ export interface ModelCallReport {
 export class ModelStage {
   constructor(
     private readonly client: VerdictClient,
+    /** The LLM profile the client calls: a failure names it, so the turn reports which model it lacked. */
+    private readonly profile: string,
     private readonly observer: ExecutorObserver,
     private readonly report: ModelCallReport,
   ) {}
@@ -64,7 +66,8 @@ export class ModelStage {
       if (verdict === undefined || verdict instanceof Error) {
         const failure = verdict ?? new ModelVerdictError('invalid_output', `no verdict for ${code}`);
         this.observer.railFailed(run.stage, code, failure, configured.failClosed);
-        return failureResult(configured, run.stage, failure, latency);
+        const result = failureResult(configured, run.stage, failure, latency);
+        return { ...result, metadata: { ...result.metadata, source: 'llm', profile: this.profile } };
       }
       return railResult(code, run.stage, verdictEvaluation(check, verdict), latency);
     });

@@ -3,3 +3,4 @@ export * from './llm.service';
 export * from './llm.errors';
 export { confidenceSchema, structuredOutput } from './structured-output';
 export type { StructuredOutput } from './structured-output';
+export { profileSettings } from './providers';

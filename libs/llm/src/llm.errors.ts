@@ -137,6 +137,17 @@ export function displayUrl(url: string): string {
   return parsed.toString().replace(/\/$/, '');
 }
 
+/**
+ * Why a call failed, as events, readiness and turn responses name it: the network cause when nothing answered
+ * (refused, dns, tls, ...), else the kind (an `http_error` comes with its status).
+ */
+export type LlmFailureCause = Exclude<LlmErrorKind, 'cancelled' | 'not_configured'> | NetworkCause;
+
+export function failureCauseOf(error: LlmError): LlmFailureCause | null {
+  if (error instanceof LlmUnreachableError) return error.network.cause;
+  return error.kind === 'cancelled' || error.kind === 'not_configured' ? null : error.kind;
+}
+
 /** The endpoint could not be reached: nothing answered, so no status and no body. */
 export class LlmUnreachableError extends LlmError {
   constructor(

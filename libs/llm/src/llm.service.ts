@@ -19,7 +19,9 @@ import type { LlmCallOutcome } from '@agent/contracts';
 import { EventBusService, MetricsService, TracingService } from '@agent/observability';
 import {
   displayUrl,
+  failureCauseOf,
   LlmError,
+  LlmFailureCause,
   LlmErrorKind,
   LlmHttpError,
   LlmInvalidResponseError,
@@ -146,6 +148,8 @@ export interface ProfileCallHealth {
   last_failure: {
     at: string;
     kind: LlmErrorKind;
+    /** The network cause when the endpoint could not be reached (refused, dns, tls, ...), else the kind. */
+    cause: LlmFailureCause | null;
     error: string;
     /** The HTTP status and the start of the body of an `http_error` (404: the endpoint has no such model). */
     status?: number;
@@ -180,6 +184,14 @@ export class LlmService implements OnModuleInit, OnModuleDestroy {
       this.logger.warn(
         'No model is configured: every model-backed stage takes its fallback and none calls a model. Set ' +
           'LLM_BASE_URL and LLM_MODEL (or LLM_PROVIDER=openai with LLM_API_KEY); npm run llm:check tests the set-up.',
+      );
+      return;
+    }
+    if (callable.some((p) => p.provider === 'demo')) {
+      this.logger.warn(
+        'The built-in DEMO MODEL answers every model stage (LLM_PROVIDER=demo): not a language model, it follows ' +
+          'the routing keywords and a few words of pt, en and es, and every answer says so. For trying the service ' +
+          'only (production refuses it): set LLM_BASE_URL and LLM_MODEL (or LLM_PROVIDER=openai with LLM_API_KEY).',
       );
       return;
     }
@@ -442,7 +454,8 @@ export class LlmService implements OnModuleInit, OnModuleDestroy {
             : this.mapError(profile, timeoutMs, error);
           if (mapped instanceof LlmHttpError) this.logger.warn(mapped.message);
           const outcome: LlmCallOutcome = mapped.kind === 'not_configured' ? 'error' : mapped.kind;
-          this.record(profile.requested, profile.model, performance.now() - started, 0, 0, outcome);
+          const failedAfter = performance.now() - started;
+          this.record(profile.requested, profile.model, failedAfter, 0, 0, outcome, 0, mapped);
           if (mapped.kind !== 'cancelled') this.noteCall(profile.name, mapped);
           throw mapped;
         }
@@ -489,6 +502,7 @@ export class LlmService implements OnModuleInit, OnModuleDestroy {
             last_failure: {
               at,
               kind: failure.kind,
+              cause: failureCauseOf(failure),
               error: failure.message,
               ...(failure instanceof LlmHttpError ? { status: failure.status, body: failure.body } : {}),
             },
@@ -505,8 +519,10 @@ export class LlmService implements OnModuleInit, OnModuleDestroy {
     completionTokens: number,
     outcome: LlmCallOutcome,
     cachedPromptTokens = 0,
+    failure?: LlmError,
   ): void {
     const latency = Math.round(latencyMs * 100) / 100;
+    const cause = failure ? failureCauseOf(failure) : null;
     this.events.emit('llm.call', {
       profile,
       model,
@@ -515,6 +531,8 @@ export class LlmService implements OnModuleInit, OnModuleDestroy {
       cached_prompt_tokens: cachedPromptTokens,
       completion_tokens: completionTokens,
       outcome,
+      ...(cause === null ? {} : { cause }),
+      ...(failure?.status === undefined ? {} : { status: failure.status }),
     });
     this.metrics.llmCalls.inc({ profile, outcome });
     if (outcome !== 'not_configured') this.metrics.llmLatency.observe({ profile }, latencyMs / 1000);

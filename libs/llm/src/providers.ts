@@ -5,7 +5,7 @@ interface ProviderPreset {
   baseUrl?: string;
   structuredOutput: StructuredOutputMode;
   /** Models used when neither the profile nor the tier's variable names one. */
-  models?: Record<ModelTier, string>;
+  models?: Partial<Record<ModelTier, string>>;
   /** The endpoint refuses calls without a key, so a profile without one is not callable. */
   needsKey?: boolean;
 }
@@ -25,6 +25,8 @@ export const PROVIDER_PRESETS: Readonly<Record<LlmProvider, ProviderPreset>> = {
   vllm: { baseUrl: 'http://127.0.0.1:8000/v1', structuredOutput: 'json_object' },
   oci_openai: { structuredOutput: 'json_object' },
   openai_compatible: { structuredOutput: 'json_object' },
+  // The built-in demo model reads each stage from the JSON schema's name; it embeds nothing (RAG: full text).
+  demo: { structuredOutput: 'json_schema', models: { large: 'demo', small: 'demo' } },
 };
 
 /** The variable that names a tier's model, for messages. */

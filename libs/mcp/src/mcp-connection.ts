@@ -24,7 +24,8 @@ export interface McpServerHealth {
   /** `unknown` until a turn needed the server; then whether its last contact succeeded. */
   state: 'unknown' | 'up' | 'down';
   last_success_at: string | null;
-  last_failure: { at: string; error: string } | null;
+  /** `unavailable`: no connection (refused, dropped); `timeout`: connected but no answer in time. */
+  last_failure: { at: string; cause: 'unavailable' | 'timeout'; error: string } | null;
 }
 
 const BACKOFF_BASE_MS = 200;
@@ -238,7 +239,11 @@ export class McpConnection {
   /** A contact that shows the server down or silent (not one it answered with an error). */
   private failed(error: McpUnavailableError | McpTimeoutError): Error {
     this.lastContactOk = false;
-    this.lastFailure = { at: new Date().toISOString(), error: error.message };
+    this.lastFailure = {
+      at: new Date().toISOString(),
+      cause: error instanceof McpTimeoutError ? 'timeout' : 'unavailable',
+      error: error.message,
+    };
     return error;
   }
 

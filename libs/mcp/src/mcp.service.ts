@@ -10,7 +10,7 @@ import {
   PerAgent,
   ToolConfig,
 } from '@agent/config';
-import type { ToolArguments } from '@agent/contracts';
+import type { McpCallOutcome, ToolArguments } from '@agent/contracts';
 import { EventBusService, MetricsService, TracingService } from '@agent/observability';
 import { describeError, McpTimeoutError, McpUnavailableError } from './mcp.errors';
 import { McpConnection, McpServerHealth } from './mcp-connection';
@@ -229,7 +229,7 @@ export class McpService implements OnApplicationShutdown {
       { 'mcp.tool': prepared.tool_name, 'mcp.server': prepared.server },
       () => this.send(this.serverSets.for(options.agentId), prepared, args, started),
     );
-    const outcome = result.ok
+    const outcome: McpCallOutcome = result.ok
       ? 'ok'
       : result.error === MCP_UNAVAILABLE_ERROR
         ? 'unavailable'
@@ -242,6 +242,7 @@ export class McpService implements OnApplicationShutdown {
       tool_name: result.tool_name,
       server: prepared.server,
       ok: result.ok,
+      outcome,
       error: result.error,
       latency_ms: result.latency_ms,
     });

@@ -17,6 +17,9 @@ import {
   TRANSACTION_STATUSES,
   turnTransactionStatus,
   TURN_SCRATCH_KEYS,
+  UnavailableDependency,
+  unavailableDependencies,
+  unavailableDependencySchema,
 } from '@agent/contracts';
 import { GuardrailsService } from '@agent/guardrails';
 import { EventBusService, MetricsService, TurnContext, TurnContextStore } from '@agent/observability';
@@ -59,6 +62,8 @@ export const turnResponseSchema = z.object({
   /** Responses stored before the field existed replay it as null. */
   transaction_status: z.enum(TRANSACTION_STATUSES).nullable().default(null),
   blocked: z.boolean(),
+  /** Responses stored before the field existed replay it as empty. */
+  unavailable: z.array(unavailableDependencySchema).default([]),
   latency_ms: z.number(),
 });
 export type TurnResponse = z.output<typeof turnResponseSchema>;
@@ -159,7 +164,8 @@ export class TurnService {
           throw error;
         }
         const latencyMs = performance.now() - started;
-        const response = this.response(final, conversationKey, messageId, turn, latencyMs);
+        const unavailable = unavailableDependencies(context.events);
+        const response = this.response(final, conversationKey, messageId, turn, latencyMs, unavailable);
         await this.checkpoints.commit({
           identity,
           leaseToken: lease.token,
@@ -232,6 +238,7 @@ export class TurnService {
     messageId: string,
     turn: number,
     latencyMs: number,
+    unavailable: UnavailableDependency[],
   ): TurnResponse {
     return {
       session_id: state.session_id ?? '',
@@ -252,6 +259,7 @@ export class TurnService {
       next_state: state.next_state ?? null,
       transaction_status: turnTransactionStatus(state),
       blocked: state.blocked === true,
+      unavailable,
       latency_ms: Math.round(latencyMs),
     };
   }

@@ -17,7 +17,7 @@ import {
   RailDecision,
   RouteDecision,
 } from '@agent/contracts';
-import { GuardrailsService } from '@agent/guardrails';
+import { GuardrailsService, reportedCodes } from '@agent/guardrails';
 import { JudgesService } from '@agent/judges';
 import { MemoryService } from '@agent/memory';
 import { EventBusService, NodeTelemetryService, TurnContext, TurnContextStore } from '@agent/observability';
@@ -452,7 +452,7 @@ function inputBlocked(state: AgentState, message: string, decisions: RailDecisio
     reason: 'input guardrail blocked the message',
     next_state: state.next_state ?? null,
     route_bypassed: false,
-    metadata: { codes: decisions.filter((d) => !d.allowed).map((d) => d.code) },
+    metadata: { codes: reportedCodes(decisions.filter((d) => !d.allowed)) },
   };
   return {
     blocked: true,

@@ -1,5 +1,5 @@
 import type { StoredEventRow } from '@agent/checkpoint';
-import type { AgentState } from '@agent/contracts';
+import { AgentState, unavailableDependencies } from '@agent/contracts';
 import {
   adminActions,
   eventsByTurn,
@@ -38,6 +38,7 @@ export function timelineTurns(events: StoredEventRow[], head: AgentState): Timel
         guardrails: list.flatMap(guardrailVerdictOf),
         nodes: nodesOf(list),
         model_usage: modelUsageOf(list),
+        unavailable: unavailableDependencies(list),
         recoveries: list.flatMap(recoveryOf),
         admin_actions: actions.filter((action) => action.after_turn === turn),
         events: list.map(eventView),

@@ -1,4 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
+import type { UnavailableDependency } from '@agent/contracts';
+import { UnavailableDependencyDto } from '../http/turn-response.dto';
 import { AdminActionRecordDto, SessionEventDto, SessionSummaryDto, TurnDecisionDto } from './admin.dto';
 
 export class GuardrailRailDto {
@@ -126,6 +128,12 @@ export class TimelineTurnDto extends TurnDecisionDto {
     description: 'Model calls of the turn per LLM profile, in order of first call',
   })
   model_usage!: ModelUsageDto[];
+
+  @ApiProperty({
+    type: [UnavailableDependencyDto],
+    description: 'The models and MCP servers the turn could not use, as its response said',
+  })
+  unavailable!: UnavailableDependency[];
 
   @ApiProperty({ type: [CheckpointRecoveryDto] })
   recoveries!: CheckpointRecoveryDto[];

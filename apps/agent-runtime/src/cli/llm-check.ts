@@ -29,6 +29,7 @@ import { memoryFactsOutput } from '@agent/memory';
 import { ObservabilityModule } from '@agent/observability';
 import { EMBEDDING_PROFILE } from '@agent/rag';
 import { routerOutput } from '@agent/routing';
+import { startDemoModel } from '../quick-start/demo-model.start';
 
 /** Just the configuration and the model client: no database, no HTTP server. */
 @Module({ imports: [AppConfigModule, ObservabilityModule, LlmModule] })
@@ -233,6 +234,8 @@ function table(rows: CheckRow[]): string {
  * embedding profile is optional), 1 otherwise.
  */
 async function main(): Promise<number> {
+  // What npm start would call: the demo model too, when it is asked for or nothing else is configured.
+  const demoModel = await startDemoModel();
   const context = await NestFactory.createApplicationContext(CheckModule, { logger: ['error'] });
   try {
     const llm = context.get(LlmService);
@@ -276,6 +279,7 @@ async function main(): Promise<number> {
     return failed === 0 ? 0 : 1;
   } finally {
     await context.close();
+    await demoModel?.stop();
   }
 }
 

@@ -72,7 +72,7 @@ export class HealthController {
     const view: ReadinessView = admin ? { tenants: admin.tenants } : null;
     const detailed = view !== null;
     try {
-      return await this.health.check([
+      const report = await this.health.check([
         () => this.acceptingTraffic(),
         () => this.bounded('database', () => this.databaseReady(detailed)),
         () => this.configLoaded(detailed),
@@ -82,6 +82,17 @@ export class HealthController {
         () => this.mcpServers(detailed),
         () => this.eventDelivery(view),
       ]);
+      // Ready, and at a glance what works only in part: the dependencies whose indicator says degraded.
+      const degraded = Object.entries(report.info ?? {})
+        .filter(([, indicator]) => indicator?.degraded === true)
+        .map(([name]) => name);
+      return {
+        status: report.status,
+        degraded,
+        info: report.info,
+        error: report.error,
+        details: report.details,
+      };
     } catch (error) {
       // The report (terminus's exception carries it) with the failing dependency named, not the error envelope.
       if (!(error instanceof ServiceUnavailableException)) throw error;
@@ -180,7 +191,9 @@ export class HealthController {
   private guardrailModel(detailed: boolean): HealthIndicatorResult {
     const status = this.guardrails.modelStatus();
     const indicator = this.indicators.check('guardrail_model');
-    return indicator.up(detailed ? { ...status } : { degraded: status.degraded });
+    if (detailed) return indicator.up({ ...status });
+    const failures = status.files.filter((file) => file.degraded).map((file) => file.last_failure);
+    return indicator.up({ degraded: status.degraded, ...publicCause(failures) });
   }
 
   /**
@@ -191,9 +204,10 @@ export class HealthController {
   private mcpServers(detailed: boolean): HealthIndicatorResult {
     const indicator = this.indicators.check('mcp');
     const status = this.mcp.describe();
-    const degraded = status.servers.some((server) => server.state === 'down');
-    if (!detailed) return indicator.up({ degraded });
-    return indicator.up({ degraded, ...status });
+    const down = status.servers.filter((server) => server.state === 'down');
+    const degraded = down.length > 0;
+    if (detailed) return indicator.up({ degraded, ...status });
+    return indicator.up({ degraded, ...publicCause(down.map((server) => server.last_failure)) });
   }
 
   /**
@@ -224,8 +238,15 @@ export class HealthController {
   private llmConfiguration(detailed: boolean): HealthIndicatorResult {
     const status = this.llm.describe();
     const indicator = this.indicators.check('llm');
-    const degraded = status.profiles.some((profile) => profile.state === 'down');
-    if (!detailed) return indicator.up({ configured: status.configured, degraded });
+    const down = status.profiles.filter((profile) => profile.state === 'down');
+    const degraded = down.length > 0;
+    if (!detailed) {
+      return indicator.up({
+        configured: status.configured,
+        degraded,
+        ...publicCause(down.map((profile) => profile.last_failure)),
+      });
+    }
     return indicator.up({
       configured: status.configured,
       degraded,
@@ -235,4 +256,15 @@ export class HealthController {
       profiles: status.profiles,
     });
   }
+}
+
+/**
+ * What the public probe may say of a degraded dependency: the kind of its newest failure (refused, dns, timeout,
+ * http_error, ...), never the endpoint, the status, the model or the message, which the admin view has.
+ */
+function publicCause(failures: readonly ({ at: string; cause: string | null } | null)[]): { cause?: string } {
+  const newest = failures
+    .filter((failure) => failure !== null)
+    .sort((a, b) => Date.parse(b.at) - Date.parse(a.at))[0];
+  return newest?.cause ? { cause: newest.cause } : {};
 }

@@ -136,6 +136,10 @@ const STATUS_OF_CODE: { readonly [C in ErrorCode]: ErrorStatus } = {
     status: 500,
     meaning: 'production without API keys: the start is refused',
   },
+  DEMO_MODEL_IN_PRODUCTION: {
+    status: 500,
+    meaning: 'production with the built-in demo model (`LLM_PROVIDER=demo`): the start is refused',
+  },
   CONFIG_FILE_INVALID: { status: 500, meaning: 'a config file is missing or invalid' },
   ENV_INVALID: { status: 500, meaning: 'an environment variable is invalid' },
   DATA_DIR_LOCKED: {

@@ -1,4 +1,9 @@
-import { continuitySignalSchema, routeDecisionSchema, routeMetadataSchema } from '@agent/contracts';
+import {
+  continuitySignalSchema,
+  routeDecisionSchema,
+  routeMetadataSchema,
+  unavailableDependencySchema,
+} from '@agent/contracts';
 import { turnResponseSchema } from '@agent/workflow';
 import { zodDto } from './zod-dto';
 
@@ -21,6 +26,14 @@ export const ContinuitySignalDto = zodDto('ContinuitySignalDto', continuitySigna
   reason: { description: "The classifier's stated reason" },
 });
 
+/** A dependency the turn could not use (docs/api.md#dependency-outages). */
+export const UnavailableDependencyDto = zodDto('UnavailableDependencyDto', unavailableDependencySchema, {
+  code: {
+    description:
+      'MODEL_UNAVAILABLE: a model stage failed and took its fallback; GUARDRAIL_MODEL_UNAVAILABLE: no guardrail verdict, so fail-closed rails stopped the message without judging it; MCP_UNAVAILABLE: a tool server did not serve a call',
+  },
+});
+
 /** 200 of POST /v1/channels/:channel/messages (docs/api.md). */
 export const TurnResponseDto = zodDto('TurnResponseDto', turnResponseSchema, {
   session_id: { example: 'web-7f3a' },
@@ -32,6 +45,10 @@ export const TurnResponseDto = zodDto('TurnResponseDto', turnResponseSchema, {
   transaction_status: {
     description:
       'The operation this turn worked on: the status it waits in, else the one it ended with on this turn; null when the turn touched none',
+  },
+  unavailable: {
+    description:
+      'The models and MCP servers this turn needed and could not use, with their cause; empty when everything answered',
   },
   latency_ms: { description: 'Server-side latency of the turn' },
 });

@@ -392,6 +392,19 @@ export interface components {
             latency_ms: number;
             profile_name: string;
         };
+        UnavailableDependencyDto: {
+            /**
+             * @description MODEL_UNAVAILABLE: a model stage failed and took its fallback; GUARDRAIL_MODEL_UNAVAILABLE: no guardrail verdict, so fail-closed rails stopped the message without judging it; MCP_UNAVAILABLE: a tool server did not serve a call
+             * @enum {string}
+             */
+            code: "MODEL_UNAVAILABLE" | "GUARDRAIL_MODEL_UNAVAILABLE" | "MCP_UNAVAILABLE";
+            /** @description The LLM profile (a model or the guardrail model) or the MCP server */
+            name: string;
+            /** @description Models: timeout, http_error, invalid_response, error, or what kept the endpoint out of reach (refused, dns, tls, reset, unreachable); the guardrail model also invalid_output (no usable verdict) and not_configured; MCP servers: unavailable or timeout */
+            cause: string;
+            /** @description The HTTP status of an http_error, else null */
+            status: number | null;
+        };
         TurnResponseDto: {
             /** @example web-7f3a */
             session_id: string;
@@ -428,6 +441,8 @@ export interface components {
              */
             transaction_status: "COLLECTING_PARAMETERS" | "AWAITING_CONFIRMATION" | "COMPLETED" | "FAILED" | "CANCELLED" | "OUT_OF_SCOPE" | null;
             blocked: boolean;
+            /** @description The models and MCP servers this turn needed and could not use, with their cause; empty when everything answered */
+            unavailable: components["schemas"]["UnavailableDependencyDto"][];
             /** @description Server-side latency of the turn */
             latency_ms: number;
         };
@@ -800,6 +815,8 @@ export interface components {
             nodes: components["schemas"]["NodeTimingDto"][];
             /** @description Model calls of the turn per LLM profile, in order of first call */
             model_usage: components["schemas"]["ModelUsageDto"][];
+            /** @description The models and MCP servers the turn could not use, as its response said */
+            unavailable: components["schemas"]["UnavailableDependencyDto"][];
             recoveries: components["schemas"]["CheckpointRecoveryDto"][];
             /** @description Operator actions taken after this turn */
             admin_actions: components["schemas"]["AdminActionRecordDto"][];

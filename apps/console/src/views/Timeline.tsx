@@ -4,7 +4,7 @@ import { useOperator } from '../auth';
 import { ErrorNotice } from '../components/ErrorNotice';
 import { SessionActions } from '../components/SessionActions';
 import { StatusBadge } from '../components/StatusBadge';
-import { formatAgo, formatDateTime, formatPercent, recoveryText } from '../format';
+import { formatAgo, formatDateTime, formatPercent, recoveryText, unavailableText } from '../format';
 import { useNow } from '../hooks';
 import { routeHref } from '../routes';
 
@@ -202,6 +202,12 @@ function TurnCard({ turn }: { turn: TimelineTurn }) {
             </dd>
           </div>
         </dl>
+        {turn.unavailable.length > 0 && (
+          <p role="note" className="notice notice-warning">
+            Could not use {turn.unavailable.map(unavailableText).join('; ')}: an outage, not a verdict on the
+            message.
+          </p>
+        )}
         {turn.recoveries.map((recovery, index) => (
           <p key={index} role="note" className="notice notice-warning">
             {recoveryText(recovery)}
