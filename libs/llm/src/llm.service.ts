@@ -31,6 +31,7 @@ import {
   NetworkFailure,
   networkFailure,
 } from './llm.errors';
+import { streamedCompletion, TextListener } from './chat-stream';
 import { ConnectionPools } from './connection-pools';
 import { profileSettings, ProfileSettings } from './providers';
 import { describeIssues, parseJsonObject, StructuredOutput } from './structured-output';
@@ -47,6 +48,8 @@ export interface ChatRequest {
   tools?: ChatTool[];
   /** Caller cancellation (e.g. a guardrail cancelled by fail-fast); the profile timeout applies as well. */
   signal?: AbortSignal;
+  /** Streams the answer: hears each piece of its text as the model writes it (see `streamedCompletion`). */
+  onText?: TextListener;
 }
 
 /** Why a structured call gave no value: the transport's failure kinds, and `invalid_output` for the answer. */
@@ -370,19 +373,18 @@ export class LlmService implements OnModuleInit, OnModuleDestroy {
     }
     const maxTokens = Math.min(profile.config.max_tokens, request.maxTokens ?? Number.POSITIVE_INFINITY);
     return this.call(profile, request.signal, async (client, options) => {
-      const completion = await client.chat.completions.create(
-        {
-          model: profile.model,
-          messages: request.messages,
-          temperature: profile.config.temperature,
-          max_tokens: maxTokens,
-          ...responseFormat(profile.structuredOutput, format),
-          ...('tools' in request && request.tools && request.tools.length > 0
-            ? { tools: request.tools }
-            : {}),
-        },
-        options,
-      );
+      const params: ChatCompletionCreateParamsNonStreaming = {
+        model: profile.model,
+        messages: request.messages,
+        temperature: profile.config.temperature,
+        max_tokens: maxTokens,
+        ...responseFormat(profile.structuredOutput, format),
+        ...('tools' in request && request.tools && request.tools.length > 0 ? { tools: request.tools } : {}),
+      };
+      const completion =
+        'onText' in request && request.onText
+          ? await streamedCompletion(client, params, options, request.onText)
+          : await client.chat.completions.create(params, options);
       const choice = Array.isArray(completion?.choices) ? completion.choices[0] : undefined;
       if (!choice || typeof choice.message !== 'object' || choice.message === null) {
         throw new LlmInvalidResponseError(profile.requested, 'no choices[0].message');
