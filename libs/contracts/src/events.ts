@@ -1,3 +1,5 @@
+import { sessionIdOf } from './conversation-key';
+
 /** The event catalogue (docs/api.md#events): names and payloads. */
 
 /** Carried by every stored event. */
@@ -14,15 +16,14 @@ export interface EventEnvelope {
 export type RowEnvelope = Omit<EventEnvelope, 'at'>;
 
 /**
- * The envelope of the events of a turn log row, from its columns: the session id is the conversation key after
- * `<tenant_id>:`. Readers spread a stored payload over it (`{ ...envelope, ...payload }`), so a field the payload
+ * The envelope of the events of a turn log row, from its columns: the session id is read from the conversation key. Readers spread a stored payload over it (`{ ...envelope, ...payload }`), so a field the payload
  * kept because it differed from the row's wins; the SQL function `turn_log_events` does the same in the database.
  */
 export function rowEnvelope(row: Omit<RowEnvelope, 'session_id'>): RowEnvelope {
   return {
     tenant_id: row.tenant_id,
     agent_id: row.agent_id,
-    session_id: row.conversation_key.slice(row.tenant_id.length + 1),
+    session_id: sessionIdOf(row.conversation_key, row.tenant_id),
     conversation_key: row.conversation_key,
     turn: row.turn,
   };

@@ -4,7 +4,8 @@ import { trace } from '@opentelemetry/api';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ConfigFilesService } from '@agent/config';
 import { TracingService } from '@agent/observability';
-import { conversationKeyOf, TurnResponse, TurnService } from '@agent/workflow';
+import { conversationKeyOf } from '@agent/contracts';
+import { TurnResponse, TurnService } from '@agent/workflow';
 import { Access } from '../auth/access.decorator';
 import { allowsTenant } from '../auth/api-keys';
 import { principalOf } from '../auth/request-principal';
@@ -47,13 +48,13 @@ export class ChannelMessagesController {
       ]);
     }
     const requestId = String(request.id);
-    const conversationKey = conversationKeyOf(body.tenant_id, body.session_id);
+    const key = conversationKeyOf(body.tenant_id, body.session_id);
     // The turn's root span: node, LLM and MCP spans open inside it and become its children.
     const outcome = await this.tracing.span(
       'agent.turn',
       {
         'request.id': requestId,
-        'conversation.key': conversationKey,
+        'conversation.key': key,
         'tenant.id': body.tenant_id,
         'agent.id': body.agent_id,
         channel: params.channel,
