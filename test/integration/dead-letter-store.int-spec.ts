@@ -32,15 +32,16 @@ describeOnPostgres('the dead-letter store on Postgres', () => {
 
   afterAll(() => database.onApplicationShutdown());
 
-  function letter(conversationKey: string, version: number) {
+  function letter(conversationKey: string, version: number): Parameters<DeadLetterStore['record']>[0] {
+    const eventId = `${conversationKey}:${version}.1:0`;
     return {
       destination: 'dead-letter-store-spec',
       tenant_id: 'acme',
       conversation_key: conversationKey,
       version,
-      event_id: `${conversationKey}:${version}.1:0`,
+      event_id: eventId,
       event_name: 'NOC.005',
-      body: { id: `${conversationKey}:${version}.1:0`, name: 'NOC.005', payload: {} },
+      body: { id: eventId, type: 'NOC.005', timestamp: new Date().toISOString(), data: {} },
       attempts: 3,
       last_error: 'HTTP 500',
     };
