@@ -121,6 +121,8 @@ export function fakeEmbedding(text: string, dimensions: number): number[] {
 
 export class FakeLlmServer {
   readonly requests: FakeChatRequest[] = [];
+  /** Requests the client went away from before the answer was sent (a cancelled call). */
+  readonly cancelled: FakeChatRequest[] = [];
   /** TCP connections accepted since start: a client with a keep-alive pool opens one for sequential calls. */
   connections = 0;
   /** Size of the vectors POST /v1/embeddings returns when the request does not ask for `dimensions`. */
@@ -170,10 +172,15 @@ export class FakeLlmServer {
     return this.requests.filter((r) => r.model === model);
   }
 
+  cancelledFor(model: string): FakeChatRequest[] {
+    return this.cancelled.filter((r) => r.model === model);
+  }
+
   reset(): void {
     this.scripts = [];
     this.fallback = null;
     this.requests.length = 0;
+    this.cancelled.length = 0;
   }
 
   async stop(): Promise<void> {
@@ -229,6 +236,9 @@ export class FakeLlmServer {
       at: Date.now(),
     };
     this.requests.push(request);
+    res.on('close', () => {
+      if (!res.writableFinished) this.cancelled.push(request);
+    });
     if (embeddings) return this.embed(request, res);
     const entry = this.scripts.find(
       ({ script, used }) =>

@@ -127,6 +127,11 @@ export class Router {
     return this.keywordSettles(messageOf(state)) ? 'deterministic' : 'model';
   }
 
+  /** The agents whose intents' keywords the message matches, in microseconds and without a model. */
+  keywordAgents(state: AgentState): ReadonlySet<string> {
+    return this.catalogue.keywords.agentsMatched(messageOf(state));
+  }
+
   /** The `supervisor_agent` node (supervisor mode): plan, run each topic isolated, compose one answer. */
   superviseTurn(state: AgentState, runAgent: AgentRunner): Promise<Partial<AgentState>> {
     return this.supervisor.run(state, runAgent);

@@ -37,6 +37,11 @@ export class RoutingService {
     return this.router(state).settlement(state);
   }
 
+  /** The agents whose intents' keywords the turn's message matches (see `Router.keywordAgents`). */
+  keywordAgents(state: AgentState): ReadonlySet<string> {
+    return this.router(state).keywordAgents(state);
+  }
+
   /** The `supervisor_agent` node (supervisor mode): plan, run each topic isolated, compose one answer. */
   superviseTurn(state: AgentState, runAgent: AgentRunner): Promise<Partial<AgentState>> {
     return this.router(state).superviseTurn(state, runAgent);
