@@ -27,7 +27,7 @@ const LABELS: Record<string, string> = {
   'e qual é o vencimento dela?': 'CONTINUE',
   [`agora me libere o ${BLOCK_MARKER}`]: 'CONTINUE',
   [`e o valor total? ${SLOW_VERDICT}`]: 'CONTINUE',
-  'quero mudar de plano de internet': 'ROUTE',
+  'e aquela outra questão que comentei': 'ROUTE',
   'quero falar com uma pessoa agora': 'HUMAN_HANDOFF',
   'pode encerrar o atendimento': 'END_SESSION',
 };
@@ -212,7 +212,7 @@ describe('speculative agent start (e2e)', () => {
   }, 30000);
 
   it('a ROUTE to another agent cancels the draft and the other agent answers', async () => {
-    const text = 'quero mudar de plano de internet';
+    const text = 'e aquela outra questão que comentei';
     const { key, bodies } = await conversation([FIRST, text]);
     expect(bodies[1].speculative).toMatchObject({ route: 'product_agent' });
     expect(answerOf(bodies[1].speculative)).toEqual(answerOf(bodies[1].plain));

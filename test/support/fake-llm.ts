@@ -10,6 +10,8 @@ export interface FakeChatRequest {
   messages: { role: string; content?: string | null; tool_calls?: unknown; tool_call_id?: string }[];
   body: Record<string, unknown>;
   at: number;
+  /** When a completion was sent back (Date.now()); absent until then, and for a failure or a cancelled call. */
+  answeredAt?: number;
 }
 
 export interface FakeToolCall {
@@ -288,6 +290,7 @@ export class FakeLlmServer {
     const prompt = request.messages.map((m) => (typeof m.content === 'string' ? m.content : '')).join('');
     const promptChars = prompt.length;
     const cachedTokens = reply.usage?.cached_tokens ?? this.cachedTokens(request.model, prompt);
+    request.answeredAt = Date.now();
     send(res, 200, {
       id: `chatcmpl-fake-${this.requests.length}`,
       object: 'chat.completion',

@@ -31,9 +31,10 @@ export const ADAPTIVE_MIN_CONTINUE_SHARE = 0.5;
 /**
  * Whether to start the agent's first model call speculatively. `adaptive` decides from signals known before any
  * model answers: never on a pending operation (nothing to start) or after a blocked turn (the same customer is
- * likely blocked again); always when a keyword names the active agent alone; never when keywords name only
- * other agents; otherwise when the agent's CONTINUE share so far (Laplace-smoothed, so a new agent starts at one
- * in two) reaches ADAPTIVE_MIN_CONTINUE_SHARE.
+ * likely blocked again); always when keywords name the target agent alone (the active agent, or the new one
+ * the keyword stage routes to); never when they name other or several agents; otherwise when the agent's
+ * CONTINUE share so far (Laplace-smoothed, so a new agent starts at one in two) reaches
+ * ADAPTIVE_MIN_CONTINUE_SHARE.
  */
 export function shouldSpeculate(mode: SpeculationMode, signals: SpeculationSignals): boolean {
   if (mode === 'off' || signals.pending) return false;

@@ -210,7 +210,7 @@ export class WorkflowService {
     const draft = this.startDraft(state, scope);
     scope.draft = draft ?? undefined;
     const patch = await this.choreography.decide(state);
-    const agent = speculationTarget(state);
+    const agent = continuedAgent(state);
     if (agent && patch.continuity_signal && !patch.blocked) {
       this.continueShare.record(
         state.agent_id ?? '',
@@ -228,22 +228,34 @@ export class WorkflowService {
     return patch;
   }
 
-  /** The active agent's first call, started now when stickiness is on and the policy says so; else null. */
+  /**
+   * The first call of the agent the turn most likely goes to, started now when stickiness is on and the policy
+   * says so; else null. A keyword that alone names another agent than the active one names the target (the
+   * state it would see carries that keyword decision's tools); otherwise the active agent, with the state a
+   * CONTINUE would give it (the tools of the decision that made it active).
+   */
   private startDraft(state: AgentState, scope: TurnScope): AgentDraft | null {
-    const agent = speculationTarget(state);
-    if (!agent || !this.continuity.enabled) return null;
-    const mode = this.continuityEnv.AGENT_SPECULATIVE_START;
+    if (!this.continuity.enabled) return null;
+    const active = continuedAgent(state);
+    const keyword = this.routing.keywordRoute(state);
+    const named = keyword && isDomainAgentNode(keyword.agent) && keyword.agent !== active ? keyword : null;
+    const agent = named && isDomainAgentNode(named.agent) ? named.agent : active;
+    if (!agent) return null;
     const signals = {
       agent,
       pending: Boolean(state.active_transaction) || this.routing.settlement(state) === 'state_policy',
       previousBlocked: scope.storedHistory.at(-1)?.blocked === true,
-      keywordAgents: mode === 'adaptive' ? this.routing.keywordAgents(state) : new Set<string>(),
+      keywordAgents: this.routing.keywordAgents(state),
       history: this.continueShare.of(state.agent_id ?? '', agent),
     };
-    if (!shouldSpeculate(mode, signals)) return null;
-    // The state the agent would see if the classifier keeps it: the tools of the decision that made it active.
-    const continued: AgentState = { ...state, route: agent, active_agent: agent };
-    return new AgentDraft(agent, (signal) => this.agents.speculate(agent, continued, this.screen, signal));
+    if (!shouldSpeculate(this.continuityEnv.AGENT_SPECULATIVE_START, signals)) return null;
+    const predicted: AgentState = {
+      ...state,
+      route: agent,
+      active_agent: agent,
+      ...(named ? { mcp_tools: named.mcp_tools } : {}),
+    };
+    return new AgentDraft(agent, (signal) => this.agents.speculate(agent, predicted, this.screen, signal));
   }
 
   private async dropDraft(scope: TurnScope): Promise<void> {
@@ -373,7 +385,7 @@ export class WorkflowService {
  * The agent a turn would continue with: the active domain agent, when the decision that made it active is the
  * state's (its tools are those a CONTINUE keeps, so the speculative request can match the real one).
  */
-function speculationTarget(state: AgentState): DomainAgentNode | null {
+function continuedAgent(state: AgentState): DomainAgentNode | null {
   const agent = state.active_agent;
   return isDomainAgentNode(agent) && state.route_decision?.agent === agent ? agent : null;
 }
