@@ -1,17 +1,21 @@
 /**
  * npm run bench:stickiness — generated conversations in Portuguese, English and Spanish (bench/traffic.ts) at
- * several shares of follow-up turns, each run with stickiness off and on with every strategy (sequential,
- * speculative, adaptive), against the scripted model with assumed latencies and assumed prices.
+ * several shares of follow-up turns, each run with stickiness off, on with every router strategy (sequential,
+ * speculative, adaptive) and no speculative agent start, and on with the defaults and each agent speculation
+ * policy (AGENT_SPECULATIVE_START), against the scripted model with assumed latencies and assumed prices.
+ * Cancelled speculative agent calls count with their prompt tokens, priced as input.
  * Options (env): BENCH_CONVERSATIONS (110 per mix), BENCH_FOLLOWUPS (0.3,0.5,0.7; the middle one is the default
  * mix), BENCH_CONCURRENCY (conversations in flight, 16), BENCH_SCALE (latency multiplier, 1),
  * BENCH_LATENCY_<PROFILE>=median:p95 (ms), BENCH_PRICES (price file, bench/config/prices.yaml),
- * BENCH_PROMPT_CACHE (min:block tokens of the imitated prompt cache, 1024:128; `off`), DATABASE_URL.
+ * BENCH_PROMPT_CACHE (min:block tokens of the imitated prompt cache, 1024:128; `off`), BENCH_MODES (the modes to
+ * run, comma-separated; all when unset, `off` always), DATABASE_URL.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { z } from 'zod';
-import { FakeLlmServer, FakePromptCache } from '../test/support/fake-llm';
+import type { DataSource } from 'typeorm';
+import { FakeLlmServer, FakePromptCache, lastUserMessage } from '../test/support/fake-llm';
 import { startTestApp } from '../test/support/test-app';
 import { ContinuityLabel, scriptIndex, ScriptedConversation } from './conversations';
 import {
@@ -30,18 +34,37 @@ import {
 import { latencyProfiles, scriptFakeLlm } from './scripted-llm';
 import { generateTraffic } from './traffic';
 
-type ModeName = 'off' | 'sequential' | 'speculative' | 'adaptive';
+/**
+ * Stickiness off; on with the router's strategy (ROUTE_STICKINESS_STRATEGY) and without a speculative agent
+ * start; and on with the default strategy and each agent speculation policy (AGENT_SPECULATIVE_START), `default`
+ * being the service's defaults.
+ */
+type ModeName = 'off' | 'sequential' | 'speculative' | 'adaptive' | 'default' | 'always';
 
+const STICKY_ON = { ENABLE_ROUTE_STICKINESS: 'true' };
 const MODES: { name: ModeName; env: Record<string, string> }[] = [
   { name: 'off', env: { ENABLE_ROUTE_STICKINESS: 'false' } },
-  { name: 'sequential', env: { ENABLE_ROUTE_STICKINESS: 'true', ROUTE_STICKINESS_STRATEGY: 'sequential' } },
-  { name: 'speculative', env: { ENABLE_ROUTE_STICKINESS: 'true', ROUTE_STICKINESS_STRATEGY: 'speculative' } },
-  { name: 'adaptive', env: { ENABLE_ROUTE_STICKINESS: 'true', ROUTE_STICKINESS_STRATEGY: 'adaptive' } },
+  {
+    name: 'sequential',
+    env: { ...STICKY_ON, ROUTE_STICKINESS_STRATEGY: 'sequential', AGENT_SPECULATIVE_START: 'off' },
+  },
+  {
+    name: 'speculative',
+    env: { ...STICKY_ON, ROUTE_STICKINESS_STRATEGY: 'speculative', AGENT_SPECULATIVE_START: 'off' },
+  },
+  {
+    name: 'adaptive',
+    env: { ...STICKY_ON, ROUTE_STICKINESS_STRATEGY: 'adaptive', AGENT_SPECULATIVE_START: 'off' },
+  },
+  { name: 'default', env: { ...STICKY_ON, AGENT_SPECULATIVE_START: 'adaptive' } },
+  { name: 'always', env: { ...STICKY_ON, AGENT_SPECULATIVE_START: 'always' } },
 ];
-const STICKY: ModeName[] = ['sequential', 'speculative', 'adaptive'];
-/** The profile whose calls stickiness can avoid, and the classifier's. */
+const STICKY: ModeName[] = ['sequential', 'speculative', 'adaptive', 'default', 'always'];
+/** The profile whose calls stickiness can avoid (generation `llm.router`), and the classifier's (`llm.route_continuity`). */
 const ROUTER = 'router';
 const CLASSIFIER = 'route_continuity';
+const AGENT = 'agent';
+const LABELS: ContinuityLabel[] = ['ROUTE', 'CONTINUE', 'HUMAN_HANDOFF', 'END_SESSION'];
 
 const priceSchema = z.object({
   model: z.string(),
@@ -71,6 +94,12 @@ interface TurnRecord {
   route_bypassed: boolean;
   router_calls: number;
   usage: Record<string, Usage>;
+  /** The speculative agent call: none started, used by the run, or cancelled (its prompt and cost). */
+  speculation: 'none' | 'used' | 'discarded';
+  wasted_tokens: number;
+  wasted_cost: number;
+  /** From the request to the agent's answer reaching the service (no streaming: its first token); null without one. */
+  agent_first_token_ms: number | null;
 }
 
 interface TurnResponseBody {
@@ -105,6 +134,15 @@ function promptCacheRule(value: string | undefined): FakePromptCache | null {
   return { minTokens, blockTokens };
 }
 
+/** BENCH_MODES: the modes to run (all when unset), `off` always among them as the reference. */
+function selectedModes(value: string | undefined): typeof MODES {
+  if (!value) return MODES;
+  const names = new Set(['off', ...value.split(',').map((name) => name.trim())]);
+  const unknown = [...names].filter((name) => !MODES.some((mode) => mode.name === name));
+  if (unknown.length > 0) throw new Error(`BENCH_MODES: unknown mode ${unknown.join(', ')}`);
+  return MODES.filter((mode) => names.has(mode.name));
+}
+
 async function runMode(
   mode: (typeof MODES)[number],
   mixes: Map<number, ScriptedConversation[]>,
@@ -132,6 +170,7 @@ async function runMode(
         const turns: (TurnRecord & { turn: number })[] = [];
         for (const [index, scripted] of conversation.turns.entries()) {
           const started = performance.now();
+          const startedAt = Date.now();
           const res = await app.post<TurnResponseBody>('/v1/channels/web/messages', {
             tenant_id: 'bench',
             agent_id: conversation.agentId,
@@ -151,12 +190,17 @@ async function runMode(
             route_bypassed: res.body.route_bypassed === true,
             router_calls: 0,
             usage: {},
+            speculation: 'none',
+            wasted_tokens: 0,
+            wasted_cost: 0,
+            agent_first_token_ms: firstAgentAnswer(fake, scripted.text, startedAt, Date.now()),
           });
         }
         return turns;
       });
       const keys = conversations.map((c) => `bench:${sessionOf(c.id)}`);
       const calls = await llmCalls(app.dataSource, keys);
+      const marks = await speculationMarks(app.dataSource, keys);
       const byTurn = new Map<string, typeof calls>();
       for (const call of calls) {
         const key = `${call.conversation_key}#${call.turn}`;
@@ -176,6 +220,15 @@ async function runMode(
             call.completion_tokens,
           );
         }
+        for (const mark of marks.get(`bench:${sessionOf(record.conversation_id)}#${record.turn}`) ?? []) {
+          if (mark.state === 'used') {
+            record.speculation = 'used';
+            continue;
+          }
+          record.speculation = record.speculation === 'used' ? 'used' : 'discarded';
+          record.wasted_tokens += mark.prompt_tokens;
+          record.wasted_cost += costOf(settings.prices[AGENT], mark.prompt_tokens, 0, 0);
+        }
         const { turn: _turn, ...kept } = record;
         records.push(kept);
       }
@@ -187,24 +240,83 @@ async function runMode(
   }
 }
 
+/**
+ * When the agent's answer for `text` reached the service, as the scripted model saw it: the first completed,
+ * uncancelled agent request for that message inside the turn's window, from the turn's start.
+ */
+function firstAgentAnswer(fake: FakeLlmServer, text: string, from: number, to: number): number | null {
+  const answered = fake
+    .requestsFor(AGENT)
+    .filter(
+      (r) =>
+        r.answeredAt !== undefined &&
+        r.at >= from &&
+        r.answeredAt <= to &&
+        lastUserMessage(r) === text &&
+        !fake.cancelled.includes(r),
+    )
+    .map((r) => (r.answeredAt ?? to) - from);
+  return answered.length > 0 ? Math.min(...answered) : null;
+}
+
+/** The speculative agent calls of each turn (`speculative_agent` on its llm.call), by `key#turn`. */
+async function speculationMarks(
+  dataSource: DataSource,
+  keys: string[],
+): Promise<Map<string, { state: string; prompt_tokens: number }[]>> {
+  const rows: { conversation_key: string; turn: number; state: string; prompt_tokens: number }[] =
+    await dataSource.query(
+      `SELECT conversation_key, turn, payload->>'speculative_agent' AS state,
+              COALESCE((payload->>'prompt_tokens')::int, 0) AS prompt_tokens
+         FROM session_events
+        WHERE name = 'llm.call' AND payload ? 'speculative_agent' AND conversation_key = ANY($1)`,
+      [keys],
+    );
+  const byTurn = new Map<string, { state: string; prompt_tokens: number }[]>();
+  for (const row of rows) {
+    const key = `${row.conversation_key}#${row.turn}`;
+    byTurn.set(key, [...(byTurn.get(key) ?? []), { state: row.state, prompt_tokens: row.prompt_tokens }]);
+  }
+  return byTurn;
+}
+
 const tokensOf = (usage: Usage | undefined) => (usage ? usage.prompt + usage.completion : 0);
 const totalTokens = (r: TurnRecord) =>
   Object.values(r.usage).reduce((n, u) => n + u.prompt + u.completion, 0);
 const totalCost = (r: TurnRecord) => Object.values(r.usage).reduce((n, u) => n + u.cost, 0);
 
+function distribution(values: number[]) {
+  return { p50: percentile(values, 50), p95: percentile(values, 95), p99: percentile(values, 99) };
+}
+
 function latencies(records: TurnRecord[], label?: ContinuityLabel) {
-  const values = records.filter((r) => label === undefined || r.label === label).map((r) => r.latency_ms);
-  return { p50: percentile(values, 50), p95: percentile(values, 95) };
+  return distribution(
+    records.filter((r) => label === undefined || r.label === label).map((r) => r.latency_ms),
+  );
 }
 
 function summarize(records: TurnRecord[], conversations: number) {
   const cost = records.reduce((n, r) => n + totalCost(r), 0);
+  const used = records.filter((r) => r.speculation === 'used').length;
+  const discarded = records.filter((r) => r.speculation === 'discarded').length;
   return {
     turns: records.length,
     errors: records.filter((r) => r.status !== 200).length,
     overall: latencies(records),
     route: latencies(records, 'ROUTE'),
     continue: latencies(records, 'CONTINUE'),
+    byLabel: Object.fromEntries(LABELS.map((label) => [label, latencies(records, label)])) as Record<
+      ContinuityLabel,
+      ReturnType<typeof distribution>
+    >,
+    speculated: used + discarded,
+    hit_rate: used + discarded === 0 ? null : used / (used + discarded),
+    wasted_tokens: mean(records.map((r) => r.wasted_tokens)),
+    wasted_cost_per_1000_conversations:
+      (records.reduce((n, r) => n + r.wasted_cost, 0) / conversations) * 1000,
+    first_token: distribution(
+      records.flatMap((r) => (r.agent_first_token_ms === null ? [] : [r.agent_first_token_ms])),
+    ),
     router_calls: records.reduce((n, r) => n + r.router_calls, 0),
     bypassed: records.filter((r) => r.route_bypassed).length,
     tokens: mean(records.map(totalTokens)),
@@ -248,6 +360,7 @@ function against(value: number, reference: number): string {
 const dollars = (value: number, digits = 2) => `$${value.toFixed(digits)}`;
 
 async function main(): Promise<void> {
+  const modes = selectedModes(process.env.BENCH_MODES);
   // Against a Postgres server when DATABASE_URL is set: its database is created when missing.
   if (process.env.DATABASE_URL) await ensureDatabase(process.env.DATABASE_URL);
   const scale = Number(process.env.BENCH_SCALE ?? '1');
@@ -265,7 +378,7 @@ async function main(): Promise<void> {
     `bench:stickiness — ${count} conversations per mix, follow-up shares ${shares.join(', ')}, latency scale ${scale}, concurrency ${concurrency}`,
   );
   const records: TurnRecord[] = [];
-  for (const mode of MODES) {
+  for (const mode of modes) {
     records.push(...(await runMode(mode, mixes, { runTag, scale, concurrency, prices })));
   }
   const select = (mode: ModeName, mix: number) => records.filter((r) => r.mode === mode && r.mix === mix);
@@ -292,7 +405,7 @@ async function main(): Promise<void> {
     const labels = conversations.flatMap((c) => c.turns.map((t) => t.label));
     const share = (label: ContinuityLabel) => labels.filter((l) => l === label).length;
     const summaries = Object.fromEntries(
-      MODES.map((m) => [m.name, summarize(select(m.name, mix), conversations.length)]),
+      modes.map((m) => [m.name, summarize(select(m.name, mix), conversations.length)]),
     ) as Record<ModeName, ReturnType<typeof summarize>>;
     const off = summaries.off;
     lines.push(
@@ -300,18 +413,29 @@ async function main(): Promise<void> {
       '',
       `${conversations.length} conversations, ${turns} turns per mode: CONTINUE ${share('CONTINUE')}, ROUTE ${share('ROUTE')}, HUMAN_HANDOFF ${share('HUMAN_HANDOFF')}, END_SESSION ${share('END_SESSION')}.`,
       '',
-      '| mode | tokens/turn | classifier | router | cached | cost/turn | cost per 1,000 conversations | p50 ms | p95 ms | ROUTE p50 / p95 ms | CONTINUE p50 / p95 ms | router calls | bypassed | errors |',
+      '| mode | tokens/turn | classifier (llm.route_continuity) | router (llm.router) | cached | cost/turn | cost per 1,000 conversations | p50 ms | p95 ms | ROUTE p50 / p95 ms | CONTINUE p50 / p95 ms | router calls | bypassed | errors |',
       '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
-      ...MODES.map(({ name }) => {
+      ...modes.map(({ name }) => {
         const s = summaries[name];
         return `| ${name} | ${round(s.tokens, 0)}${against(s.tokens, off.tokens)} | ${round(s.classifier_tokens, 0)} | ${round(s.router_tokens, 0)} | ${round(s.cached_tokens, 0)} | ${dollars(s.cost_per_turn, 6)}${against(s.cost_per_turn, off.cost_per_turn)} | ${dollars(s.cost_per_1000_conversations)} | ${round(s.overall.p50, 0)}${against(s.overall.p50, off.overall.p50)} | ${round(s.overall.p95, 0)}${against(s.overall.p95, off.overall.p95)} | ${round(s.route.p50, 0)} / ${round(s.route.p95, 0)}${against(s.route.p95, off.route.p95)} | ${round(s.continue.p50, 0)} / ${round(s.continue.p95, 0)} | ${s.router_calls} | ${s.bypassed} | ${s.errors} |`;
+      }),
+      '',
+      "Latency per turn type (p50 / p95 / p99 ms), time from the request to the agent's answer (its first token: the agent call does not stream) and the speculative agent start (hit rate: drafts the agent run used, of those started; wasted: prompt tokens of cancelled drafts per turn, priced as input):",
+      '',
+      `| mode | overall | ${LABELS.join(' | ')} | agent first token | drafts | hit rate | wasted tokens/turn | wasted cost per 1,000 conversations |`,
+      `|---|---|${LABELS.map(() => '---').join('|')}|---|---|---|---|---|`,
+      ...modes.map(({ name }) => {
+        const s = summaries[name];
+        const triple = (d: { p50: number; p95: number; p99: number }) =>
+          `${round(d.p50, 0)} / ${round(d.p95, 0)} / ${round(d.p99, 0)}`;
+        return `| ${name} | ${triple(s.overall)} | ${LABELS.map((l) => triple(s.byLabel[l])).join(' | ')} | ${triple(s.first_token)} | ${s.speculated} | ${s.hit_rate === null ? '–' : `${Math.round(s.hit_rate * 100)}%`} | ${round(s.wasted_tokens, 0)} | ${dollars(s.wasted_cost_per_1000_conversations)} |`;
       }),
       '',
       'Saving attributed to stickiness (only bypassed turns without a router call, each against the same turn with stickiness off), against what the classifier cost on every turn:',
       '',
       '| mode | eligible turns | router tokens saved | router cost saved | classifier cost | net saving per 1,000 conversations |',
       '|---|---|---|---|---|---|',
-      ...STICKY.map((name) => {
+      ...STICKY.filter((name) => modes.some((m) => m.name === name)).map((name) => {
         const a = attributed(select(name, mix), select('off', mix));
         return `| ${name} | ${a.turns} | ${a.routerTokens} | ${dollars(a.routerCost, 4)} | ${dollars(a.classifierCost, 4)} | ${dollars((a.net / conversations.length) * 1000)} |`;
       }),
@@ -320,18 +444,18 @@ async function main(): Promise<void> {
   }
   lines.push('![tokens and p95 of ROUTE turns per mode, default mix](stickiness.svg)', '');
   const defaults = Object.fromEntries(
-    MODES.map((m) => [m.name, summarize(select(m.name, defaultMix), mixes.get(defaultMix)?.length ?? 1)]),
+    modes.map((m) => [m.name, summarize(select(m.name, defaultMix), mixes.get(defaultMix)?.length ?? 1)]),
   ) as Record<ModeName, ReturnType<typeof summarize>>;
   const reportPath = writeReport('stickiness.md', lines.join('\n'));
   writeReport(
     'stickiness.svg',
     barChartSvg(
       `Default mix (${Math.round(defaultMix * 100)}% follow-ups): tokens per turn and latency`,
-      MODES.map((m) => m.name),
+      modes.map((m) => m.name),
       [
-        { label: 'tokens/turn', color: '#4e79a7', values: MODES.map((m) => defaults[m.name].tokens) },
-        { label: 'p50 ms', color: '#59a14f', values: MODES.map((m) => defaults[m.name].overall.p50) },
-        { label: 'ROUTE p95 ms', color: '#e15759', values: MODES.map((m) => defaults[m.name].route.p95) },
+        { label: 'tokens/turn', color: '#4e79a7', values: modes.map((m) => defaults[m.name].tokens) },
+        { label: 'p50 ms', color: '#59a14f', values: modes.map((m) => defaults[m.name].overall.p50) },
+        { label: 'ROUTE p95 ms', color: '#e15759', values: modes.map((m) => defaults[m.name].route.p95) },
       ],
       'tokens / ms',
     ),

@@ -176,7 +176,11 @@ describe('semantic route stickiness and session control over HTTP (ENABLE_ROUTE_
 
   beforeAll(async () => {
     fake = await FakeLlmServer.start();
-    app = await startTestApp({ fakeLlm: fake, env: { ENABLE_ROUTE_STICKINESS: 'true' } });
+    // The table counts each stage's model calls: no speculative agent start (test/e2e/speculation covers it).
+    app = await startTestApp({
+      fakeLlm: fake,
+      env: { ENABLE_ROUTE_STICKINESS: 'true', AGENT_SPECULATIVE_START: 'off' },
+    });
   }, APP_START_TIMEOUT_MS);
 
   afterAll(async () => {

@@ -24,7 +24,12 @@ describe('input verdict beside routing (e2e)', () => {
 
   beforeAll(async () => {
     fake = await FakeLlmServer.start();
-    app = await startTestApp({ fakeLlm: fake, env: { ENABLE_ROUTE_STICKINESS: 'true' } });
+    // Without a speculative agent start no agent call begins before the verdict; with one, the draft waits for
+    // it (test/e2e/speculation.e2e-spec.ts).
+    app = await startTestApp({
+      fakeLlm: fake,
+      env: { ENABLE_ROUTE_STICKINESS: 'true', AGENT_SPECULATIVE_START: 'off' },
+    });
   });
 
   afterAll(async () => {

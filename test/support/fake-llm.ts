@@ -10,6 +10,8 @@ export interface FakeChatRequest {
   messages: { role: string; content?: string | null; tool_calls?: unknown; tool_call_id?: string }[];
   body: Record<string, unknown>;
   at: number;
+  /** When a completion was sent back (Date.now()); absent until then, and for a failure or a cancelled call. */
+  answeredAt?: number;
 }
 
 export interface FakeToolCall {
@@ -133,6 +135,8 @@ export function fakeEmbedding(text: string, dimensions: number): number[] {
 
 export class FakeLlmServer {
   readonly requests: FakeChatRequest[] = [];
+  /** Requests the client went away from before the answer was sent (a cancelled call). */
+  readonly cancelled: FakeChatRequest[] = [];
   /** TCP connections accepted since start: a client with a keep-alive pool opens one for sequential calls. */
   connections = 0;
   /** Size of the vectors POST /v1/embeddings returns when the request does not ask for `dimensions`. */
@@ -186,10 +190,15 @@ export class FakeLlmServer {
     return this.requests.filter((r) => r.model === model);
   }
 
+  cancelledFor(model: string): FakeChatRequest[] {
+    return this.cancelled.filter((r) => r.model === model);
+  }
+
   reset(): void {
     this.scripts = [];
     this.fallback = null;
     this.requests.length = 0;
+    this.cancelled.length = 0;
   }
 
   async stop(): Promise<void> {
@@ -245,6 +254,9 @@ export class FakeLlmServer {
       at: Date.now(),
     };
     this.requests.push(request);
+    res.on('close', () => {
+      if (!res.writableFinished) this.cancelled.push(request);
+    });
     if (embeddings) return this.embed(request, res);
     const entry = this.scripts.find(
       ({ script, used }) =>
@@ -312,6 +324,7 @@ export class FakeLlmServer {
     if (request.body.stream === true) {
       return this.stream(res, request, reply, { id, content, toolCalls, usage });
     }
+    request.answeredAt = Date.now();
     send(res, 200, {
       id,
       object: 'chat.completion',
@@ -393,6 +406,7 @@ export class FakeLlmServer {
         `data: ${JSON.stringify({ id: answer.id, object: 'chat.completion.chunk', model: request.model, choices: [], usage: answer.usage })}\n\n`,
       );
     }
+    request.answeredAt = Date.now();
     res.end('data: [DONE]\n\n');
   }
 }

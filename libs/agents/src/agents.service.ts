@@ -10,7 +10,7 @@ import type {
   SelectedToolCall,
   ToolArguments,
 } from '@agent/contracts';
-import { ChatMessage, ChatTool, LlmError, LlmService, ToolCall } from '@agent/llm';
+import { ChatMessage, ChatRequest, ChatResult, ChatTool, LlmError, LlmService, ToolCall } from '@agent/llm';
 import { McpService, McpToolResult, ToolDescriptor } from '@agent/mcp';
 import { EventBusService } from '@agent/observability';
 import { formatPassages, RagContext, RagService } from '@agent/rag';
@@ -19,6 +19,20 @@ import { stripAgentPrefix } from './answer-text';
 import { ParameterExtractor } from './parameter-extractor';
 import { ScreenedTools, screenPassages } from './screened-content';
 import { requestContext, TransactionEngine, userText } from './transaction.engine';
+
+/** A first model call started before the turn was routed (`AgentsService.speculate`). */
+export interface SpeculatedCall {
+  request: ChatRequest;
+  reply: Promise<ChatResult>;
+}
+
+/**
+ * What `run` asks for its first model call before calling the model itself: the speculative reply when it was
+ * made for exactly `request`, else null (the draft is then dropped).
+ */
+export interface FirstReplyDraft {
+  take(request: ChatRequest): Promise<ChatResult | null>;
+}
 
 /** History messages an agent sees. */
 const HISTORY_WINDOW = 12;
@@ -52,7 +66,12 @@ export class AgentsService {
    * One agent turn. `screen` runs the retrieval and tool guardrails: every retrieved passage and every tool
    * result passes it before the model or an answer sees it.
    */
-  async run(node: DomainAgentNode, state: AgentState, screen: ContentScreen): Promise<Partial<AgentState>> {
+  async run(
+    node: DomainAgentNode,
+    state: AgentState,
+    screen: ContentScreen,
+    draft?: FirstReplyDraft,
+  ): Promise<Partial<AgentState>> {
     const tools = new ScreenedTools(this.mcp, screen, state);
     const resumable = this.transactions.resumable(state);
     let interruption: Partial<AgentState> = {};
@@ -72,6 +91,7 @@ export class AgentsService {
       tools,
       screen,
       replaced: resumable && interruptedNote ? resumable.transaction : null,
+      draft: interruptedNote === null ? draft : undefined,
     });
     return { ...interruption, ...patch };
   }
@@ -79,6 +99,26 @@ export class AgentsService {
   /** A person or the end of the session took the turn: the operation waiting for the customer ends unrun. */
   interruptPending(state: AgentState, reason: 'human_handoff' | 'end_session'): Partial<AgentState> {
     return this.transactions.interruptPending(state, reason);
+  }
+
+  /**
+   * Starts now, with `signal`, the first model call `run` would make for `state`, and says which request it
+   * sent; null when `run` would not start with the agent's model (a transaction to resume or interrupt). Nothing
+   * else of the turn runs: no tool is called and no state is written.
+   */
+  async speculate(
+    node: DomainAgentNode,
+    state: AgentState,
+    screen: ContentScreen,
+    signal: AbortSignal,
+  ): Promise<SpeculatedCall | null> {
+    if (this.transactions.resumable(state)) return null;
+    const { request } = await this.prepare(node, state, null, screen);
+    if (signal.aborted) return null;
+    const reply = this.llm.chat({ ...request, signal });
+    // The caller may drop the call without waiting for it.
+    reply.catch(() => undefined);
+    return { request, reply };
   }
 
   /** A new answer for the same turn, following the output supervisor's guidance; null when it cannot. */
@@ -111,12 +151,13 @@ export class AgentsService {
     return this.prompts.systemPrompt(node, state);
   }
 
-  private async answer(
+  /** The agent's tools, retrieval and prompt for the turn, and the request of its first model call. */
+  private async prepare(
     node: DomainAgentNode,
     state: AgentState,
     interruptedNote: string | null,
-    guarded: { tools: ScreenedTools; screen: ContentScreen; replaced: ActiveTransaction | null },
-  ): Promise<Partial<AgentState>> {
+    screen: ContentScreen,
+  ) {
     const graphAgent = this.files.agents.graph_agents[node];
     const maxToolSteps =
       this.files.toolPolicies.for(state.agent_id).max_tool_steps ?? graphAgent.max_tool_steps;
@@ -126,7 +167,7 @@ export class AgentsService {
         ? await this.mcp.describeTools(allowed, { agentId: state.agent_id })
         : [];
     const rag = graphAgent.rag_namespace
-      ? await this.retrieve(graphAgent.state_domain, graphAgent.rag_namespace, state, guarded.screen)
+      ? await this.retrieve(graphAgent.state_domain, graphAgent.rag_namespace, state, screen)
       : null;
     const extra: string[] = [];
     if (rag) extra.push(ragSection(rag));
@@ -136,6 +177,30 @@ export class AgentsService {
       ...this.history(state),
       { role: 'user', content: userText(state) },
     ];
+    const requestAt = (step: number): ChatRequest => {
+      const offer = step < maxToolSteps ? tools.map(toChatTool) : [];
+      return { profile: graphAgent.llm_profile, messages, ...(offer.length > 0 ? { tools: offer } : {}) };
+    };
+    return { allowed, rag, messages, requestAt, request: requestAt(0) };
+  }
+
+  private async answer(
+    node: DomainAgentNode,
+    state: AgentState,
+    interruptedNote: string | null,
+    guarded: {
+      tools: ScreenedTools;
+      screen: ContentScreen;
+      replaced: ActiveTransaction | null;
+      draft: FirstReplyDraft | undefined;
+    },
+  ): Promise<Partial<AgentState>> {
+    const { allowed, rag, messages, requestAt } = await this.prepare(
+      node,
+      state,
+      interruptedNote,
+      guarded.screen,
+    );
     const results: McpToolResult[] = [];
     const base: Partial<AgentState> = {
       available_mcp_tools: allowed,
@@ -147,12 +212,11 @@ export class AgentsService {
     let selected: SelectedToolCall | null = null;
     try {
       for (let step = 0; ; step++) {
-        const offer = step < maxToolSteps ? tools.map(toChatTool) : [];
-        const reply = await this.llm.chat({
-          profile: graphAgent.llm_profile,
-          messages,
-          ...(offer.length > 0 ? { tools: offer } : {}),
-        });
+        const request = requestAt(step);
+        // A speculative first call counts only when it sent exactly this request.
+        const drafted = step === 0 && guarded.draft ? await guarded.draft.take(request) : null;
+        const reply = drafted ?? (await this.llm.chat(request));
+        const offer = request.tools ?? [];
         if (reply.toolCalls.length === 0 || offer.length === 0) {
           const answer = stripAgentPrefix(reply.content ?? '', this.prompts.answerPrefix);
           return {

@@ -328,6 +328,8 @@ export const continuityEnvSchema = z.object({
   ROUTE_STICKINESS_MAX_TOKENS: envNumber(80, { min: 1, max: 4096, int: true }),
   ROUTE_STICKINESS_STRATEGY: envEnum(['adaptive', 'sequential', 'speculative'], 'sequential'),
   ROUTE_STICKINESS_SHADOW_RATE: envNumber(0, { min: 0, max: 1 }),
+  /** When the active agent's first model call starts beside the guardrail verdict and the classifier. */
+  AGENT_SPECULATIVE_START: envEnum(['off', 'adaptive', 'always'], 'adaptive'),
 });
 
 export const sessionControlEnvSchema = z.object({

@@ -12,6 +12,7 @@ describe('validateEnv', () => {
       ROUTE_STICKINESS_CONFIDENCE_THRESHOLD: 0.9,
       ROUTE_STICKINESS_HISTORY_TURNS: 2,
       ROUTE_STICKINESS_MAX_TOKENS: 80,
+      AGENT_SPECULATIVE_START: 'adaptive',
     });
     expect(parseEnvNamespace('checkpoint', {})).toMatchObject({
       CHECKPOINT_RETENTION: 3,
@@ -31,6 +32,7 @@ describe('validateEnv', () => {
         ROUTING_MODE: 'chaos',
         CHANNEL_API_KEYS: 'no-tenant-here',
         TURN_LOCK_TIMEOUT_MS: '-1',
+        AGENT_SPECULATIVE_START: 'sometimes',
       });
     } catch (error) {
       caught = error;
@@ -45,10 +47,11 @@ describe('validateEnv', () => {
       'ROUTING_MODE',
       'CHANNEL_API_KEYS',
       'TURN_LOCK_TIMEOUT_MS',
+      'AGENT_SPECULATIVE_START',
     ]) {
       expect(problems).toContain(name);
     }
-    expect((caught as EnvValidationError).problems).toHaveLength(7);
+    expect((caught as EnvValidationError).problems).toHaveLength(8);
   });
 
   it('parses tenant-bound channel keys and global or tenant admin keys', () => {

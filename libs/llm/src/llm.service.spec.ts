@@ -236,18 +236,24 @@ describe(LlmService.name, () => {
     expect(fake.connections - before).toBeLessThanOrEqual(1);
   });
 
-  it("stops at the caller's signal with a cancelled error, apart from timeouts", async () => {
+  it("stops at the caller's signal with a cancelled error, apart from timeouts, billing its prompt", async () => {
     fake.script({ model: 'agent', reply: { content: 'late', delayMs: 1000 } });
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 50);
     await expect(
       service.llm.chat({
         profile: 'agent',
-        messages: [{ role: 'user', content: 'hi' }],
+        messages: [{ role: 'user', content: 'x'.repeat(40) }],
         signal: controller.signal,
       }),
     ).rejects.toMatchObject({ kind: 'cancelled' });
-    expect(service.calls[service.calls.length - 1]).toMatchObject({ profile: 'agent', outcome: 'cancelled' });
+    // The provider has the prompt: a cancelled call counts its estimated prompt tokens (characters / 4).
+    expect(service.calls[service.calls.length - 1]).toMatchObject({
+      profile: 'agent',
+      outcome: 'cancelled',
+      prompt_tokens: 10,
+      completion_tokens: 0,
+    });
   });
 
   it('returns tool calls', async () => {

@@ -328,7 +328,8 @@ export class LlmService implements OnModuleInit, OnModuleDestroy {
         `LLM embedding profile "${profileName}" is not defined or cannot be called (${this.resolveProfile(profileName)?.missing ?? 'not in the profiles file'})`,
       );
     }
-    return this.call(profile, signal, async (client, options) => {
+    const cancelledPrompt = () => texts.reduce((n, text) => n + Math.ceil(text.length / 4), 0);
+    return this.call(profile, signal, cancelledPrompt, async (client, options) => {
       const response = await client.embeddings.create(
         {
           model: profile.model,
@@ -372,7 +373,8 @@ export class LlmService implements OnModuleInit, OnModuleDestroy {
       throw new LlmNotConfiguredError(`LLM profile "${profile.name}" has ${profile.missing ?? 'no model'}`);
     }
     const maxTokens = Math.min(profile.config.max_tokens, request.maxTokens ?? Number.POSITIVE_INFINITY);
-    return this.call(profile, request.signal, async (client, options) => {
+    const cancelledPrompt = () => estimatedPromptTokens(request);
+    return this.call(profile, request.signal, cancelledPrompt, async (client, options) => {
       const params: ChatCompletionCreateParamsNonStreaming = {
         model: profile.model,
         messages: request.messages,
@@ -423,11 +425,13 @@ export class LlmService implements OnModuleInit, OnModuleDestroy {
 
   /**
    * One model call in a span, accounted as an `llm.call` whatever happens. Failures become typed LlmErrors; an
-   * HTTP error is logged with the profile, the model, the status and the start of the body.
+   * HTTP error is logged with the profile, the model, the status and the start of the body. A call the caller
+   * cancelled is accounted with `cancelledPrompt` prompt tokens: the provider has the prompt and may bill it.
    */
   private async call<R>(
     profile: CallableProfile,
     signal: AbortSignal | undefined,
+    cancelledPrompt: () => number,
     send: (
       client: OpenAI,
       options: RequestOptions,
@@ -473,7 +477,8 @@ export class LlmService implements OnModuleInit, OnModuleDestroy {
           if (mapped instanceof LlmHttpError) this.logger.warn(mapped.message);
           const outcome: LlmCallOutcome = mapped.kind === 'not_configured' ? 'error' : mapped.kind;
           const failedAfter = performance.now() - started;
-          this.record(profile.requested, profile.model, failedAfter, 0, 0, outcome, 0, mapped);
+          const billedPrompt = mapped.kind === 'cancelled' ? cancelledPrompt() : 0;
+          this.record(profile.requested, profile.model, failedAfter, billedPrompt, 0, outcome, 0, mapped);
           if (mapped.kind !== 'cancelled') this.noteCall(profile.name, mapped);
           throw mapped;
         }
@@ -607,6 +612,19 @@ function responseFormat(
   return mode === 'json_schema'
     ? { response_format: { type: 'json_schema', json_schema: format.jsonSchema } }
     : { response_format: { type: 'json_object' } };
+}
+
+/**
+ * What a request's prompt counts in tokens, estimated as a quarter of its characters (messages and tools): the
+ * usage of a call cancelled before the provider reported one.
+ */
+function estimatedPromptTokens(request: ChatRequest | StructuredRequest<unknown>): number {
+  const messages = request.messages.reduce(
+    (n, message) => n + (typeof message.content === 'string' ? message.content.length : 0),
+    0,
+  );
+  const tools = 'tools' in request && request.tools ? JSON.stringify(request.tools).length : 0;
+  return Math.ceil((messages + tools) / 4);
 }
 
 /** The start of a text for a log line. */

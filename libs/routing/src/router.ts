@@ -127,6 +127,24 @@ export class Router {
     return this.keywordSettles(messageOf(state)) ? 'deterministic' : 'model';
   }
 
+  /** The agents whose intents' keywords the message matches, in microseconds and without a model. */
+  keywordAgents(state: AgentState): ReadonlySet<string> {
+    return this.catalogue.keywords.agentsMatched(messageOf(state));
+  }
+
+  /**
+   * The decision the keyword stage takes alone for this message, known without running `route` and without an
+   * event: null when it would not settle the turn (supervisor mode, llm_first, a pending state, no keyword or
+   * keywords of several agents).
+   */
+  keywordRoute(state: AgentState): RouteDecision | null {
+    if (this.mode === 'supervisor' || this.file.router.strategy === 'llm_first') return null;
+    if (this.catalogue.policy(state.next_state)) return null;
+    const message = messageOf(state);
+    const keyword = this.catalogue.keywords.match(message);
+    return keyword && this.keywordSettles(message) ? this.keywordDecision(state, keyword, {}) : null;
+  }
+
   /** The `supervisor_agent` node (supervisor mode): plan, run each topic isolated, compose one answer. */
   superviseTurn(state: AgentState, runAgent: AgentRunner): Promise<Partial<AgentState>> {
     return this.supervisor.run(state, runAgent);

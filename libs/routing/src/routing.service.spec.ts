@@ -664,3 +664,21 @@ describe('RoutingService.settlement (what route() would need, without running it
     expect(off.service.settlement(turn('preciso de ajuda com uma coisa'))).toBe('deterministic');
   });
 });
+
+describe('RoutingService.keywordRoute and keywordAgents (known before any model answers)', () => {
+  it("gives the keyword stage's own decision when it settles the turn alone, without a model or an event", async () => {
+    const { service } = setup();
+    const message = 'Quero cancelar o meu pedido 123';
+    const early = service.keywordRoute(turn(message));
+    expect(early).toMatchObject({ route: 'orders_agent', method: 'keyword' });
+    expect(await service.route(turn(message))).toEqual(early);
+    expect([...service.keywordAgents(turn('Quero a segunda via da fatura e ver meu plano'))].sort()).toEqual([
+      'billing_agent',
+      'product_agent',
+    ]);
+    expect(service.keywordRoute(turn('Quero a segunda via da fatura e ver meu plano'))).toBeNull();
+    expect(service.keywordRoute(turn('preciso de ajuda com uma coisa'))).toBeNull();
+    expect(service.keywordRoute(turn('sim', { next_state: 'WAITING_ORDER_CONFIRMATION' }))).toBeNull();
+    expect(fake.requests).toHaveLength(0);
+  });
+});

@@ -37,6 +37,16 @@ export class RoutingService {
     return this.router(state).settlement(state);
   }
 
+  /** The agents whose intents' keywords the turn's message matches (see `Router.keywordAgents`). */
+  keywordAgents(state: AgentState): ReadonlySet<string> {
+    return this.router(state).keywordAgents(state);
+  }
+
+  /** The keyword stage's decision when it settles the turn alone (see `Router.keywordRoute`). */
+  keywordRoute(state: AgentState): RouteDecision | null {
+    return this.router(state).keywordRoute(state);
+  }
+
   /** The `supervisor_agent` node (supervisor mode): plan, run each topic isolated, compose one answer. */
   superviseTurn(state: AgentState, runAgent: AgentRunner): Promise<Partial<AgentState>> {
     return this.router(state).superviseTurn(state, runAgent);

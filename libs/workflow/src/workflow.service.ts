@@ -22,7 +22,9 @@ import { EventBusService, NodeTelemetryService, TurnContextStore } from '@agent/
 import { RoutingService } from '@agent/routing';
 import { SessionControlService } from '@agent/session-control';
 import { SessionNodes } from './session-nodes';
+import { AgentDraft } from './agent-draft';
 import { inputBlocked, RoutingChoreography } from './routing-choreography';
+import { ContinueShare, shouldSpeculate } from './speculation-policy';
 import { END, nextNode, WorkflowNode } from './workflow.graph';
 
 type NodePatch = Partial<AgentState>;
@@ -31,6 +33,8 @@ type NodePatch = Partial<AgentState>;
 interface TurnScope {
   /** The conversation's whole stored history, blocked turns included; nodes see only `promptHistory` of it. */
   storedHistory: HistoryMessage[];
+  /** The agent's speculative first call, once the verdict allowed the turn and routing kept that agent. */
+  draft?: AgentDraft;
 }
 
 /** The turn graph (docs/architecture.md#the-turn); `runTurn` is its public entry point. */
@@ -40,6 +44,8 @@ export class WorkflowService {
   /** Retrieval and tool guardrails, handed to every agent run. */
   private readonly screen: ContentScreen;
   private readonly choreography: RoutingChoreography;
+  /** The adaptive speculation policy's record of how often each agent keeps the turn. */
+  private readonly continueShare = new ContinueShare();
 
   constructor(
     private readonly files: ConfigFilesService,
@@ -63,14 +69,19 @@ export class WorkflowService {
       routing,
       strategy: continuityEnv.ROUTE_STICKINESS_STRATEGY,
     });
-    const agentNode = (node: DomainAgentNode) => async (state: AgentState) => {
-      const patch = await this.agents.run(node, state, this.screen);
-      return { ...patch, ...this.routing.followUp(state, patch) };
+    const agentNode = (node: DomainAgentNode) => async (state: AgentState, scope: TurnScope) => {
+      const draft = scope.draft?.node === node ? scope.draft : undefined;
+      try {
+        const patch = await this.agents.run(node, state, this.screen, draft);
+        return { ...patch, ...this.routing.followUp(state, patch) };
+      } finally {
+        await this.dropDraft(scope);
+      }
     };
     this.nodes = {
       input_guardrails: (s) => this.inputGuardrails(s),
       load_long_term_memory: (s) => this.loadLongTermMemory(s),
-      routing_decision: (s) => this.choreography.decide(s),
+      routing_decision: (s, scope) => this.routingDecision(s, scope),
       billing_agent: agentNode('billing_agent'),
       product_agent: agentNode('product_agent'),
       orders_agent: agentNode('orders_agent'),
@@ -99,9 +110,9 @@ export class WorkflowService {
     this.events.emit('AGENT_STARTED', { workflow_id: workflowId });
     const started = performance.now();
     let running: WorkflowNode | null = null;
+    const scope: TurnScope = { storedHistory: initial.history ?? [] };
     try {
       // Every node, and so every prompt built in this turn, sees the history without blocked turns.
-      const scope: TurnScope = { storedHistory: initial.history ?? [] };
       let state: AgentState = {
         ...initial,
         workflow_id: workflowId,
@@ -132,6 +143,7 @@ export class WorkflowService {
         error: error instanceof Error ? error.message : String(error),
         exception_type: error instanceof Error ? error.constructor.name : typeof error,
       };
+      void this.dropDraft(scope);
       this.events.emitFailure('NOC.005', failure);
       this.events.emitFailure('workflow_telemetry.failed', {
         workflow: 'agent_workflow',
@@ -186,6 +198,70 @@ export class WorkflowService {
       this.events.emit('long_term_memory.load.failed', { error: message });
       return { long_term_memories: [], long_term_memory_context: '', long_term_memory_load_error: message };
     }
+  }
+
+  /**
+   * The choreography of the verdict and routing (`RoutingChoreography`) with, where the policy says so, the
+   * active agent's first model call beside them (`AgentDraft`). The draft is kept for the agent node only when
+   * the verdict allowed the turn and routing kept that agent; on a block, a route elsewhere, a handoff or the end
+   * of the session its request is cancelled and only its cost stays on record.
+   */
+  private async routingDecision(state: AgentState, scope: TurnScope): Promise<NodePatch> {
+    const draft = this.startDraft(state, scope);
+    scope.draft = draft ?? undefined;
+    const patch = await this.choreography.decide(state);
+    const agent = continuedAgent(state);
+    if (agent && patch.continuity_signal && !patch.blocked) {
+      this.continueShare.record(
+        state.agent_id ?? '',
+        agent,
+        patch.route_bypassed === true && patch.route === agent,
+      );
+    }
+    const kept =
+      draft &&
+      !patch.blocked &&
+      patch.route === draft.node &&
+      !patch.human_handoff_requested &&
+      !patch.session_ended;
+    if (!kept) await this.dropDraft(scope);
+    return patch;
+  }
+
+  /**
+   * The first call of the agent the turn most likely goes to, started now when stickiness is on and the policy
+   * says so; else null. A keyword that alone names another agent than the active one names the target (the
+   * state it would see carries that keyword decision's tools); otherwise the active agent, with the state a
+   * CONTINUE would give it (the tools of the decision that made it active).
+   */
+  private startDraft(state: AgentState, scope: TurnScope): AgentDraft | null {
+    if (!this.continuity.enabled) return null;
+    const active = continuedAgent(state);
+    const keyword = this.routing.keywordRoute(state);
+    const named = keyword && isDomainAgentNode(keyword.agent) && keyword.agent !== active ? keyword : null;
+    const agent = named && isDomainAgentNode(named.agent) ? named.agent : active;
+    if (!agent) return null;
+    const signals = {
+      agent,
+      pending: Boolean(state.active_transaction) || this.routing.settlement(state) === 'state_policy',
+      previousBlocked: scope.storedHistory.at(-1)?.blocked === true,
+      keywordAgents: this.routing.keywordAgents(state),
+      history: this.continueShare.of(state.agent_id ?? '', agent),
+    };
+    if (!shouldSpeculate(this.continuityEnv.AGENT_SPECULATIVE_START, signals)) return null;
+    const predicted: AgentState = {
+      ...state,
+      route: agent,
+      active_agent: agent,
+      ...(named ? { mcp_tools: named.mcp_tools } : {}),
+    };
+    return new AgentDraft(agent, (signal) => this.agents.speculate(agent, predicted, this.screen, signal));
+  }
+
+  private async dropDraft(scope: TurnScope): Promise<void> {
+    const draft = scope.draft;
+    scope.draft = undefined;
+    await draft?.discard();
   }
 
   /** Agent-to-agent transfer: records it and hands the turn to the target agent. */
@@ -303,4 +379,13 @@ export class WorkflowService {
     const history = [...scope.storedHistory, ...turnMessages].slice(-this.checkpointEnv.MEMORY_HISTORY_LIMIT);
     return { final_answer: answer, history };
   }
+}
+
+/**
+ * The agent a turn would continue with: the active domain agent, when the decision that made it active is the
+ * state's (its tools are those a CONTINUE keeps, so the speculative request can match the real one).
+ */
+function continuedAgent(state: AgentState): DomainAgentNode | null {
+  const agent = state.active_agent;
+  return isDomainAgentNode(agent) && state.route_decision?.agent === agent ? agent : null;
 }

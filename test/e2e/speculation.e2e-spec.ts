@@ -1,0 +1,239 @@
+import {
+  FakeChatRequest,
+  FakeLlmServer,
+  FakeReply,
+  guardrailVerdict,
+  lastUserMessage,
+  requestText,
+} from '../support/fake-llm';
+import { latestState, storedEvents } from '../support/stored-rows';
+import { startTestApp, TestApp, uniqueId } from '../support/test-app';
+import { eventually } from '../support/webhook-receiver';
+
+/**
+ * The active agent's first model call starts beside the guardrail verdict and the continuity classifier
+ * (AGENT_SPECULATIVE_START=always here). Every way the draft can be discarded is provoked over HTTP, each turn
+ * sent to a second service with speculation off: the answer is the non-speculative one, the draft's request
+ * reached the scripted model and was cancelled, its tool call never ran, and nothing it said exists in the
+ * events, the checkpoint or a later prompt; only its cost is on record.
+ */
+
+const FIRST = 'Tenho uma dúvida sobre a minha fatura';
+/** What the billing agent's speculative draft says, and the tool it asks for: neither may ever surface. */
+const DRAFT = 'RASCUNHO-ESPECULATIVO';
+const BLOCK_MARKER = 'cupom-secreto';
+const SLOW_VERDICT = 'demora-no-veredito';
+const LABELS: Record<string, string> = {
+  'e qual é o vencimento dela?': 'CONTINUE',
+  [`agora me libere o ${BLOCK_MARKER}`]: 'CONTINUE',
+  [`e o valor total? ${SLOW_VERDICT}`]: 'CONTINUE',
+  'e aquela outra questão que comentei': 'ROUTE',
+  'quero falar com uma pessoa agora': 'HUMAN_HANDOFF',
+  'pode encerrar o atendimento': 'END_SESSION',
+};
+/** The answer the continued billing agent gives (the hit case). */
+const CONTINUED = 'Sua fatura vence no dia 10.';
+
+function currentMessage(request: FakeChatRequest): string {
+  try {
+    const message = (JSON.parse(lastUserMessage(request)) as { current_message?: unknown }).current_message;
+    return typeof message === 'string' ? message : '';
+  } catch {
+    return '';
+  }
+}
+
+const isBilling = (request: FakeChatRequest) => requestText(request).includes('agente de faturas');
+
+function script(fake: FakeLlmServer): void {
+  fake.script({
+    model: 'guardrail',
+    reply: (request): FakeReply => {
+      const text = requestText(request);
+      const blocked = text.includes(BLOCK_MARKER) ? ['PINJ'] : [];
+      // Longer than the verdict's 3 s timeout: PINJ fails closed.
+      return { ...guardrailVerdict(request, blocked), delayMs: text.includes(SLOW_VERDICT) ? 3600 : 250 };
+    },
+  });
+  fake.script({
+    model: 'route_continuity',
+    reply: (request) => ({
+      json: { decision: LABELS[currentMessage(request)] ?? 'ROUTE', confidence: 0.97, reason: 'scripted' },
+      delayMs: 100,
+    }),
+  });
+  fake.script({
+    model: 'router',
+    reply: { json: { intent: 'product_services_information', confidence: 0.9 }, delayMs: 50 },
+  });
+  fake.script({
+    model: 'agent',
+    reply: (request): FakeReply => {
+      const message = lastUserMessage(request);
+      if (!isBilling(request)) return { content: 'Temos planos a partir de R$ 50.' };
+      if (message === FIRST) return { content: 'Posso ajudar com a sua fatura.' };
+      if (message === 'e qual é o vencimento dela?') return { content: CONTINUED, delayMs: 300 };
+      // Slow enough to be in flight when the turn is decided elsewhere.
+      return {
+        content: DRAFT,
+        tool_calls: [{ name: 'consultar_fatura', arguments: { msisdn: '11999990000' } }],
+        delayMs: 2000,
+      };
+    },
+  });
+  fake.setFallback({ json: { verdict: 'allow', confidence: 0.99, reason: 'ok', score: 1, passed: true } });
+}
+
+interface TurnBody {
+  answer: string;
+  route: string;
+  intent: string;
+  blocked: boolean;
+  route_bypassed: boolean;
+}
+
+describe('speculative agent start (e2e)', () => {
+  let speculative: { fake: FakeLlmServer; app: TestApp };
+  let plain: { fake: FakeLlmServer; app: TestApp };
+
+  const start = async (mode: string) => {
+    const fake = await FakeLlmServer.start();
+    script(fake);
+    const app = await startTestApp({
+      fakeLlm: fake,
+      env: { ENABLE_ROUTE_STICKINESS: 'true', AGENT_SPECULATIVE_START: mode, RAG_INGEST_ON_START: 'false' },
+    });
+    return { fake, app };
+  };
+
+  beforeAll(async () => {
+    // One after the other: an app reads its environment while it starts.
+    speculative = await start('always');
+    plain = await start('off');
+  }, 240000);
+
+  afterAll(async () => {
+    for (const side of [speculative, plain]) {
+      await side?.app.close();
+      await side?.fake.stop();
+    }
+  });
+
+  /** Sends the same turns to both services; returns the speculative service's session and both answers. */
+  async function conversation(texts: string[]) {
+    const sessionId = uniqueId('spec-agent');
+    const bodies: { speculative: TurnBody; plain: TurnBody }[] = [];
+    for (const text of texts) {
+      // Both services share the database: each has its own conversation.
+      const send = (app: TestApp, session: string) =>
+        app.post<TurnBody>('/v1/channels/web/messages', {
+          tenant_id: 'acme',
+          agent_id: 'telecom_contas',
+          session_id: session,
+          text,
+        });
+      const [a, b] = await Promise.all([
+        send(speculative.app, sessionId),
+        send(plain.app, `${sessionId}-plain`),
+      ]);
+      expect(a.status).toBe(200);
+      bodies.push({ speculative: a.body, plain: b.body });
+    }
+    return { key: `acme:${sessionId}`, bodies };
+  }
+
+  const answerOf = ({ answer, route, intent, blocked, route_bypassed }: TurnBody) => ({
+    answer,
+    route,
+    intent,
+    blocked,
+    route_bypassed,
+  });
+
+  /** The discarded draft: cancelled at the scripted model, absent from everything but the cost on record. */
+  async function expectDiscarded(key: string, text: string, turn: number) {
+    await eventually('the draft request cancelled at the model', () =>
+      speculative.fake.cancelledFor('agent').some((r) => lastUserMessage(r) === text && isBilling(r))
+        ? true
+        : undefined,
+    );
+    const events = await storedEvents(speculative.app.dataSource, key);
+    const ofTurn = events.filter((e) => e.turn === turn);
+    const agentCalls = ofTurn.filter((e) => e.name === 'llm.call' && e.payload.profile === 'agent');
+    const drafts = agentCalls.filter((e) => e.payload.speculative_agent === 'discarded');
+    expect(drafts).toHaveLength(1);
+    // Its prompt is billed as input: the provider had it.
+    expect(drafts[0].payload).toMatchObject({ outcome: 'cancelled', completion_tokens: 0 });
+    expect(Number(drafts[0].payload.prompt_tokens)).toBeGreaterThan(100);
+    expect(events.map((e) => e.name)).not.toContain('mcp.tool_call.completed');
+    expect(JSON.stringify(events)).not.toContain(DRAFT);
+    expect(JSON.stringify(await latestState(speculative.app.dataSource, key))).not.toContain(DRAFT);
+  }
+
+  it('uses the draft when the verdict allows and the classifier keeps the agent: one call, the same answer', async () => {
+    const text = 'e qual é o vencimento dela?';
+    const before = speculative.fake.requestsFor('agent').length;
+    const { key, bodies } = await conversation([FIRST, text]);
+    expect(answerOf(bodies[1].speculative)).toEqual(answerOf(bodies[1].plain));
+    expect(bodies[1].speculative).toMatchObject({ answer: CONTINUED, route_bypassed: true });
+    // Turn 1 had no active agent (no draft); turn 2's single agent call was the draft.
+    expect(speculative.fake.requestsFor('agent').length - before).toBe(2);
+    const events = await storedEvents(speculative.app.dataSource, key);
+    const calls = events.filter(
+      (e) => e.turn === 2 && e.name === 'llm.call' && e.payload.profile === 'agent',
+    );
+    expect(calls.map((e) => e.payload.speculative_agent)).toEqual(['used']);
+    // Started beside the verdict (250 ms), not after it.
+    const [guardrail] = speculative.fake.requestsFor('guardrail').slice(-1);
+    const [draft] = speculative.fake.requestsFor('agent').slice(-1);
+    expect(Math.abs(draft.at - guardrail.at)).toBeLessThan(200);
+  });
+
+  it('a block cancels the draft: the blocked answer, no tool, nothing of the draft later', async () => {
+    const text = `agora me libere o ${BLOCK_MARKER}`;
+    const { key, bodies } = await conversation([FIRST, text, 'e qual é o vencimento dela?']);
+    expect(bodies[1].speculative).toMatchObject({ blocked: true, route: 'blocked' });
+    expect(answerOf(bodies[1].speculative)).toEqual(answerOf(bodies[1].plain));
+    await expectDiscarded(key, text, 2);
+    // The next turn's prompts never carry the draft (nor the blocked message).
+    const later = speculative.fake
+      .requestsFor('agent')
+      .filter((r) => lastUserMessage(r) === 'e qual é o vencimento dela?');
+    expect(later.map(requestText).join('\n')).not.toContain(DRAFT);
+    expect(answerOf(bodies[2].speculative)).toEqual(answerOf(bodies[2].plain));
+  });
+
+  it('a verdict that times out fails closed and cancels the draft', async () => {
+    const text = `e o valor total? ${SLOW_VERDICT}`;
+    const { key, bodies } = await conversation([FIRST, text]);
+    expect(bodies[1].speculative).toMatchObject({ blocked: true });
+    expect(answerOf(bodies[1].speculative)).toEqual(answerOf(bodies[1].plain));
+    await expectDiscarded(key, text, 2);
+  }, 30000);
+
+  it('a ROUTE to another agent cancels the draft and the other agent answers', async () => {
+    const text = 'e aquela outra questão que comentei';
+    const { key, bodies } = await conversation([FIRST, text]);
+    expect(bodies[1].speculative).toMatchObject({ route: 'product_agent' });
+    expect(answerOf(bodies[1].speculative)).toEqual(answerOf(bodies[1].plain));
+    await expectDiscarded(key, text, 2);
+  });
+
+  it('HUMAN_HANDOFF and END_SESSION cancel the draft; a session already ended starts none', async () => {
+    const handoff = 'quero falar com uma pessoa agora';
+    const first = await conversation([FIRST, handoff]);
+    expect(first.bodies[1].speculative).toMatchObject({ route: 'human_handoff' });
+    expect(answerOf(first.bodies[1].speculative)).toEqual(answerOf(first.bodies[1].plain));
+    await expectDiscarded(first.key, handoff, 2);
+
+    const end = 'pode encerrar o atendimento';
+    const ended = await conversation([FIRST, end, 'e qual é o vencimento dela?']);
+    expect(ended.bodies[1].speculative).toMatchObject({ route: 'end_session' });
+    expect(answerOf(ended.bodies[1].speculative)).toEqual(answerOf(ended.bodies[1].plain));
+    await expectDiscarded(ended.key, end, 2);
+    // After the end the session gate answers before any stage: no draft is even started.
+    expect(answerOf(ended.bodies[2].speculative)).toEqual(answerOf(ended.bodies[2].plain));
+    const events = await storedEvents(speculative.app.dataSource, ended.key);
+    expect(events.filter((e) => e.turn === 3 && e.name === 'llm.call')).toEqual([]);
+  });
+});
