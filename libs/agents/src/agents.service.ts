@@ -12,7 +12,7 @@ import type {
 } from '@agent/contracts';
 import { ChatMessage, ChatTool, LlmError, LlmService, ToolCall } from '@agent/llm';
 import { McpService, McpToolResult, ToolDescriptor } from '@agent/mcp';
-import { EventBusService } from '@agent/observability';
+import { EventBusService, TurnContextStore } from '@agent/observability';
 import { formatPassages, RagContext, RagService } from '@agent/rag';
 import { AgentPrompts } from './agent-prompts';
 import { stripAgentPrefix } from './answer-text';
@@ -145,15 +145,20 @@ export class AgentsService {
       confirmation_required: false,
     };
     let selected: SelectedToolCall | null = null;
+    // A streamed turn: each reply's text goes to the client through the output rails as the model writes it.
+    const streamed = TurnContextStore.current()?.stream?.answer;
     try {
       for (let step = 0; ; step++) {
         const offer = step < maxToolSteps ? tools.map(toChatTool) : [];
+        streamed?.begin((raw) => stripAgentPrefix(raw, this.prompts.answerPrefix));
         const reply = await this.llm.chat({
           profile: graphAgent.llm_profile,
           messages,
           ...(offer.length > 0 ? { tools: offer } : {}),
+          ...(streamed ? { onText: (delta: string) => streamed.write(delta) } : {}),
         });
         if (reply.toolCalls.length === 0 || offer.length === 0) {
+          await streamed?.end();
           const answer = stripAgentPrefix(reply.content ?? '', this.prompts.answerPrefix);
           return {
             ...base,

@@ -22,7 +22,13 @@ import {
   unavailableDependencySchema,
 } from '@agent/contracts';
 import { GuardrailsService } from '@agent/guardrails';
-import { EventBusService, MetricsService, TurnContext, TurnContextStore } from '@agent/observability';
+import {
+  EventBusService,
+  MetricsService,
+  TurnContext,
+  TurnContextStore,
+  TurnStream,
+} from '@agent/observability';
 import { IdempotencyKeyReusedError } from './workflow.errors';
 import { WorkflowService } from './workflow.service';
 
@@ -36,6 +42,8 @@ export interface TurnInput {
   message_id?: string;
   user_id?: string;
   metadata?: ClientMetadata;
+  /** The client streams the answer (`Accept: text/event-stream`): where the turn sends it as it goes. */
+  stream?: TurnStream;
 }
 
 /**
@@ -144,6 +152,7 @@ export class TurnService {
         turn,
         events: [],
         nodes: [],
+        ...(input.stream ? { stream: input.stream } : {}),
       };
       return await TurnContextStore.run(context, async () => {
         const loaded = await this.checkpoints.load(lease, 'carried over');
