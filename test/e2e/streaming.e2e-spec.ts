@@ -167,13 +167,19 @@ describe('streaming the answer (e2e)', () => {
     expect(fake.requestsFor('agent')).toHaveLength(1);
   });
 
-  it('ends a model stream that stalls at the profile deadline with the agent-unavailable answer', async () => {
+  it('releases text as the model writes it, and ends a stream that stalls at the profile deadline', async () => {
+    const written =
+      'Sua fatura de março ficou mais alta por causa de um serviço extra contratado no dia cinco.';
     agentStreams({
-      content: 'Sua fatura de março ficou mais alta por causa de um serviço extra.',
-      stallAfterChunks: 3,
+      content: `${written} E o restante nunca chega.`,
+      stallAfterChunks: Math.floor(written.length / 4),
     });
-    const { events, final } = await stream(message(uniqueId('sse-stall')));
+    const { events, deltas, final } = await stream(message(uniqueId('sse-stall')));
+    // Released while the model stream was still open: nothing waited for its end.
+    expect(deltas.length).toBeGreaterThan(0);
+    expect(written.startsWith(deltas.join(''))).toBe(true);
     expect(final?.answer).toMatch(/Não consegui concluir sua solicitação/);
+    expect(events.find((e) => e.event === 'answer.replaced')?.data).toEqual({ answer: final?.answer });
     expect(events.at(-1)?.event).toBe('turn.completed');
   });
 });
