@@ -12,7 +12,7 @@ import type {
 } from '@agent/contracts';
 import { ChatMessage, ChatRequest, ChatResult, ChatTool, LlmError, LlmService, ToolCall } from '@agent/llm';
 import { McpService, McpToolResult, ToolDescriptor } from '@agent/mcp';
-import { EventBusService } from '@agent/observability';
+import { EventBusService, TurnContextStore } from '@agent/observability';
 import { formatPassages, RagContext, RagService } from '@agent/rag';
 import { AgentPrompts } from './agent-prompts';
 import { stripAgentPrefix } from './answer-text';
@@ -210,14 +210,24 @@ export class AgentsService {
       confirmation_required: false,
     };
     let selected: SelectedToolCall | null = null;
+    // A streamed turn: each reply's text goes to the client through the output rails as the model writes it.
+    const streamed = TurnContextStore.current()?.stream?.answer;
     try {
       for (let step = 0; ; step++) {
         const request = requestAt(step);
-        // A speculative first call counts only when it sent exactly this request.
+        streamed?.begin((raw) => stripAgentPrefix(raw, this.prompts.answerPrefix));
+        // A speculative first call counts only when it sent exactly this request. It was not streamed: its text
+        // reaches the stream only now, after the verdict and the classifier allowed the turn.
         const drafted = step === 0 && guarded.draft ? await guarded.draft.take(request) : null;
-        const reply = drafted ?? (await this.llm.chat(request));
+        if (drafted?.content && streamed) streamed.write(drafted.content);
+        const reply =
+          drafted ??
+          (await this.llm.chat(
+            streamed ? { ...request, onText: (delta: string) => streamed.write(delta) } : request,
+          ));
         const offer = request.tools ?? [];
         if (reply.toolCalls.length === 0 || offer.length === 0) {
+          await streamed?.end();
           const answer = stripAgentPrefix(reply.content ?? '', this.prompts.answerPrefix);
           return {
             ...base,

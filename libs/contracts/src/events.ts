@@ -76,6 +76,8 @@ export interface EventPayloads {
     intent?: string;
     answer_chars: number;
     latency_ms: number;
+    /** A streamed turn: ms from its start to the first answer text released to the client; null otherwise. */
+    first_text_ms?: number | null;
     /** Duration of every node of the turn, in execution order. */
     nodes?: { node: string; duration_ms: number; outcome: 'ok' | 'error' }[];
   };

@@ -14,7 +14,7 @@ export type TextListener = (delta: string) => void;
  * folded back into the completion a non-streamed call returns, so the caller reads one shape either way;
  * `onText` hears every content piece as it arrives. The SDK's own timeout stops at the response headers and
  * an aborted stream ends its iteration quietly: the profile's deadline here covers the whole body, and a
- * stream cut by it or by the caller's signal throws that signal's reason instead of passing for complete.
+ * stream cut by it or by the caller's signal throws instead of passing for complete.
  */
 export async function streamedCompletion(
   client: OpenAI,
@@ -62,8 +62,14 @@ export async function streamedCompletion(
     }
   }
   if (signal.aborted) {
-    const reason: unknown = signal.reason;
-    throw reason instanceof Error ? reason : new Error('the model stream was aborted');
+    // Named as the SDK's own deadline error is, so the caller maps both alike.
+    const error = new Error(
+      deadline.aborted
+        ? `the model stream did not end within ${options.timeout} ms`
+        : 'the model stream was cancelled',
+    );
+    error.name = deadline.aborted ? 'TimeoutError' : 'AbortError';
+    throw error;
   }
   return {
     id,

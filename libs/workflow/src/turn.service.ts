@@ -24,7 +24,13 @@ import {
   unavailableDependencySchema,
 } from '@agent/contracts';
 import { GuardrailsService } from '@agent/guardrails';
-import { EventBusService, MetricsService, TurnContext, TurnContextStore } from '@agent/observability';
+import {
+  EventBusService,
+  MetricsService,
+  TurnContext,
+  TurnContextStore,
+  TurnStream,
+} from '@agent/observability';
 import { IdempotencyKeyReusedError } from './workflow.errors';
 import { WorkflowService } from './workflow.service';
 
@@ -38,6 +44,8 @@ export interface TurnInput {
   message_id?: string;
   user_id?: string;
   metadata?: ClientMetadata;
+  /** The client streams the answer (`Accept: text/event-stream`): where the turn sends it as it goes. */
+  stream?: TurnStream;
 }
 
 /**
@@ -142,6 +150,7 @@ export class TurnService {
         turn,
         events: [],
         nodes: [],
+        ...(input.stream ? { stream: input.stream } : {}),
       };
       return await TurnContextStore.run(context, async () => {
         const loaded = await this.checkpoints.load(lease, 'carried over');

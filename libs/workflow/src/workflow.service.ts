@@ -21,6 +21,7 @@ import { MemoryService } from '@agent/memory';
 import { EventBusService, NodeTelemetryService, TurnContextStore } from '@agent/observability';
 import { RoutingService } from '@agent/routing';
 import { SessionControlService } from '@agent/session-control';
+import { openAnswerStream } from './answer-stream';
 import { SessionNodes } from './session-nodes';
 import { AgentDraft } from './agent-draft';
 import { inputBlocked, RoutingChoreography } from './routing-choreography';
@@ -126,16 +127,22 @@ export class WorkflowService {
         running = current;
         const patch = await this.telemetry.run(current, () => this.nodes[current](state, scope));
         state = { ...state, ...patch };
+        const stream = TurnContextStore.current()?.stream;
         if (current === 'persist') {
+          const firstReleased = stream?.firstReleasedAt;
           this.events.emit('AGENT_COMPLETED', {
             route: state.route,
             intent: state.intent,
             answer_chars: (state.final_answer ?? '').length,
             latency_ms: Math.round(performance.now() - started),
+            // Streamed turns: when the first answer text left (null: none left before the turn completed).
+            first_text_ms: firstReleased === undefined ? null : Math.round(firstReleased - started),
             nodes: [...(TurnContextStore.current()?.nodes ?? [])],
           });
         }
         node = nextNode(current, state, fallback);
+        // Streaming: the routing facts, and the answer's release opens only once routing decided.
+        if (current === 'routing_decision' && stream) openAnswerStream(stream, state, node, this.guardrails);
       }
       return state;
     } catch (error) {
