@@ -24,7 +24,8 @@ import {
   unavailableDependencySchema,
 } from '@agent/contracts';
 import { GuardrailsService } from '@agent/guardrails';
-import { EventBusService, MetricsService, TurnContext, TurnContextStore } from '@agent/observability';
+import { MetricsService } from '@agent/observability';
+import { ConversationWork } from './conversation-work';
 import { IdempotencyKeyReusedError } from './workflow.errors';
 import { WorkflowService } from './workflow.service';
 
@@ -91,16 +92,16 @@ function bodyFingerprint(input: TurnInput): string {
 }
 
 /**
- * One turn end to end: idempotency, the conversation lease, checkpoint load, the graph, and the atomic commit
- * of checkpoint, session row, events and idempotency record.
+ * One turn end to end: idempotency, then the graph as the unit of work under the conversation's lease
+ * (ConversationWork), whose commit holds checkpoint, session row, events and idempotency record.
  */
 @Injectable()
 export class TurnService {
   constructor(
     private readonly checkpoints: CheckpointService,
+    private readonly work: ConversationWork,
     private readonly workflow: WorkflowService,
     private readonly metrics: MetricsService,
-    private readonly events: EventBusService,
     private readonly guardrails: GuardrailsService,
   ) {}
 
@@ -130,67 +131,51 @@ export class TurnService {
       }
       return { response: storedTurnResponse(response, key), replayed: true };
     }
-    const lease = acquired;
-    try {
-      const turn = lease.session.turn_count + 1;
-      const context: TurnContext = {
-        request_id: input.request_id,
-        tenant_id: input.tenant_id,
-        agent_id: input.agent_id,
-        session_id: input.session_id,
-        conversation_key: key,
-        turn,
-        events: [],
-        nodes: [],
-      };
-      return await TurnContextStore.run(context, async () => {
-        const loaded = await this.checkpoints.load(lease, 'carried over');
-        const messageId = input.message_id ?? randomUUID();
+    const turn = acquired.session.turn_count + 1;
+    const messageId = input.message_id ?? randomUUID();
+    const done = await this.work.run({
+      lease: acquired,
+      request_id: input.request_id,
+      turn,
+      reading: 'carried over',
+      failures: 'recorded',
+      work: async (loaded, context) => {
         const initial: AgentState = {
           ...this.initialState(loaded?.state ?? {}, input, key, turn, messageId),
           ...(masking.findings.length > 0 ? { personal_data_masked: masking.findings } : {}),
         };
-        let final: AgentState;
-        try {
-          final = await this.workflow.runTurn(initial);
-        } catch (error) {
+        const final = await this.workflow.runTurn(initial).catch((error: unknown) => {
           this.metrics.turns.inc({ route: 'none', method: 'none', outcome: 'error' });
-          // The run's events go with it, but its failure is recorded with the lease's release (after the head it
-          // ran on, so destinations get it in the conversation's order) and announced even when that fails.
-          await lease.releaseFailed({ turn, events: context.failure ?? [] });
-          this.events.publishFailed(context);
           throw error;
-        }
+        });
         const latencyMs = performance.now() - started;
         const unavailable = unavailableDependencies(context.events);
         const response = this.response(final, key, messageId, turn, latencyMs, unavailable);
-        await this.checkpoints.commit({
-          identity,
-          leaseToken: lease.token,
-          // Lineage only: CheckpointService fences the commit on the head the lease saw.
-          parentVersion: loaded?.version ?? null,
-          turn,
-          state: final,
-          status: statusOf(final),
-          summary: turnSummary(final, 'turn', latencyMs),
-          events: context.events,
-          idempotency: input.message_id ? { message_id: input.message_id, response, fingerprint } : undefined,
-        });
-        // Only now do in-process listeners hear of the turn: a turn that failed above announced nothing.
-        this.events.publishCommitted(context);
-        const method = final.route_decision?.method ?? 'none';
-        this.metrics.turns.inc({
-          route: final.route ?? 'none',
-          method,
-          outcome: final.blocked ? 'blocked' : 'ok',
-        });
-        if (method === 'continuity') this.metrics.routerCallsAvoided.inc();
-        this.metrics.turnDuration.observe((performance.now() - started) / 1000);
-        return { response, replayed: false };
-      });
-    } finally {
-      await lease.release();
-    }
+        return {
+          result: { final, response },
+          commit: {
+            // Lineage only: the lease fences the commit on the head it saw.
+            parentVersion: loaded?.version ?? null,
+            state: final,
+            status: statusOf(final),
+            summary: turnSummary(final, 'turn', latencyMs),
+            idempotency: input.message_id
+              ? { message_id: input.message_id, response, fingerprint }
+              : undefined,
+          },
+        };
+      },
+    });
+    const { final, response } = done.result;
+    const method = final.route_decision?.method ?? 'none';
+    this.metrics.turns.inc({
+      route: final.route ?? 'none',
+      method,
+      outcome: final.blocked ? 'blocked' : 'ok',
+    });
+    if (method === 'continuity') this.metrics.routerCallsAvoided.inc();
+    this.metrics.turnDuration.observe((performance.now() - started) / 1000);
+    return { response, replayed: false };
   }
 
   private initialState(
