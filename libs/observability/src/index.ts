@@ -6,3 +6,4 @@ export * from './node-telemetry.service';
 export * from './tracing.service';
 export * from './turn-context';
 export * from './failure-announcement';
+export * from './turn-stream';
