@@ -22,6 +22,7 @@ import {
   UnavailableDependency,
   unavailableDependencies,
   unavailableDependencySchema,
+  turnAnswer,
 } from '@agent/contracts';
 import { GuardrailsService } from '@agent/guardrails';
 import { MetricsService } from '@agent/observability';
@@ -228,7 +229,7 @@ export class TurnService {
       conversation_key: conversationKey,
       message_id: messageId,
       turn,
-      answer: state.final_answer ?? state.answer ?? '',
+      answer: turnAnswer(state),
       route: state.route ?? null,
       intent: state.intent ?? null,
       domain: state.domain ?? null,

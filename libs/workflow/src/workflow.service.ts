@@ -14,6 +14,8 @@ import {
   HistoryMessage,
   isDomainAgentNode,
   promptHistory,
+  turnText,
+  turnAnswer,
 } from '@agent/contracts';
 import { GuardrailsService } from '@agent/guardrails';
 import { JudgesService } from '@agent/judges';
@@ -239,9 +241,9 @@ export class WorkflowService {
   }
 
   private async outputGuardrails(state: AgentState): Promise<NodePatch> {
-    if (state.blocked) return { final_answer: state.final_answer ?? state.answer ?? '' };
+    if (state.blocked) return { final_answer: turnAnswer(state) };
     if (state.output_guardrails_already_applied) {
-      return { final_answer: state.final_answer ?? state.answer ?? '' };
+      return { final_answer: turnAnswer(state) };
     }
     const result = await this.guardrails.runOutput(state);
     return {
@@ -279,13 +281,13 @@ export class WorkflowService {
    */
   private persist(state: AgentState, scope: TurnScope): NodePatch {
     const at = new Date().toISOString();
-    const answer = state.final_answer ?? state.answer ?? '';
+    const answer = turnAnswer(state);
     const flag = state.route === BLOCKED_ROUTE ? { blocked: true } : {};
     const turnMessages: HistoryMessage[] = [
       // The masked text: what the input rails kept from a model now never reaches one through the history.
       {
         role: 'user',
-        content: state.sanitized_input ?? state.user_text ?? '',
+        content: turnText(state),
         turn: state.turn,
         at,
         ...flag,
