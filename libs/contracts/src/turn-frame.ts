@@ -2,7 +2,8 @@ import type { AgentState } from './agent-state';
 import type { ConversationKey } from './conversation-key';
 
 /**
- * The facts every turn has, set once by the turn service before the graph runs and never changed by a node. The
+ * The facts every turn has, set once by the turn service before the graph runs and never changed by a node (but
+ * for the text of an oversized message, which the input rails withhold). The
  * persisted state keeps them under the same keys (optional in `AgentState`, which also reads checkpoints of any
  * age); a turn's state has them all.
  */

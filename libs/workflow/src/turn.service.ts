@@ -13,7 +13,8 @@ import {
   ClientMetadata,
   continuitySignalSchema,
   conversationKeyOf,
-  ConversationKey,
+  TurnFrame,
+  TurnState,
   routeDecisionSchema,
   SESSION_CONTROLS,
   TRANSACTION_STATUSES,
@@ -141,8 +142,17 @@ export class TurnService {
       reading: 'carried over',
       failures: 'recorded',
       work: async (loaded, context) => {
-        const initial: AgentState = {
-          ...this.initialState(loaded?.state ?? {}, input, key, turn, messageId),
+        const initial: TurnState = {
+          ...this.initialState(loaded?.state ?? {}, input, {
+            tenant_id: input.tenant_id,
+            agent_id: input.agent_id,
+            session_id: input.session_id,
+            conversation_key: key,
+            channel: input.channel,
+            turn,
+            message_id: messageId,
+            user_text: input.text,
+          }),
           ...(masking.findings.length > 0 ? { personal_data_masked: masking.findings } : {}),
         };
         const final = await this.workflow.runTurn(initial).catch((error: unknown) => {
@@ -151,7 +161,7 @@ export class TurnService {
         });
         const latencyMs = performance.now() - started;
         const unavailable = unavailableDependencies(context.events);
-        const response = this.response(final, key, messageId, turn, latencyMs, unavailable);
+        const response = this.response(final, latencyMs, unavailable);
         return {
           result: { final, response },
           commit: {
@@ -179,24 +189,13 @@ export class TurnService {
     return { response, replayed: false };
   }
 
-  private initialState(
-    previous: AgentState,
-    input: TurnInput,
-    conversationKey: ConversationKey,
-    turn: number,
-    messageId: string,
-  ): AgentState {
+  /** The state the graph starts from: what carries over, the turn's frame, and the facts re-derived each turn. */
+  private initialState(previous: AgentState, input: TurnInput, frame: TurnFrame): TurnState {
     const state: AgentState = { ...previous };
     for (const key of TURN_SCRATCH_KEYS) delete state[key];
     return {
       ...state,
-      tenant_id: input.tenant_id,
-      agent_id: input.agent_id,
-      session_id: input.session_id,
-      conversation_key: conversationKey,
-      channel: input.channel,
-      user_text: input.text,
-      message_id: messageId,
+      ...frame,
       user_id: input.user_id ?? previous.user_id,
       // A business customer key (channel metadata) identifies the person better than a channel user id.
       long_term_memory_subject_key:
@@ -204,7 +203,6 @@ export class TurnService {
         input.user_id ??
         previous.long_term_memory_subject_key,
       metadata: input.metadata ?? {},
-      turn,
       // Session-control facts are re-derived every turn; only an ended session or a held handoff carries over.
       session_control: previous.session_ended
         ? 'END_SESSION'
@@ -216,19 +214,12 @@ export class TurnService {
     };
   }
 
-  private response(
-    state: AgentState,
-    conversationKey: ConversationKey,
-    messageId: string,
-    turn: number,
-    latencyMs: number,
-    unavailable: UnavailableDependency[],
-  ): TurnResponse {
+  private response(state: TurnState, latencyMs: number, unavailable: UnavailableDependency[]): TurnResponse {
     return {
-      session_id: state.session_id ?? '',
-      conversation_key: conversationKey,
-      message_id: messageId,
-      turn,
+      session_id: state.session_id,
+      conversation_key: state.conversation_key,
+      message_id: state.message_id,
+      turn: state.turn,
       answer: turnAnswer(state),
       route: state.route ?? null,
       intent: state.intent ?? null,

@@ -14,8 +14,10 @@ import {
   HistoryMessage,
   isDomainAgentNode,
   promptHistory,
-  turnText,
   turnAnswer,
+  TurnFrame,
+  TurnState,
+  turnText,
 } from '@agent/contracts';
 import { GuardrailsService } from '@agent/guardrails';
 import { JudgesService } from '@agent/judges';
@@ -27,7 +29,8 @@ import { SessionNodes } from './session-nodes';
 import { inputBlocked, RoutingChoreography } from './routing-choreography';
 import { END, nextNode, WorkflowNode } from './workflow.graph';
 
-type NodePatch = Partial<AgentState>;
+/** What a node changes: never the turn's frame, but for the text of a message the input rails withheld. */
+type NodePatch = Partial<Omit<AgentState, Exclude<keyof TurnFrame, 'user_text'>>>;
 
 /** What a turn holds outside the state its nodes see. */
 interface TurnScope {
@@ -38,7 +41,7 @@ interface TurnScope {
 /** The turn graph (docs/architecture.md#the-turn); `runTurn` is its public entry point. */
 @Injectable()
 export class WorkflowService {
-  private readonly nodes: Record<WorkflowNode, (state: AgentState, scope: TurnScope) => Promise<NodePatch>>;
+  private readonly nodes: Record<WorkflowNode, (state: TurnState, scope: TurnScope) => Promise<NodePatch>>;
   /** Retrieval and tool guardrails, handed to every agent run. */
   private readonly screen: ContentScreen;
   private readonly choreography: RoutingChoreography;
@@ -95,7 +98,7 @@ export class WorkflowService {
    * workflow failed with NOC.005 {error, exception_type} and a workflow_telemetry.failed record, both outside the
    * turn's events (which the failure discards: `EventBusService.emitFailure`), and rethrows.
    */
-  async runTurn(initial: AgentState): Promise<AgentState> {
+  async runTurn(initial: TurnState): Promise<TurnState> {
     const workflowId = initial.workflow_id ?? randomUUID();
     this.events.emit('NOC.001', { channel: initial.channel, message_id: initial.message_id });
     this.events.emit('AGENT_STARTED', { workflow_id: workflowId });
@@ -104,7 +107,7 @@ export class WorkflowService {
     try {
       // Every node, and so every prompt built in this turn, sees the history without blocked turns.
       const scope: TurnScope = { storedHistory: initial.history ?? [] };
-      let state: AgentState = {
+      let state: TurnState = {
         ...initial,
         workflow_id: workflowId,
         agent_profile: this.agentProfile(initial.agent_id),
@@ -191,7 +194,7 @@ export class WorkflowService {
   }
 
   /** Agent-to-agent transfer: records it and hands the turn to the target agent. */
-  private async agentHandoff(state: AgentState): Promise<NodePatch> {
+  private async agentHandoff(state: TurnState): Promise<NodePatch> {
     const decision = state.route_decision;
     const to = decision?.metadata.handoff_target ?? this.fallbackAgent(state);
     const transfer: HandoffTransfer = {
@@ -199,7 +202,7 @@ export class WorkflowService {
       from: decision?.metadata.handoff_from ?? state.active_agent ?? null,
       to,
       reason: decision?.reason ?? '',
-      turn: state.turn ?? null,
+      turn: state.turn,
     };
     const patch = await this.agents.run(to, state, this.screen);
     return {
