@@ -510,9 +510,7 @@ describe('semantic route stickiness and session control over HTTP (ENABLE_ROUTE_
             metadata: {},
           },
         };
-        await checkpoints.commit({
-          identity,
-          leaseToken: lease.token,
+        await lease.commit({
           parentVersion: loaded?.version ?? null,
           turn: lease.session.turn_count,
           state,

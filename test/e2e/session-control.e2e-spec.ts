@@ -143,9 +143,7 @@ describe('HUMAN_HANDOFF_MODE=hold over HTTP', () => {
     const lease = await checkpoints.acquire(identity);
     try {
       const loaded = await checkpoints.loadLatest(chat.conversationKey);
-      await checkpoints.commit({
-        identity,
-        leaseToken: lease.token,
+      await lease.commit({
         parentVersion: loaded?.version ?? null,
         turn: lease.session.turn_count,
         state: { ...(loaded?.state ?? {}), ...app.app.get(SessionControlService).resume() },

@@ -1,14 +1,15 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { ConfigType } from '@nestjs/config';
 import { appConfig, ConfigFilesService, SERVICE_MESSAGES } from '@agent/config';
-import type {
-  ActiveTransaction,
-  AgentState,
-  ContentScreen,
-  DomainAgentNode,
-  RagOutcome,
-  SelectedToolCall,
-  ToolArguments,
+import {
+  type ActiveTransaction,
+  type AgentState,
+  type ContentScreen,
+  type DomainAgentNode,
+  type RagOutcome,
+  type SelectedToolCall,
+  type ToolArguments,
+  turnText,
 } from '@agent/contracts';
 import { ChatMessage, ChatRequest, ChatResult, ChatTool, LlmError, LlmService, ToolCall } from '@agent/llm';
 import { McpService, McpToolResult, ToolDescriptor } from '@agent/mcp';
@@ -18,7 +19,7 @@ import { AgentPrompts } from './agent-prompts';
 import { stripAgentPrefix } from './answer-text';
 import { ParameterExtractor } from './parameter-extractor';
 import { ScreenedTools, screenPassages } from './screened-content';
-import { requestContext, TransactionEngine, userText } from './transaction.engine';
+import { requestContext, TransactionEngine } from './transaction.engine';
 
 /** A first model call started before the turn was routed (`AgentsService.speculate`). */
 export interface SpeculatedCall {
@@ -130,7 +131,7 @@ export class AgentsService {
     const messages: ChatMessage[] = [
       { role: 'system', content: this.prompts.systemPrompt(node, state, toolFacts) },
       ...this.history(state),
-      { role: 'user', content: userText(state) },
+      { role: 'user', content: turnText(state) },
       { role: 'assistant', content: state.answer ?? '' },
       {
         role: 'system',
@@ -175,7 +176,7 @@ export class AgentsService {
     const messages: ChatMessage[] = [
       { role: 'system', content: this.prompts.systemPrompt(node, state, extra) },
       ...this.history(state),
-      { role: 'user', content: userText(state) },
+      { role: 'user', content: turnText(state) },
     ];
     const requestAt = (step: number): ChatRequest => {
       const offer = step < maxToolSteps ? tools.map(toChatTool) : [];
@@ -309,7 +310,7 @@ export class AgentsService {
           call.name,
           config,
           Object.keys(config.args_schema.properties).filter((field) => args[field] === undefined),
-          userText(state),
+          turnText(state),
         )
       : {};
     return tools.callTool(call.name, { ...fromText, ...args }, { context: requestContext(state) });
@@ -335,7 +336,7 @@ export class AgentsService {
     screen: ContentScreen,
   ): Promise<RagContext> {
     const context = await this.screenedContext(
-      await this.rag.retrieveContext(userText(state), namespace),
+      await this.rag.retrieveContext(turnText(state), namespace),
       screen,
       state,
     );

@@ -9,14 +9,15 @@ import {
   loadYamlFile,
   PerAgent,
 } from '@agent/config';
-import type {
-  AgentState,
-  ContentScreen,
-  ContentScreenRequest,
-  ContentScreenResult,
-  EventName,
-  RailDecision,
-  ScreenedStage,
+import {
+  type AgentState,
+  type ContentScreen,
+  type ContentScreenRequest,
+  type ContentScreenResult,
+  type EventName,
+  type RailDecision,
+  type ScreenedStage,
+  turnText,
 } from '@agent/contracts';
 import { Counter } from 'prom-client';
 import { LlmError, LlmService } from '@agent/llm';
@@ -341,7 +342,7 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
    * `state` (reads only), so the workflow starts it together with routing; `signal` abandons it.
    */
   async inputVerdict(state: AgentState, signal?: AbortSignal): Promise<InputVerdict> {
-    const text = state.sanitized_input ?? state.user_text ?? '';
+    const text = turnText(state);
     const asked = this.askedModel('input', text, state);
     if (asked.length === 0) return { blocked: false, decisions: [] };
     const { modelStage, config } = this.policy(state);

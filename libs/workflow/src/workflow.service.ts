@@ -14,6 +14,10 @@ import {
   HistoryMessage,
   isDomainAgentNode,
   promptHistory,
+  turnAnswer,
+  TurnFrame,
+  TurnState,
+  turnText,
 } from '@agent/contracts';
 import { GuardrailsService } from '@agent/guardrails';
 import { JudgesService } from '@agent/judges';
@@ -28,7 +32,8 @@ import { inputBlocked, RoutingChoreography } from './routing-choreography';
 import { ContinueShare, shouldSpeculate } from './speculation-policy';
 import { END, nextNode, WorkflowNode } from './workflow.graph';
 
-type NodePatch = Partial<AgentState>;
+/** What a node changes: never the turn's frame, but for the text of a message the input rails withheld. */
+type NodePatch = Partial<Omit<AgentState, Exclude<keyof TurnFrame, 'user_text'>>>;
 
 /** What a turn holds outside the state its nodes see. */
 interface TurnScope {
@@ -41,7 +46,7 @@ interface TurnScope {
 /** The turn graph (docs/architecture.md#the-turn); `runTurn` is its public entry point. */
 @Injectable()
 export class WorkflowService {
-  private readonly nodes: Record<WorkflowNode, (state: AgentState, scope: TurnScope) => Promise<NodePatch>>;
+  private readonly nodes: Record<WorkflowNode, (state: TurnState, scope: TurnScope) => Promise<NodePatch>>;
   /** Retrieval and tool guardrails, handed to every agent run. */
   private readonly screen: ContentScreen;
   private readonly choreography: RoutingChoreography;
@@ -105,7 +110,7 @@ export class WorkflowService {
    * workflow failed with NOC.005 {error, exception_type} and a workflow_telemetry.failed record, both outside the
    * turn's events (which the failure discards: `EventBusService.emitFailure`), and rethrows.
    */
-  async runTurn(initial: AgentState): Promise<AgentState> {
+  async runTurn(initial: TurnState): Promise<TurnState> {
     const workflowId = initial.workflow_id ?? randomUUID();
     this.events.emit('NOC.001', { channel: initial.channel, message_id: initial.message_id });
     this.events.emit('AGENT_STARTED', { workflow_id: workflowId });
@@ -114,7 +119,7 @@ export class WorkflowService {
     const scope: TurnScope = { storedHistory: initial.history ?? [] };
     try {
       // Every node, and so every prompt built in this turn, sees the history without blocked turns.
-      let state: AgentState = {
+      let state: TurnState = {
         ...initial,
         workflow_id: workflowId,
         agent_profile: this.agentProfile(initial.agent_id),
@@ -272,7 +277,7 @@ export class WorkflowService {
   }
 
   /** Agent-to-agent transfer: records it and hands the turn to the target agent. */
-  private async agentHandoff(state: AgentState): Promise<NodePatch> {
+  private async agentHandoff(state: TurnState): Promise<NodePatch> {
     const decision = state.route_decision;
     const to = decision?.metadata.handoff_target ?? this.fallbackAgent(state);
     const transfer: HandoffTransfer = {
@@ -280,7 +285,7 @@ export class WorkflowService {
       from: decision?.metadata.handoff_from ?? state.active_agent ?? null,
       to,
       reason: decision?.reason ?? '',
-      turn: state.turn ?? null,
+      turn: state.turn,
     };
     const patch = await this.agents.run(to, state, this.screen);
     return {
@@ -322,9 +327,9 @@ export class WorkflowService {
   }
 
   private async outputGuardrails(state: AgentState): Promise<NodePatch> {
-    if (state.blocked) return { final_answer: state.final_answer ?? state.answer ?? '' };
+    if (state.blocked) return { final_answer: turnAnswer(state) };
     if (state.output_guardrails_already_applied) {
-      return { final_answer: state.final_answer ?? state.answer ?? '' };
+      return { final_answer: turnAnswer(state) };
     }
     const result = await this.guardrails.runOutput(state);
     return {
@@ -362,13 +367,13 @@ export class WorkflowService {
    */
   private persist(state: AgentState, scope: TurnScope): NodePatch {
     const at = new Date().toISOString();
-    const answer = state.final_answer ?? state.answer ?? '';
+    const answer = turnAnswer(state);
     const flag = state.route === BLOCKED_ROUTE ? { blocked: true } : {};
     const turnMessages: HistoryMessage[] = [
       // The masked text: what the input rails kept from a model now never reaches one through the history.
       {
         role: 'user',
-        content: state.sanitized_input ?? state.user_text ?? '',
+        content: turnText(state),
         turn: state.turn,
         at,
         ...flag,

@@ -4,13 +4,7 @@ import type { FastifyRequest } from 'fastify';
 import { CheckpointService } from '@agent/checkpoint';
 import { conversationKeyOf, ConversationKey } from '@agent/contracts';
 import { TracingService } from '@agent/observability';
-import { HandoffDeskService } from '@agent/events';
-import {
-  HandoffClaimedError,
-  SessionAdminResult,
-  SessionAdminService,
-  SessionNotFoundError,
-} from '@agent/workflow';
+import { SessionAdminResult, SessionAdminService, SessionNotFoundError } from '@agent/workflow';
 import { Access } from '../auth/access.decorator';
 import { operatorOf, Principal } from '../auth/api-keys';
 import { principalOf } from '../auth/request-principal';
@@ -57,7 +51,6 @@ export class AdminSessionsController {
   constructor(
     private readonly checkpoints: CheckpointService,
     private readonly admin: SessionAdminService,
-    private readonly desk: HandoffDeskService,
     private readonly tracing: TracingService,
   ) {}
 
@@ -167,8 +160,10 @@ export class AdminSessionsController {
     @Req() request: FastifyRequest,
   ): Promise<AdminActionResultDto> {
     const key = this.addressedKey(request, params.session_id, query.tenant_id);
-    await this.refuseOthersClaim(key, principalOf(request));
-    return this.act('end', key, request, () => this.admin.end(key, String(request.id), body.reason ?? ''));
+    const operator = claimingOperator(principalOf(request));
+    return this.act('end', key, request, () =>
+      this.admin.end(key, String(request.id), body.reason ?? '', operator),
+    );
   }
 
   @Post(':session_id/handoff')
@@ -205,8 +200,8 @@ export class AdminSessionsController {
     @Req() request: FastifyRequest,
   ): Promise<AdminActionResultDto> {
     const key = this.addressedKey(request, params.session_id, query.tenant_id);
-    await this.refuseOthersClaim(key, principalOf(request));
-    return this.act('resume', key, request, () => this.admin.resume(key, String(request.id)));
+    const operator = claimingOperator(principalOf(request));
+    return this.act('resume', key, request, () => this.admin.resume(key, String(request.id), operator));
   }
 
   @Post(':session_id/claim')
@@ -244,7 +239,7 @@ export class AdminSessionsController {
     const result = await this.tracing.span(
       'admin.session.delete',
       { 'request.id': String(request.id), 'conversation.key': key },
-      () => this.admin.delete(key, { keepMemory: query.purge_memory === false }),
+      () => this.admin.delete(key, String(request.id), { keepMemory: query.purge_memory === false }),
     );
     return { ...result, deleted: true };
   }
@@ -270,20 +265,6 @@ export class AdminSessionsController {
       state: stateSummary(result.version, result.state),
       ...(result.claim === undefined ? {} : { claim: result.claim }),
     };
-  }
-
-  /**
-   * While a conversation waiting for a person is claimed, only the claimer's key or a global key may give it back
-   * or end it: another key gets the claim's 409.
-   */
-  private async refuseOthersClaim(key: ConversationKey, principal: Principal): Promise<void> {
-    if (principal.tenants === null) return;
-    const session = await this.checkpoints.getSession(key);
-    if (session?.status !== 'handoff') return;
-    const claim = await this.desk.currentClaim(key);
-    if (claim !== null && claim.claimed_by !== operatorOf(principal)) {
-      throw new HandoffClaimedError(key, claim);
-    }
   }
 
   /** The conversation key this principal may address; another tenant's session is indistinguishable from none. */
@@ -313,4 +294,12 @@ export class AdminSessionsController {
     if (!session || session.turn_count === 0) throw new SessionNotFoundError(key);
     return session;
   }
+}
+
+/**
+ * Who acts on a claimed conversation: a key of some tenants acts as its operator, whom the claim must name; a key
+ * that serves every tenant (null) may end or resume whoever's claim.
+ */
+function claimingOperator(principal: Principal): string | null {
+  return principal.tenants === null ? null : operatorOf(principal);
 }

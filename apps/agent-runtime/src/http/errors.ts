@@ -9,7 +9,7 @@ import type { GuardrailsErrorCode } from '@agent/guardrails';
 import type { LlmErrorCode } from '@agent/llm';
 import type { McpErrorCode } from '@agent/mcp';
 import type { MemoryErrorCode } from '@agent/memory';
-import { EventBusService } from '@agent/observability';
+import { EventBusService, isFailureAnnounced } from '@agent/observability';
 import type { RagErrorCode } from '@agent/rag';
 import type { WorkflowErrorCode } from '@agent/workflow';
 import { AppErrorCode, HTTP_ERROR_CODES, HttpErrorCode } from '../app.errors';
@@ -296,7 +296,8 @@ export class HttpErrorFilter implements ExceptionFilter {
         request_id: requestId,
         ...conversationOf(request.body),
       };
-      this.events.emit('NOC.005', payload);
+      // A workflow run that failed on the outage has announced it already (ConversationWork).
+      if (!isFailureAnnounced(exception)) this.events.emit('NOC.005', payload);
     }
     const body = errorBody(code, message, requestId, details);
     // A Retry-After set on the way (the rate limiter's exact wait) beats the generic one.

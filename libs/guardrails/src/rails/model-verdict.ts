@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { AgentState } from '@agent/contracts';
+import { type AgentState, turnText } from '@agent/contracts';
 import { confidenceSchema, LlmService, StructuredOutput, structuredOutput } from '@agent/llm';
 import { ModelVerdictError, RailTimeoutError } from '../guardrails.errors';
 import { ModelCheck, RailAction, RailEvaluation } from '../rail.types';
@@ -157,7 +157,7 @@ export function verdictContent(
     return [
       'User message:',
       '<<<',
-      state.sanitized_input ?? state.user_text ?? '',
+      turnText(state),
       '>>>',
       '',
       'Assistant answer to judge:',
