@@ -12,7 +12,6 @@ import {
   DomainAgentNode,
   HandoffTransfer,
   HistoryMessage,
-  isDomainAgentNode,
   promptHistory,
 } from '@agent/contracts';
 import { GuardrailsService } from '@agent/guardrails';
@@ -23,7 +22,7 @@ import { RoutingService } from '@agent/routing';
 import { SessionControlService } from '@agent/session-control';
 import { SessionNodes } from './session-nodes';
 import { inputBlocked, RoutingChoreography } from './routing-choreography';
-import { END, nextNode, WorkflowNode } from './workflow.graph';
+import { END, FixedNode, isFixedNode, nextNode, TurnAgents, WorkflowNode } from './workflow.graph';
 
 type NodePatch = Partial<AgentState>;
 
@@ -36,7 +35,7 @@ interface TurnScope {
 /** The turn graph (docs/architecture.md#the-turn); `runTurn` is its public entry point. */
 @Injectable()
 export class WorkflowService {
-  private readonly nodes: Record<WorkflowNode, (state: AgentState, scope: TurnScope) => Promise<NodePatch>>;
+  private readonly nodes: Record<FixedNode, (state: AgentState, scope: TurnScope) => Promise<NodePatch>>;
   /** Retrieval and tool guardrails, handed to every agent run. */
   private readonly screen: ContentScreen;
   private readonly choreography: RoutingChoreography;
@@ -63,18 +62,10 @@ export class WorkflowService {
       routing,
       strategy: continuityEnv.ROUTE_STICKINESS_STRATEGY,
     });
-    const agentNode = (node: DomainAgentNode) => async (state: AgentState) => {
-      const patch = await this.agents.run(node, state, this.screen);
-      return { ...patch, ...this.routing.followUp(state, patch) };
-    };
     this.nodes = {
       input_guardrails: (s) => this.inputGuardrails(s),
       load_long_term_memory: (s) => this.loadLongTermMemory(s),
       routing_decision: (s) => this.choreography.decide(s),
-      billing_agent: agentNode('billing_agent'),
-      product_agent: agentNode('product_agent'),
-      orders_agent: agentNode('orders_agent'),
-      support_agent: agentNode('support_agent'),
       handoff: (s) => this.agentHandoff(s),
       human_handoff: (s) => Promise.resolve(this.sessionNodes.humanHandoff(s)),
       end_session: (s) => Promise.resolve(this.sessionNodes.endSession(s)),
@@ -108,12 +99,14 @@ export class WorkflowService {
         agent_profile: this.agentProfile(initial.agent_id),
         history: promptHistory(scope.storedHistory),
       };
-      let node: WorkflowNode | typeof END = 'input_guardrails';
-      const fallback = this.fallbackAgent(state);
+      let node: WorkflowNode = 'input_guardrails';
+      const agents = this.turnAgents(state);
       while (node !== END) {
         const current: WorkflowNode = node;
         running = current;
-        const patch = await this.telemetry.run(current, () => this.nodes[current](state, scope));
+        const patch = await this.telemetry.run(current, () =>
+          isFixedNode(current) ? this.nodes[current](state, scope) : this.agentNode(current, state),
+        );
         state = { ...state, ...patch };
         if (current === 'persist') {
           this.events.emit('AGENT_COMPLETED', {
@@ -124,7 +117,7 @@ export class WorkflowService {
             nodes: [...(TurnContextStore.current()?.nodes ?? [])],
           });
         }
-        node = nextNode(current, state, fallback);
+        node = nextNode(current, state, agents);
       }
       return state;
     } catch (error) {
@@ -146,7 +139,18 @@ export class WorkflowService {
 
   /** Where a route that names no node goes: the agent_id's routing file's fallback agent, a graph agent by validation. */
   private fallbackAgent(state: AgentState): DomainAgentNode {
-    return this.files.routings.for(state.agent_id).router.fallback_agent as DomainAgentNode;
+    return this.files.routings.for(state.agent_id).router.fallback_agent;
+  }
+
+  /** The configured domain agents of a turn: the graph routes only to those and to its fixed nodes. */
+  private turnAgents(state: AgentState): TurnAgents {
+    return { fallback: this.fallbackAgent(state), isAgent: (name) => this.files.isGraphAgent(name) };
+  }
+
+  /** A domain agent's node: any agents.yaml graph agent runs the same way, with its own configuration. */
+  private async agentNode(node: DomainAgentNode, state: AgentState): Promise<NodePatch> {
+    const patch = await this.agents.run(node, state, this.screen);
+    return { ...patch, ...this.routing.followUp(state, patch) };
   }
 
   /** The agents.yaml identity of the conversation's agent_id (validated at the edge), as the checkpoint keeps it. */
@@ -220,9 +224,9 @@ export class WorkflowService {
    * the agent that produced it, each regeneration bounded too.
    */
   private async outputSupervisor(state: AgentState): Promise<NodePatch> {
-    const producer = isDomainAgentNode(state.route)
+    const producer = this.files.isGraphAgent(state.route)
       ? state.route
-      : isDomainAgentNode(state.active_agent)
+      : this.files.isGraphAgent(state.active_agent)
         ? state.active_agent
         : null;
     const answer = this.guardrails.boundAnswer(state.answer ?? '');
