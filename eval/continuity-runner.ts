@@ -1,4 +1,4 @@
-import { AgentState, HistoryMessage, isDomainAgentNode } from '@agent/contracts';
+import { AgentState, HistoryMessage } from '@agent/contracts';
 import type { ContinuityService } from '@agent/continuity';
 import type { DatasetCatalogue, ContinuityDataset, DatasetConversation } from './continuity-dataset';
 import type { TurnOutcome } from './continuity-metrics';
@@ -37,8 +37,8 @@ export function stateForTurn(
     state.intent = turn.previous_intent;
     state.domain = turn.previous_domain ?? undefined;
     state.mcp_tools = [...tools];
-    // The decision that made the agent active; a name that is no graph agent has none (the classifier ignores it).
-    if (isDomainAgentNode(turn.active_agent)) {
+    // The decision that made the agent active; a name that serves no intent has none (the classifier ignores it).
+    if (catalogue.intents.some((intent) => intent.agent === turn.active_agent)) {
       state.route_decision = {
         route: turn.active_agent,
         agent: turn.active_agent,

@@ -20,7 +20,10 @@ export class AgentPrompts {
   readonly answerPrefix: RegExp;
 
   constructor(private readonly files: ConfigFilesService) {
-    this.answerPrefix = answerPrefix(Object.values(files.agents.agents).map((agent) => agent.name));
+    this.answerPrefix = answerPrefix([
+      ...Object.keys(files.agents.graph_agents),
+      ...Object.values(files.agents.agents).map((agent) => agent.name),
+    ]);
   }
 
   profile(state: AgentState): AgentProfileConfig | undefined {
@@ -49,6 +52,7 @@ export class AgentPrompts {
     return parts.filter((p) => p.trim() !== '').join('\n\n');
   }
 
+  /** The agent_id's own prompt for `node` when its prompts_dir has one, else the graph agent's (both checked at start). */
   private prompt(node: DomainAgentNode, promptsDir: string | undefined): string {
     const cacheKey = `${promptsDir ?? ''}|${node}`;
     const cached = this.cache.get(cacheKey);
@@ -58,7 +62,7 @@ export class AgentPrompts {
       override && existsSync(override)
         ? override
         : this.files.path(this.files.agents.graph_agents[node].prompt);
-    const text = existsSync(path) ? readFileSync(path, 'utf8').trim() : '';
+    const text = readFileSync(path, 'utf8').trim();
     this.cache.set(cacheKey, text);
     return text;
   }

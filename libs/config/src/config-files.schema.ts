@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DOMAIN_AGENT_NODES } from '@agent/contracts';
+import { domainAgentNameSchema, FIXED_ROUTES } from '@agent/contracts';
 import { LLM_PROVIDERS } from './env.schema';
 
 const nonEmpty = z.string().trim().min(1, 'must not be empty');
@@ -13,9 +13,12 @@ const identifier = z
  * prototype, so `name in catalogue` and `catalogue[name]` only ever see configured entries, never `constructor`
  * or `toString`.
  */
-function catalogue<V extends z.ZodTypeAny>(value: V) {
+function catalogue<V extends z.ZodTypeAny>(
+  value: V,
+  key: z.ZodType<string, z.ZodTypeDef, string> = identifier,
+) {
   return z
-    .record(identifier, value)
+    .record(key, value)
     .transform((entries) => Object.assign(Object.create(null) as Record<string, z.output<V>>, entries));
 }
 
@@ -86,9 +89,14 @@ export type LlmProfileConfig = z.output<typeof llmProfileSchema>;
 export type LlmProfilesFile = z.output<typeof llmProfilesFileSchema>;
 
 // ---- agents.yaml ----
+/**
+ * A domain agent of the turn graph, declared by configuration alone: its prompt file, the state names of its
+ * transactions, its model profile and tool budget. Routing files send intents to it by its key.
+ */
 export const graphAgentSchema = z
   .object({
     description: nonEmpty,
+    /** Markdown file under CONFIG_DIR; must exist. */
     prompt: nonEmpty,
     /** Transaction states use it: COLLECTING_<state_domain>_PARAMETERS, WAITING_<state_domain>_CONFIRMATION. */
     state_domain: z.string().regex(/^[A-Z][A-Z0-9_]*$/, 'must be UPPER_SNAKE_CASE'),
@@ -97,13 +105,21 @@ export const graphAgentSchema = z
     rag_namespace: identifier.optional(),
   })
   .strict();
+/** A graph agent's key: a node name ending in `_agent`, so it can never shadow another node of the graph. */
+const graphAgentName = domainAgentNameSchema
+  .regex(/_agent$/, 'must end in _agent')
+  .refine((name) => !(FIXED_ROUTES as readonly string[]).includes(name), 'is a reserved node name');
 export const agentProfileSchema = z
   .object({
     name: nonEmpty,
     domain: nonEmpty,
     description: z.string().default(''),
     system_prefix: z.string().default(''),
-    prompts_dir: z.string().optional(),
+    /**
+     * A directory under CONFIG_DIR of this agent_id's own graph-agent prompts (`<graph agent>.md`); a graph agent
+     * without a file there uses its `prompt`. The directory must exist and hold no other file.
+     */
+    prompts_dir: nonEmpty.optional(),
     metadata: z.record(z.unknown()).default({}),
     /** This agent_id's own policy files (paths under CONFIG_DIR); the global file where absent. */
     routing: nonEmpty.optional(),
@@ -120,14 +136,10 @@ export const agentsFileSchema = z
   .object({
     default_agent_id: identifier,
     agents: catalogue(agentProfileSchema),
-    graph_agents: z
-      .object(
-        Object.fromEntries(DOMAIN_AGENT_NODES.map((name) => [name, graphAgentSchema])) as Record<
-          (typeof DOMAIN_AGENT_NODES)[number],
-          typeof graphAgentSchema
-        >,
-      )
-      .strict(),
+    graph_agents: catalogue(graphAgentSchema, graphAgentName).refine(
+      (agents) => Object.keys(agents).length > 0,
+      'at least one graph agent is required',
+    ),
   })
   .strict()
   .superRefine((file, ctx) => {
@@ -137,6 +149,18 @@ export const agentsFileSchema = z
         path: ['default_agent_id'],
         message: `"${file.default_agent_id}" is not declared under agents`,
       });
+    }
+    const owners = new Map<string, string>();
+    for (const [name, agent] of Object.entries(file.graph_agents)) {
+      const owner = owners.get(agent.state_domain);
+      if (owner !== undefined) {
+        ctx.addIssue({
+          code: z.ZodIssueCode.custom,
+          path: ['graph_agents', name, 'state_domain'],
+          message: `"${agent.state_domain}" is already the state_domain of ${owner}`,
+        });
+      }
+      owners.set(agent.state_domain, name);
     }
   });
 export type AgentProfileConfig = z.output<typeof agentProfileSchema>;
@@ -207,7 +231,6 @@ export const routingFileSchema = z
   })
   .strict()
   .superRefine((file, ctx) => {
-    const agents = new Set<string>(DOMAIN_AGENT_NODES);
     const seen = new Set<string>();
     file.intents.forEach((intent, index) => {
       if (seen.has(intent.name)) {
@@ -225,21 +248,7 @@ export const routingFileSchema = z
           message: 'handoff: true needs router.allow_handoff: true',
         });
       }
-      if (!agents.has(intent.agent)) {
-        ctx.addIssue({
-          code: z.ZodIssueCode.custom,
-          path: ['intents', index, 'agent'],
-          message: `"${intent.agent}" is not a graph agent (${[...agents].join(', ')})`,
-        });
-      }
     });
-    if (!agents.has(file.router.fallback_agent)) {
-      ctx.addIssue({
-        code: z.ZodIssueCode.custom,
-        path: ['router', 'fallback_agent'],
-        message: `"${file.router.fallback_agent}" is not a graph agent`,
-      });
-    }
     const states = new Set<string>();
     file.state_policies.forEach((policy, index) => {
       if (states.has(policy.state)) {
@@ -250,13 +259,6 @@ export const routingFileSchema = z
         });
       }
       states.add(policy.state);
-      if (!agents.has(policy.agent)) {
-        ctx.addIssue({
-          code: z.ZodIssueCode.custom,
-          path: ['state_policies', index, 'agent'],
-          message: `"${policy.agent}" is not a graph agent`,
-        });
-      }
     });
   });
 export type IntentConfig = z.output<typeof intentSchema>;

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ConfigType } from '@nestjs/config';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { appConfig, llmConfig, routingConfig } from './env';
@@ -93,17 +93,44 @@ export class ConfigFilesService {
     return new PerAgent(global, own, Object.keys(this.agents.agents));
   }
 
-  /** A per-agent file that does not exist is named with the agents.yaml field that points to it. */
+  /** Whether `name` is a domain agent of the graph (an agents.yaml `graph_agents` key). */
+  isGraphAgent(name: unknown): name is string {
+    return typeof name === 'string' && name in this.agents.graph_agents;
+  }
+
+  /**
+   * Every file agents.yaml points to must be there: a per-agent policy file, a graph agent's prompt, a
+   * `prompts_dir` (a directory holding only `<graph agent>.md` files, so a misspelt name cannot go unused).
+   */
   private checkAgentFiles(): void {
-    const problems = Object.entries(this.agents.agents).flatMap(([agentId, profile]) =>
-      AGENT_POLICY_FILES.flatMap((field) => {
-        const file = profile[field];
-        return file === undefined || existsSync(this.path(file))
+    const missing = (file: string) => `file not found: ${this.path(file)}`;
+    const problems = [
+      ...Object.entries(this.agents.agents).flatMap(([agentId, profile]) => [
+        ...AGENT_POLICY_FILES.flatMap((field) => {
+          const file = profile[field];
+          return file === undefined || existsSync(this.path(file))
+            ? []
+            : [`agents.${agentId}.${field}: ${missing(file)}`];
+        }),
+        ...(profile.prompts_dir === undefined
           ? []
-          : [`agents.${agentId}.${field}: file not found: ${this.path(file)}`];
-      }),
-    );
+          : this.checkPromptsDir(profile.prompts_dir).map(
+              (problem) => `agents.${agentId}.prompts_dir: ${problem}`,
+            )),
+      ]),
+      ...Object.entries(this.agents.graph_agents).flatMap(([name, agent]) =>
+        existsSync(this.path(agent.prompt)) ? [] : [`graph_agents.${name}.prompt: ${missing(agent.prompt)}`],
+      ),
+    ];
     if (problems.length > 0) throw new ConfigFileError(this.path('agents.yaml'), problems);
+  }
+
+  private checkPromptsDir(dir: string): string[] {
+    const path = this.path(dir);
+    if (!existsSync(path) || !statSync(path).isDirectory()) return [`directory not found: ${path}`];
+    return readdirSync(path)
+      .filter((file) => !(file.endsWith('.md') && this.isGraphAgent(file.slice(0, -'.md'.length))))
+      .map((file) => `${join(path, file)} is not <graph agent>.md for a graph agent of graph_agents`);
   }
 
   private checkToolPolicy(path: string, policy: ToolPolicy): ToolPolicy {
@@ -125,9 +152,21 @@ export class ConfigFilesService {
     return policy;
   }
 
+  /** A routing file's tools must be in tools.yaml, and every agent it names must be a graph agent. */
   private checkRouting(path: string, routing: RoutingFile): RoutingFile {
     const problems: string[] = [];
+    const agents = Object.keys(this.agents.graph_agents);
+    const agentProblem = (where: string, agent: string) => {
+      if (!agents.includes(agent)) {
+        problems.push(`${where}: "${agent}" is not a graph agent of agents.yaml (${agents.join(', ')})`);
+      }
+    };
+    agentProblem('router.fallback_agent', routing.router.fallback_agent);
+    routing.state_policies.forEach((policy, index) =>
+      agentProblem(`state_policies[${index}].agent`, policy.agent),
+    );
     routing.intents.forEach((intent, index) => {
+      agentProblem(`intents[${index}].agent`, intent.agent);
       intent.mcp_tools.forEach((tool, toolIndex) => {
         if (!(tool in this.tools.tools)) {
           problems.push(`intents[${index}].mcp_tools[${toolIndex}]: "${tool}" is not declared in tools.yaml`);

@@ -1,10 +1,4 @@
-import {
-  AgentState,
-  DomainAgentNode,
-  HistoryMessage,
-  isDomainAgentNode,
-  TransactionStatus,
-} from '@agent/contracts';
+import { AgentState, DomainAgentNode, HistoryMessage, TransactionStatus } from '@agent/contracts';
 
 /**
  * The history the classifier sees, in estimated tokens: the newest messages first, each cut to at most
@@ -203,10 +197,10 @@ export function classifierInput(
   enabledIntents: readonly IntentCapability[],
   currentMessage: string,
   historyTurns: number,
-): { activeAgent: DomainAgentNode | ''; payload: string } {
+): { activeAgent: DomainAgentNode; payload: string } {
   const capabilities = capabilitiesByAgent(enabledIntents);
   const requested = state.active_agent;
-  const activeAgent = isDomainAgentNode(requested) && capabilities.has(requested) ? requested : '';
+  const activeAgent = requested !== undefined && capabilities.has(requested) ? requested : '';
   const payload = buildPayload(state, activeAgent, capabilities, currentMessage, historyTurns);
   return { activeAgent, payload: JSON.stringify(payload) };
 }

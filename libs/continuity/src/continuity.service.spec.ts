@@ -1,4 +1,4 @@
-import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseEnvNamespace } from '@agent/config';
@@ -100,6 +100,7 @@ describe('ContinuityService', () => {
     configDir = mkdtempSync(join(tmpdir(), 'continuity-spec-'));
     copyFileSync(join(REPO, 'config', 'agents.yaml'), join(configDir, 'agents.yaml'));
     copyFileSync(join(REPO, 'config', 'tools.yaml'), join(configDir, 'tools.yaml'));
+    cpSync(join(REPO, 'config', 'prompts'), join(configDir, 'prompts'), { recursive: true });
     writeFileSync(join(configDir, 'routing.yaml'), ROUTING_YAML);
   });
 

@@ -239,7 +239,7 @@ export class ContinuityService implements OnModuleInit {
     label: ContinuityDecision,
     classification: Classification,
     state: AgentState,
-    activeAgent: DomainAgentNode | '',
+    activeAgent: DomainAgentNode,
   ): RouteDecision | null {
     switch (label) {
       case 'HUMAN_HANDOFF':

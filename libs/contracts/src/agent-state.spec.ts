@@ -158,7 +158,7 @@ describe('agentStateSchema', () => {
     ],
     ['a passage without its text', { rag_results: [{ chunk_id: 1, document_id: 1 }] }, 'rag_results'],
     ['a memory without its value', { long_term_memories: [{ key: 'preferred_name' }] }, 'long_term_memories'],
-    ['a context naming no graph agent', { context: { agent: 'somebody' } }, 'context'],
+    ['a context whose agent is no node name', { context: { agent: 'Billing Agent!' } }, 'context'],
     [
       'a retrieval outcome of another status',
       { context: { agent: 'product_agent', rag: { status: 'skipped' } } },

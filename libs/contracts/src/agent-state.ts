@@ -2,7 +2,7 @@ import { z } from 'zod';
 import {
   BLOCKED_ROUTE,
   continuitySignalSchema,
-  DOMAIN_AGENT_NODES,
+  domainAgentNameSchema,
   routeDecisionSchema,
   SESSION_CONTROLS,
 } from './route-decision';
@@ -104,7 +104,7 @@ export type HandledTopic = z.output<typeof handledTopicSchema>;
 /** An agent-to-agent transfer recorded by the `handoff` node. */
 export const handoffTransferSchema = z.object({
   from: z.string().nullable(),
-  to: z.enum(DOMAIN_AGENT_NODES),
+  to: domainAgentNameSchema,
   reason: z.string(),
   turn: z.number().int().nullable(),
 });

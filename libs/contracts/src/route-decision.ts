@@ -12,32 +12,25 @@ export const ROUTE_METHODS = [
 ] as const;
 export type RouteMethod = (typeof ROUTE_METHODS)[number];
 
-export const DOMAIN_AGENT_NODES = [
-  'billing_agent',
-  'product_agent',
-  'orders_agent',
-  'support_agent',
-] as const;
-export type DomainAgentNode = (typeof DOMAIN_AGENT_NODES)[number];
+/**
+ * A domain agent: a node of the turn graph that an agents.yaml `graph_agents` entry declares, so the set is the
+ * configuration's, known at start-up (ConfigFilesService), never a fixed list.
+ */
+export type DomainAgentNode = string;
+/** What a `graph_agents` key must look like: it names a node of the graph, its events and its prompt file. */
+export const domainAgentNameSchema = z
+  .string()
+  .regex(/^[a-z][a-z0-9_]*$/, 'must be a lower_snake_case name (letters, digits, _)');
 
 export const SESSION_NODES = ['human_handoff', 'end_session'] as const;
 export type SessionNode = (typeof SESSION_NODES)[number];
 
-/** Every node `routing_decision` may hand the turn to. */
-export const ROUTABLE_NODES = [
-  ...DOMAIN_AGENT_NODES,
-  'handoff',
-  ...SESSION_NODES,
-  'supervisor_agent',
-] as const;
-export type RoutableNode = (typeof ROUTABLE_NODES)[number];
+/** The nodes `routing_decision` may hand the turn to besides the configured domain agents. */
+export const FIXED_ROUTES = ['handoff', ...SESSION_NODES, 'supervisor_agent'] as const;
+export type FixedRoute = (typeof FIXED_ROUTES)[number];
 
-export function isDomainAgentNode(value: unknown): value is DomainAgentNode {
-  return typeof value === 'string' && (DOMAIN_AGENT_NODES as readonly string[]).includes(value);
-}
-
-export function isRoutableNode(value: unknown): value is RoutableNode {
-  return typeof value === 'string' && (ROUTABLE_NODES as readonly string[]).includes(value);
+export function isFixedRoute(value: unknown): value is FixedRoute {
+  return typeof value === 'string' && (FIXED_ROUTES as readonly string[]).includes(value);
 }
 
 export const SESSION_CONTROLS = ['HUMAN_HANDOFF', 'END_SESSION'] as const;
@@ -57,8 +50,8 @@ export const routeMetadataSchema = z
     /** Why a pending transaction ends on this turn (`intent_shift` when the router moved the turn away). */
     transaction_interruption: z.string().optional(),
     /** An agent-to-agent transfer through the `handoff` node: where it goes and the agent it leaves. */
-    handoff_target: z.enum(DOMAIN_AGENT_NODES).optional(),
-    handoff_from: z.enum(DOMAIN_AGENT_NODES).optional(),
+    handoff_target: domainAgentNameSchema.optional(),
+    handoff_from: domainAgentNameSchema.optional(),
     /** Router mode: the message's further requests, in the customer's order. */
     more_intents: z.array(z.string()).optional(),
     /** Carried for the next turn where `intent` / `active_agent` are not catalogue facts (supervisor, state policy). */
@@ -69,11 +62,9 @@ export const routeMetadataSchema = z
   .passthrough();
 export type RouteMetadata = z.output<typeof routeMetadataSchema>;
 
-/** Where a decision sends the turn: a node of the graph, or nowhere when the input was blocked. */
-export const DECISION_ROUTES = [...ROUTABLE_NODES, BLOCKED_ROUTE] as const;
-
 export const routeDecisionSchema = z.object({
-  route: z.enum(DECISION_ROUTES),
+  /** A domain agent, a fixed route (FIXED_ROUTES), or `blocked` when the input was blocked and no node ran. */
+  route: z.string(),
   /** The agent that serves the turn; a session node's name for handoff and end; null when blocked. */
   agent: z.string().nullable(),
   intent: z.string(),

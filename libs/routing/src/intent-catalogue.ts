@@ -21,6 +21,7 @@ export class IntentCatalogue {
   private readonly policies: Map<string, StatePolicyConfig>;
   private readonly transactional: Set<string>;
   private readonly intentCards: readonly IntentCard[];
+  private readonly agents: ReadonlySet<string>;
 
   constructor(routing: RoutingFile, tools: ToolsFile) {
     this.enabled = routing.intents.filter((intent) => intent.enabled);
@@ -34,6 +35,12 @@ export class IntentCatalogue {
         )
         .map((intent) => intent.name),
     );
+    // Every agent the file names is a graph agent (ConfigFilesService checks it).
+    this.agents = new Set([
+      routing.router.fallback_agent,
+      ...routing.state_policies.map((policy) => policy.agent),
+      ...routing.intents.map((intent) => intent.agent),
+    ]);
     this.intentCards = this.enabled.map((intent) => ({
       name: intent.name,
       description: intent.description,
@@ -45,6 +52,11 @@ export class IntentCatalogue {
   /** An enabled intent by name; disabled and unknown names are both absent. */
   intent(name: string | null | undefined): IntentConfig | undefined {
     return name ? this.byName.get(name) : undefined;
+  }
+
+  /** A domain agent this routing file sends turns to (not a session node, the supervisor or an old name). */
+  isAgent(name: unknown): name is string {
+    return typeof name === 'string' && this.agents.has(name);
   }
 
   policy(state: string | null | undefined): StatePolicyConfig | undefined {

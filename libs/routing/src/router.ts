@@ -6,7 +6,6 @@ import {
   ClassifiedRoute,
   DomainAgentNode,
   HandledTopic,
-  isDomainAgentNode,
   PendingTopic,
   RouteDecision,
   RouteMetadata,
@@ -79,14 +78,9 @@ export class Router {
     return this.file.router.mode;
   }
 
+  /** A graph agent: ConfigFilesService rejects a fallback_agent that is not one. */
   private get fallbackAgent(): DomainAgentNode {
-    // routing.yaml validation rejects a fallback_agent that is not a graph agent.
-    return this.file.router.fallback_agent as DomainAgentNode;
-  }
-
-  /** An agent named in routing.yaml, which its validation guarantees is a graph agent. */
-  private agentNode(name: string): DomainAgentNode {
-    return isDomainAgentNode(name) ? name : this.fallbackAgent;
+    return this.file.router.fallback_agent;
   }
 
   /**
@@ -266,7 +260,7 @@ export class Router {
     const recorded = this.catalogue.transactionIntent(state);
     const transactionIntent = recorded?.agent === policy.agent ? recorded : undefined;
     const hold = (check: RouteMetadata): RouteDecision => ({
-      route: this.agentNode(policy.agent),
+      route: policy.agent,
       agent: policy.agent,
       intent: `${STATE_INTENT_PREFIX}${policy.state}`,
       domain: transactionIntent?.domain ?? state.domain ?? null,
@@ -374,9 +368,9 @@ export class Router {
     how: Pick<RouteDecision, 'method' | 'confidence' | 'reason' | 'metadata'>,
   ): RouteDecision {
     const from = state.active_agent;
-    const agent = this.agentNode(intent.agent);
+    const agent = intent.agent;
     const transfer =
-      intent.handoff && this.file.router.allow_handoff && isDomainAgentNode(from) && from !== agent;
+      intent.handoff && this.file.router.allow_handoff && this.catalogue.isAgent(from) && from !== agent;
     return {
       route: transfer ? 'handoff' : agent,
       agent: intent.agent,
@@ -427,7 +421,7 @@ export class Router {
       next_state: state.next_state ?? null,
       route_bypassed: false,
       metadata: {
-        previous_agent: isDomainAgentNode(state.active_agent) ? state.active_agent : null,
+        previous_agent: this.catalogue.isAgent(state.active_agent) ? state.active_agent : null,
         previous_intent: this.catalogue.previousIntent(state)?.name ?? null,
         ...(policy ? { transaction_intent: this.catalogue.transactionIntent(state)?.name ?? null } : {}),
       },

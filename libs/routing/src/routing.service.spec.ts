@@ -9,7 +9,7 @@ import {
   routingFileSchema,
   toolsFileSchema,
 } from '@agent/config';
-import { AgentState, isRoutableNode, RouteDecision } from '@agent/contracts';
+import { AgentState, isFixedRoute, RouteDecision } from '@agent/contracts';
 import { EventBusService } from '@agent/observability';
 import { FakeLlmServer, FakeReply } from '@agent/testing/fake-llm';
 import { activeTransactionOf, decisionOf } from '@agent/testing/states';
@@ -56,7 +56,8 @@ const turn = (text: string, extra: AgentState = {}): AgentState => ({
 });
 
 function expectComplete(decision: RouteDecision): void {
-  expect(isRoutableNode(decision.route)).toBe(true);
+  const agents = new Set(shipped.intents.map((intent) => intent.agent));
+  expect(isFixedRoute(decision.route) || agents.has(decision.route)).toBe(true);
   expect(decision.route_bypassed).toBe(false);
   expect(Array.isArray(decision.mcp_tools)).toBe(true);
   expect(typeof decision.reason).toBe('string');

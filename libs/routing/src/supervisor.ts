@@ -4,7 +4,6 @@ import type { IntentConfig, StatePolicyConfig, SupervisorSettings } from '@agent
 import {
   AgentState,
   DomainAgentNode,
-  isDomainAgentNode,
   MultiIntentPlan,
   noPendingTransaction,
   PendingTopic,
@@ -316,7 +315,7 @@ export class TurnSupervisor {
     transactionIntent: IntentConfig | undefined,
   ): Promise<Partial<AgentState>> {
     const message = turnText(state);
-    const agent = this.agentNode(policy.agent);
+    const agent = policy.agent;
     const topic: Topic = {
       operation_id: 'op-1',
       intent: `${STATE_INTENT_PREFIX}${policy.state}`,
@@ -401,7 +400,7 @@ export class TurnSupervisor {
     return {
       operation_id: operationId,
       intent: intent?.name ?? 'fallback',
-      agent: intent ? this.agentNode(intent.agent) : this.options.fallbackAgent,
+      agent: intent ? intent.agent : this.options.fallbackAgent,
       domain: intent?.domain ?? null,
       tools: intent ? [...intent.mcp_tools] : [],
       label: intent?.label ?? intent?.name ?? 'fallback',
@@ -471,12 +470,8 @@ export class TurnSupervisor {
 
   /** The agent of the previous turn; in supervisor mode the routing node overwrote it, so metadata carries it. */
   private previousAgent(state: AgentState): string | null {
-    if (isDomainAgentNode(state.active_agent)) return state.active_agent;
+    if (this.catalogue.isAgent(state.active_agent)) return state.active_agent;
     return state.route_decision?.metadata.previous_agent ?? null;
-  }
-
-  private agentNode(name: string): DomainAgentNode {
-    return isDomainAgentNode(name) ? name : this.options.fallbackAgent;
   }
 
   private planRecord(

@@ -1,7 +1,7 @@
-import { AgentState, isDomainAgentNode } from '@agent/contracts';
+import type { AgentState } from '@agent/contracts';
 import { AnswerReleaser, GuardrailsService } from '@agent/guardrails';
 import type { TurnStream } from '@agent/observability';
-import type { NextNode } from './workflow.graph';
+import type { TurnAgents, WorkflowNode } from './workflow.graph';
 
 /**
  * Once routing decided, a streamed turn tells its client the routing facts and, when one agent serves the
@@ -13,7 +13,8 @@ import type { NextNode } from './workflow.graph';
 export function openAnswerStream(
   stream: TurnStream,
   state: AgentState,
-  next: NextNode,
+  next: WorkflowNode,
+  agents: TurnAgents,
   guardrails: GuardrailsService,
 ): void {
   stream.send({
@@ -28,7 +29,7 @@ export function openAnswerStream(
       blocked: state.blocked === true,
     },
   });
-  if (state.blocked || !(isDomainAgentNode(next) || next === 'handoff')) return;
+  if (state.blocked || !(agents.isAgent(next) || next === 'handoff')) return;
   stream.answer = new AnswerReleaser((draft) => guardrails.screenDraft(state, draft), {
     release: (text) => {
       stream.firstReleasedAt ??= performance.now();

@@ -1,18 +1,25 @@
-import { AgentState, ROUTABLE_NODES } from '@agent/contracts';
-import { END, NextNode, nextNode, WORKFLOW_NODES, WorkflowNode } from './workflow.graph';
+import { AgentState, FIXED_ROUTES } from '@agent/contracts';
+import { END, FIXED_NODES, nextNode, TurnAgents, WorkflowNode } from './workflow.graph';
 
-const FALLBACK: WorkflowNode = 'billing_agent';
-const next = (node: WorkflowNode, state: AgentState = {}) => nextNode(node, state, FALLBACK);
+/** The shipped agents and a configured fifth one: the graph knows agents only from configuration. */
+const AGENTS = ['billing_agent', 'product_agent', 'orders_agent', 'support_agent', 'loyalty_agent'];
+const FALLBACK = 'billing_agent';
+const turnAgents = (fallback: string): TurnAgents => ({
+  fallback,
+  isAgent: (name): name is string => typeof name === 'string' && AGENTS.includes(name),
+});
+const next = (node: WorkflowNode, state: AgentState = {}) => nextNode(node, state, turnAgents(FALLBACK));
+const ROUTES = [...AGENTS, ...FIXED_ROUTES];
 
 /** The nodes a turn passes through from START, following the edges until END. */
-function walk(state: AgentState, stateAfter: Partial<Record<WorkflowNode, AgentState>> = {}): NextNode[] {
-  const path: NextNode[] = [];
-  let node: NextNode = 'input_guardrails';
+function walk(state: AgentState, stateAfter: Partial<Record<WorkflowNode, AgentState>> = {}): WorkflowNode[] {
+  const path: WorkflowNode[] = [];
+  let node: WorkflowNode = 'input_guardrails';
   let current = state;
   while (node !== END) {
     path.push(node);
     current = { ...current, ...stateAfter[node] };
-    node = nextNode(node, current, FALLBACK);
+    node = nextNode(node, current, turnAgents(FALLBACK));
   }
   return [...path, END];
 }
@@ -35,7 +42,7 @@ describe('nextNode', () => {
   });
 
   describe('routing_decision', () => {
-    it.each(ROUTABLE_NODES)('follows a route to %s', (route) => {
+    it.each(ROUTES)('follows a route to %s', (route) => {
       expect(next('routing_decision', { route })).toBe(route);
     });
 
@@ -43,7 +50,9 @@ describe('nextNode', () => {
       expect(next('routing_decision', { route: 'no_such_node' })).toBe(FALLBACK);
       expect(next('routing_decision', { route: 'blocked' })).toBe(FALLBACK);
       expect(next('routing_decision', {})).toBe(FALLBACK);
-      expect(nextNode('routing_decision', { route: 'nowhere' }, 'support_agent')).toBe('support_agent');
+      expect(nextNode('routing_decision', { route: 'nowhere' }, turnAgents('support_agent'))).toBe(
+        'support_agent',
+      );
     });
 
     it('skips to the output guardrails when the guardrail model blocked the input beside routing', () => {
@@ -51,7 +60,7 @@ describe('nextNode', () => {
     });
   });
 
-  it.each(ROUTABLE_NODES)('%s hands its answer to the output supervisor', (node) => {
+  it.each(ROUTES)('%s hands its answer to the output supervisor', (node) => {
     expect(next(node)).toBe('output_supervisor');
     expect(next(node, { blocked: true })).toBe('output_supervisor');
   });
@@ -78,20 +87,20 @@ describe('nextNode', () => {
   });
 
   it('gives every node an edge: no node of the graph is a dead end', () => {
-    for (const node of WORKFLOW_NODES) {
+    for (const node of [...FIXED_NODES, ...AGENTS]) {
       const target = next(node);
-      expect(target === END || (WORKFLOW_NODES as readonly string[]).includes(target)).toBe(true);
+      expect(target === END || [...FIXED_NODES, ...AGENTS].includes(target)).toBe(true);
     }
   });
 });
 
 describe('a turn through the graph', () => {
-  it('runs every stage for an answered turn', () => {
-    expect(walk({ route: 'orders_agent' })).toEqual([
+  it.each(['orders_agent', 'loyalty_agent'])('runs every stage for a turn %s answers', (agent) => {
+    expect(walk({ route: agent })).toEqual([
       'input_guardrails',
       'load_long_term_memory',
       'routing_decision',
-      'orders_agent',
+      agent,
       'output_supervisor',
       'output_guardrails',
       'judge',

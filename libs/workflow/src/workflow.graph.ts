@@ -1,11 +1,10 @@
-import { AgentState, DOMAIN_AGENT_NODES, isRoutableNode } from '@agent/contracts';
+import { AgentState, DomainAgentNode, isFixedRoute } from '@agent/contracts';
 
-/** Every node of the turn graph (docs/architecture.md#the-turn). */
-export const WORKFLOW_NODES = [
+/** The nodes of the turn graph besides the domain agents, which the configuration declares (docs/architecture.md#the-turn). */
+export const FIXED_NODES = [
   'input_guardrails',
   'load_long_term_memory',
   'routing_decision',
-  ...DOMAIN_AGENT_NODES,
   'handoff',
   'human_handoff',
   'end_session',
@@ -17,15 +16,29 @@ export const WORKFLOW_NODES = [
   'persist_long_term_memory',
   'persist',
 ] as const;
-export type WorkflowNode = (typeof WORKFLOW_NODES)[number];
+export type FixedNode = (typeof FIXED_NODES)[number];
+/** A fixed node or a configured domain agent (a `DomainAgentNode`): a string, the agents being configuration. */
+export type WorkflowNode = string;
+/** Where the turn leaves the graph: no node's name. */
 export const END = '__end__';
-export type NextNode = WorkflowNode | typeof END;
+
+/** The domain agents of a turn: which names are agents, and where a route that names no node goes. */
+export interface TurnAgents {
+  fallback: DomainAgentNode;
+  isAgent(name: unknown): name is DomainAgentNode;
+}
+
+export function isFixedNode(node: WorkflowNode): node is FixedNode {
+  return (FIXED_NODES as readonly string[]).includes(node);
+}
 
 /**
- * The edges of the turn graph with their real conditions. `fallbackAgent` is where an unknown route goes,
- * so no decision can put an unknown node name on the edge.
+ * The edges of the turn graph with their real conditions. A route that names neither a fixed route nor a
+ * domain agent goes to the fallback agent, so no decision can put an unknown node name on the edge.
  */
-export function nextNode(current: WorkflowNode, state: AgentState, fallbackAgent: WorkflowNode): NextNode {
+export function nextNode(current: WorkflowNode, state: AgentState, agents: TurnAgents): WorkflowNode {
+  // Every domain agent hands its answer to the output supervisor.
+  if (!isFixedNode(current)) return 'output_supervisor';
   switch (current) {
     case 'input_guardrails':
       return state.blocked ? 'output_guardrails' : 'load_long_term_memory';
@@ -34,11 +47,7 @@ export function nextNode(current: WorkflowNode, state: AgentState, fallbackAgent
     case 'routing_decision':
       // The guardrail model's input verdict, taken beside routing, may still block the turn.
       if (state.blocked) return 'output_guardrails';
-      return isRoutableNode(state.route) ? state.route : fallbackAgent;
-    case 'billing_agent':
-    case 'product_agent':
-    case 'orders_agent':
-    case 'support_agent':
+      return isFixedRoute(state.route) || agents.isAgent(state.route) ? state.route : agents.fallback;
     case 'handoff':
     case 'human_handoff':
     case 'end_session':

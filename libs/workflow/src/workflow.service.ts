@@ -12,7 +12,6 @@ import {
   DomainAgentNode,
   HandoffTransfer,
   HistoryMessage,
-  isDomainAgentNode,
   promptHistory,
   turnAnswer,
   TurnFrame,
@@ -30,7 +29,7 @@ import { SessionNodes } from './session-nodes';
 import { AgentDraft } from './agent-draft';
 import { inputBlocked, RoutingChoreography } from './routing-choreography';
 import { ContinueShare, shouldSpeculate } from './speculation-policy';
-import { END, nextNode, WorkflowNode } from './workflow.graph';
+import { END, FixedNode, isFixedNode, nextNode, TurnAgents, WorkflowNode } from './workflow.graph';
 
 /** What a node changes: never the turn's frame, but for the text of a message the input rails withheld. */
 type NodePatch = Partial<Omit<AgentState, Exclude<keyof TurnFrame, 'user_text'>>>;
@@ -46,7 +45,7 @@ interface TurnScope {
 /** The turn graph (docs/architecture.md#the-turn); `runTurn` is its public entry point. */
 @Injectable()
 export class WorkflowService {
-  private readonly nodes: Record<WorkflowNode, (state: TurnState, scope: TurnScope) => Promise<NodePatch>>;
+  private readonly nodes: Record<FixedNode, (state: TurnState, scope: TurnScope) => Promise<NodePatch>>;
   /** Retrieval and tool guardrails, handed to every agent run. */
   private readonly screen: ContentScreen;
   private readonly choreography: RoutingChoreography;
@@ -75,23 +74,10 @@ export class WorkflowService {
       routing,
       strategy: continuityEnv.ROUTE_STICKINESS_STRATEGY,
     });
-    const agentNode = (node: DomainAgentNode) => async (state: AgentState, scope: TurnScope) => {
-      const draft = scope.draft?.node === node ? scope.draft : undefined;
-      try {
-        const patch = await this.agents.run(node, state, this.screen, draft);
-        return { ...patch, ...this.routing.followUp(state, patch) };
-      } finally {
-        await this.dropDraft(scope);
-      }
-    };
     this.nodes = {
       input_guardrails: (s) => this.inputGuardrails(s),
       load_long_term_memory: (s) => this.loadLongTermMemory(s),
       routing_decision: (s, scope) => this.routingDecision(s, scope),
-      billing_agent: agentNode('billing_agent'),
-      product_agent: agentNode('product_agent'),
-      orders_agent: agentNode('orders_agent'),
-      support_agent: agentNode('support_agent'),
       handoff: (s) => this.agentHandoff(s),
       human_handoff: (s) => Promise.resolve(this.sessionNodes.humanHandoff(s)),
       end_session: (s) => Promise.resolve(this.sessionNodes.endSession(s)),
@@ -125,12 +111,14 @@ export class WorkflowService {
         agent_profile: this.agentProfile(initial.agent_id),
         history: promptHistory(scope.storedHistory),
       };
-      let node: WorkflowNode | typeof END = 'input_guardrails';
-      const fallback = this.fallbackAgent(state);
+      let node: WorkflowNode = 'input_guardrails';
+      const agents = this.turnAgents(state);
       while (node !== END) {
         const current: WorkflowNode = node;
         running = current;
-        const patch = await this.telemetry.run(current, () => this.nodes[current](state, scope));
+        const patch = await this.telemetry.run(current, () =>
+          isFixedNode(current) ? this.nodes[current](state, scope) : this.agentNode(current, state, scope),
+        );
         state = { ...state, ...patch };
         const stream = TurnContextStore.current()?.stream;
         if (current === 'persist') {
@@ -145,9 +133,10 @@ export class WorkflowService {
             nodes: [...(TurnContextStore.current()?.nodes ?? [])],
           });
         }
-        node = nextNode(current, state, fallback);
+        node = nextNode(current, state, agents);
         // Streaming: the routing facts, and the answer's release opens only once routing decided.
-        if (current === 'routing_decision' && stream) openAnswerStream(stream, state, node, this.guardrails);
+        if (current === 'routing_decision' && stream)
+          openAnswerStream(stream, state, node, agents, this.guardrails);
       }
       return state;
     } catch (error) {
@@ -170,7 +159,23 @@ export class WorkflowService {
 
   /** Where a route that names no node goes: the agent_id's routing file's fallback agent, a graph agent by validation. */
   private fallbackAgent(state: AgentState): DomainAgentNode {
-    return this.files.routings.for(state.agent_id).router.fallback_agent as DomainAgentNode;
+    return this.files.routings.for(state.agent_id).router.fallback_agent;
+  }
+
+  /** The configured domain agents of a turn: the graph routes only to those and to its fixed nodes. */
+  private turnAgents(state: AgentState): TurnAgents {
+    return { fallback: this.fallbackAgent(state), isAgent: (name) => this.files.isGraphAgent(name) };
+  }
+
+  /** A domain agent's node: any agents.yaml graph agent runs the same way, with its own configuration. */
+  private async agentNode(node: DomainAgentNode, state: AgentState, scope: TurnScope): Promise<NodePatch> {
+    const draft = scope.draft?.node === node ? scope.draft : undefined;
+    try {
+      const patch = await this.agents.run(node, state, this.screen, draft);
+      return { ...patch, ...this.routing.followUp(state, patch) };
+    } finally {
+      await this.dropDraft(scope);
+    }
   }
 
   /** The agents.yaml identity of the conversation's agent_id (validated at the edge), as the checkpoint keeps it. */
@@ -222,7 +227,7 @@ export class WorkflowService {
     const draft = this.startDraft(state, scope);
     scope.draft = draft ?? undefined;
     const patch = await this.choreography.decide(state);
-    const agent = continuedAgent(state);
+    const agent = continuedAgent(state, (name) => this.files.isGraphAgent(name));
     if (agent && patch.continuity_signal && !patch.blocked) {
       this.continueShare.record(
         state.agent_id ?? '',
@@ -248,10 +253,11 @@ export class WorkflowService {
    */
   private startDraft(state: AgentState, scope: TurnScope): AgentDraft | null {
     if (!this.continuity.enabled) return null;
-    const active = continuedAgent(state);
+    const isAgent = (name: unknown): name is DomainAgentNode => this.files.isGraphAgent(name);
+    const active = continuedAgent(state, isAgent);
     const keyword = this.routing.keywordRoute(state);
-    const named = keyword && isDomainAgentNode(keyword.agent) && keyword.agent !== active ? keyword : null;
-    const agent = named && isDomainAgentNode(named.agent) ? named.agent : active;
+    const named = keyword && isAgent(keyword.agent) && keyword.agent !== active ? keyword : null;
+    const agent = named && isAgent(named.agent) ? named.agent : active;
     if (!agent) return null;
     const signals = {
       agent,
@@ -308,9 +314,9 @@ export class WorkflowService {
    * the agent that produced it, each regeneration bounded too.
    */
   private async outputSupervisor(state: AgentState): Promise<NodePatch> {
-    const producer = isDomainAgentNode(state.route)
+    const producer = this.files.isGraphAgent(state.route)
       ? state.route
-      : isDomainAgentNode(state.active_agent)
+      : this.files.isGraphAgent(state.active_agent)
         ? state.active_agent
         : null;
     const answer = this.guardrails.boundAnswer(state.answer ?? '');
@@ -397,7 +403,10 @@ export class WorkflowService {
  * The agent a turn would continue with: the active domain agent, when the decision that made it active is the
  * state's (its tools are those a CONTINUE keeps, so the speculative request can match the real one).
  */
-function continuedAgent(state: AgentState): DomainAgentNode | null {
+function continuedAgent(
+  state: AgentState,
+  isAgent: (name: unknown) => name is DomainAgentNode,
+): DomainAgentNode | null {
   const agent = state.active_agent;
-  return isDomainAgentNode(agent) && state.route_decision?.agent === agent ? agent : null;
+  return isAgent(agent) && state.route_decision?.agent === agent ? agent : null;
 }

@@ -323,10 +323,8 @@ export interface components {
             /** @enum {string} */
             session_control?: "HUMAN_HANDOFF" | "END_SESSION";
             transaction_interruption?: string;
-            /** @enum {string} */
-            handoff_target?: "billing_agent" | "product_agent" | "orders_agent" | "support_agent";
-            /** @enum {string} */
-            handoff_from?: "billing_agent" | "product_agent" | "orders_agent" | "support_agent";
+            handoff_target?: string;
+            handoff_from?: string;
             more_intents?: string[];
             previous_agent?: string | null;
             previous_intent?: string | null;
@@ -336,9 +334,8 @@ export interface components {
             /**
              * @description The node that served the turn (`blocked`: none)
              * @example billing_agent
-             * @enum {string}
              */
-            route: "billing_agent" | "product_agent" | "orders_agent" | "support_agent" | "handoff" | "human_handoff" | "end_session" | "supervisor_agent" | "blocked";
+            route: string;
             /** @description The agent that serves the turn; a session node's name for handoff and end */
             agent: string | null;
             intent: string;
