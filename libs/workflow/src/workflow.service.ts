@@ -135,8 +135,9 @@ export class WorkflowService {
         }
         node = nextNode(current, state, agents);
         // Streaming: the routing facts, and the answer's release opens only once routing decided.
-        if (current === 'routing_decision' && stream)
+        if (current === 'routing_decision' && stream) {
           openAnswerStream(stream, state, node, agents, this.guardrails);
+        }
       }
       return state;
     } catch (error) {
