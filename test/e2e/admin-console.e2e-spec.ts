@@ -1,6 +1,7 @@
 import { FakeLlmServer } from '../support/fake-llm';
 import { scriptStages } from '../support/scripted-stages';
 import { startTestApp, TestApp, uniqueId } from '../support/test-app';
+import { clockPast } from '../support/wait-for';
 
 // The admin API the operator console relies on beyond the session endpoints: the key's scope, the
 // last-activity filter and the timeline.
@@ -94,7 +95,7 @@ describe('admin API for the console', () => {
         await app.get<{ items: Summary[] }>(`/v1/admin/sessions?tenant_id=${TENANT}&limit=1`, ADMIN)
       ).body.items;
       const boundary = new Date(Date.parse(olderRow.updated_at) + 1).toISOString();
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await clockPast(new Date(boundary));
       expect((await say(newer, 'Minha fatura')).status).toBe(200);
 
       expect(await list(`updated_after=${boundary}`)).toEqual([newer]);

@@ -4,7 +4,8 @@ import { FakeLlmServer } from '../support/fake-llm';
 import { DurableReader, NATS_URL } from '../support/nats';
 import { scriptStages } from '../support/scripted-stages';
 import { startTestApp, TestApp, uniqueId } from '../support/test-app';
-import { eventually, WebhookReceiver } from '../support/webhook-receiver';
+import { eventually } from '../support/wait-for';
+import { WebhookReceiver } from '../support/webhook-receiver';
 
 /**
  * A customer who asks for a person reaches one: with HUMAN_HANDOFF_MODE=hold the request leaves the process to a

@@ -9,7 +9,7 @@ import {
 } from '../support/nats';
 import { TcpProxy } from '../support/tcp-proxy';
 import { startTestApp, TestApp, uniqueId } from '../support/test-app';
-import { eventually } from '../support/webhook-receiver';
+import { eventually } from '../support/wait-for';
 
 /**
  * Committed events reach a NATS JetStream stream through the relay: complete, once per id, in each

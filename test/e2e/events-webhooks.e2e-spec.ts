@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { DeadLetterRetentionService } from '@agent/events';
 import { startTestApp, TestApp, testDatabase, TestDatabase, uniqueId } from '../support/test-app';
-import { eventually, WebhookReceiver } from '../support/webhook-receiver';
+import { eventually } from '../support/wait-for';
+import { WebhookReceiver } from '../support/webhook-receiver';
 
 /**
  * Signed webhooks per tenant against a real local HTTP receiver: the signature verifies with the Standard

@@ -12,7 +12,8 @@ import { asciiDigitsOf, CARD_FORMATS } from '../support/card-formats';
 import { FakeLlmServer, guardrailVerdict, lastUserMessage } from '../support/fake-llm';
 import { DurableReader, expectedEventIds, NATS_URL } from '../support/nats';
 import { uniqueId } from '../support/test-app';
-import { eventually, WebhookReceiver } from '../support/webhook-receiver';
+import { eventually } from '../support/wait-for';
+import { WebhookReceiver } from '../support/webhook-receiver';
 
 /**
  * Every card format of docs/guardrails.md sent to a production-mode service (keys, debug logging, real Postgres,

@@ -78,7 +78,15 @@ describe("the README's quick start", () => {
         '-c',
         command.replace('localhost:3000', `localhost:${port}`),
       ]);
-      return JSON.parse(stdout) as Turn;
+      // A streamed answer's last event carries the JSON body; its deltas add up to the answer.
+      const streamed = /^event: turn\.completed\ndata: (.*)$/m.exec(stdout)?.[1];
+      if (streamed === undefined) return JSON.parse(stdout) as Turn;
+      const deltas = [...stdout.matchAll(/^event: answer\.delta\ndata: (.*)$/gm)].map(
+        ([, data]) => (JSON.parse(data) as { text: string }).text,
+      );
+      const turn = JSON.parse(streamed) as Turn;
+      expect(deltas.join('')).toBe(turn.answer);
+      return turn;
     };
     expect(first).toHaveLength(1);
     const routed = await curl(first[0]);

@@ -5,7 +5,8 @@ import { Client } from 'pg';
 import { FakeLlmServer, GUARDRAILS_ALLOW } from '../support/fake-llm';
 import { TcpProxy } from '../support/tcp-proxy';
 import { startTestApp, TestApp, uniqueId } from '../support/test-app';
-import { eventually, WebhookReceiver } from '../support/webhook-receiver';
+import { eventually } from '../support/wait-for';
+import { WebhookReceiver } from '../support/webhook-receiver';
 
 /**
  * A dependency that accepts connections and never answers (a TCP black hole between the app and it) costs a

@@ -1,4 +1,5 @@
 import { CheckpointService, ConversationIdentity } from '@agent/checkpoint';
+import { conversationKeyOf } from '@agent/contracts';
 import { SessionControlService } from '@agent/session-control';
 import { FakeChatRequest, FakeLlmServer, GUARDRAILS_ALLOW, lastUserMessage } from '../support/fake-llm';
 import { startTestApp, TestApp, uniqueId } from '../support/test-app';
@@ -70,7 +71,7 @@ describe('HUMAN_HANDOFF_MODE=hold over HTTP', () => {
   });
 
   function session(sessionId = uniqueId('hold')) {
-    const conversationKey = `${TENANT}:${sessionId}`;
+    const conversationKey = conversationKeyOf(TENANT, sessionId);
     return {
       sessionId,
       conversationKey,
@@ -142,9 +143,7 @@ describe('HUMAN_HANDOFF_MODE=hold over HTTP', () => {
     const lease = await checkpoints.acquire(identity);
     try {
       const loaded = await checkpoints.loadLatest(chat.conversationKey);
-      await checkpoints.commit({
-        identity,
-        leaseToken: lease.token,
+      await lease.commit({
         parentVersion: loaded?.version ?? null,
         turn: lease.session.turn_count,
         state: { ...(loaded?.state ?? {}), ...app.app.get(SessionControlService).resume() },

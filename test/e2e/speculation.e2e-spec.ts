@@ -8,7 +8,7 @@ import {
 } from '../support/fake-llm';
 import { latestState, storedEvents } from '../support/stored-rows';
 import { startTestApp, TestApp, uniqueId } from '../support/test-app';
-import { eventually } from '../support/webhook-receiver';
+import { eventually } from '../support/wait-for';
 
 /**
  * The active agent's first model call starts beside the guardrail verdict and the continuity classifier

@@ -59,9 +59,7 @@ if (DATABASE_URL) {
       const lease = await service.acquire(who);
       await proxy.cut();
       const commit = () =>
-        service.commit({
-          identity: who,
-          leaseToken: lease.token,
+        lease.commit({
           parentVersion: null,
           turn: 1,
           state: { user_text: 'during the outage' },
@@ -107,9 +105,7 @@ if (DATABASE_URL) {
         try {
           const loaded = await service.load(acquired);
           const turn = acquired.session.turn_count + 1;
-          await service.commit({
-            identity: who,
-            leaseToken: acquired.token,
+          await acquired.commit({
             parentVersion: loaded?.version ?? null,
             turn,
             state: { ...loaded?.state, user_text: messageId, turn },
@@ -182,9 +178,7 @@ if (DATABASE_URL) {
       const lease = await service.acquire(who);
       await proxy.cut();
       setTimeout(() => void proxy.restore(), 250);
-      const version = await service.commit({
-        identity: who,
-        leaseToken: lease.token,
+      const version = await lease.commit({
         parentVersion: null,
         turn: 1,
         state: { user_text: 'outage shorter than the retries' },

@@ -7,7 +7,7 @@ import {
   TurnCommit,
 } from '@agent/checkpoint';
 import { parseEnvNamespace } from '@agent/config';
-import type { AgentState } from '@agent/contracts';
+import { conversationKeyOf, type AgentState } from '@agent/contracts';
 import { createDataSource, DatabaseService, runMigrationsExclusively } from '@agent/database';
 import { EventDestination, EventRelayService, EventRelayStore, OutboundEvent } from '@agent/events';
 import { EventBusService, MetricsService } from '@agent/observability';
@@ -15,7 +15,7 @@ import { ownEmbeddedServer } from '../support/embedded-servers';
 import { partitionByConversation } from '../support/partitioned-schema';
 import { postgresCheckpointStore } from '../support/postgres-checkpoint-store';
 import { scratchDatabase } from '../support/scratch-database';
-import { eventually } from '../support/webhook-receiver';
+import { eventually } from '../support/wait-for';
 
 /**
  * The event relay with two replicas relaying one destination, on the plain schema and on the per-conversation
@@ -148,7 +148,7 @@ describe.each(layouts)('the event relay on $name', (layout) => {
   /** A turn of `session`: lease and commit, with a failed run before it when `failFirst`. */
   async function turn(session: string, version: number, failFirst: boolean): Promise<void> {
     const identity = {
-      conversation_key: `acme:${session}`,
+      conversation_key: conversationKeyOf('acme', session),
       tenant_id: 'acme',
       session_id: session,
       agent_id: 'telecom_contas',
@@ -225,8 +225,17 @@ describe.each(layouts)('the event relay on $name', (layout) => {
     await eventually('every event delivered', () =>
       Promise.resolve(log.length >= expected.length ? true : undefined),
     );
-    // Time for a duplicate or a rolled back event to show up, were the relay to send one.
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Once every claim is given up with nothing pending, the relay has nothing left to send: a duplicate or a
+    // rolled back event would have been delivered before that.
+    await eventually('no claim held, nothing pending', async () => {
+      const [row]: { held: number; pending: number }[] = await dataSource.query(
+        `SELECT count(*) FILTER (WHERE lease_owner IS NOT NULL)::integer AS held,
+                count(*) FILTER (WHERE next_position <= last_position)::integer AS pending
+           FROM event_relay_backlog WHERE destination = $1`,
+        [destination],
+      );
+      return row.held === 0 && row.pending === 0 ? true : undefined;
+    });
 
     const ids = log.map((entry) => entry.event.id);
     expect([...ids].sort()).toEqual([...expected].sort());
@@ -240,14 +249,5 @@ describe.each(layouts)('the event relay on $name', (layout) => {
       last.set(event.conversation_key, order);
     }
     expect(new Set(log.map((entry) => entry.replica))).toEqual(new Set([1, 2]));
-    await eventually('no claim held, nothing pending', async () => {
-      const [row]: { held: number; pending: number }[] = await dataSource.query(
-        `SELECT count(*) FILTER (WHERE lease_owner IS NOT NULL)::integer AS held,
-                count(*) FILTER (WHERE next_position <= last_position)::integer AS pending
-           FROM event_relay_backlog WHERE destination = $1`,
-        [destination],
-      );
-      return row.held === 0 && row.pending === 0 ? true : undefined;
-    });
   }, 120000);
 });

@@ -22,6 +22,7 @@ import { ObservabilityModule } from '@agent/observability';
 import { embeddedDataDir } from '../support/embedded-servers';
 import { freePort, REFERENCE_MCP_ENTRY, ReferenceMcpProcess } from '../support/reference-mcp';
 import { TcpProxy } from '../support/tcp-proxy';
+import { waitUntil } from '../support/wait-for';
 
 /**
  * McpService against real reference server processes: `telecom` over stdio (spawned by the service itself),
@@ -404,14 +405,6 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
   return JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
 }
 
-async function until(condition: () => boolean, timeoutMs = 10000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((done) => setTimeout(done, 20));
-  }
-}
-
 describe('McpService tool descriptors', () => {
   let server: ChangingToolServer;
   let service: Awaited<ReturnType<typeof mcpModule>>;
@@ -453,7 +446,7 @@ describe('McpService tool descriptors', () => {
     expect(await properties()).toEqual(['order_id']);
     server.changeTool();
     // The notification refreshes the list without waiting for a turn to ask.
-    await until(() => server.listings === 2);
+    await waitUntil('the second tool listing', () => server.listings === 2, 10000);
     expect(await properties()).toEqual(['order_id', 'channel']);
     await properties();
     expect(server.listings).toBe(2);

@@ -13,6 +13,7 @@ import {
 } from '@agent/memory';
 import { embeddedDataDir } from '../support/embedded-servers';
 import { FakeLlmServer, FakeReply } from '../support/fake-llm';
+import { describeLongTermMemoryStoreContract } from '../support/long-term-memory-store-contract';
 import { createTestLlm } from '../support/test-llm';
 
 /**
@@ -139,93 +140,7 @@ describe.each(backends)('long-term memory on $name', (backend) => {
     );
   }
 
-  describe('store', () => {
-    it('upserts on (tenant, agent, subject, category, key), keeping id and created_at', async () => {
-      const who = subject();
-      expect(
-        await store.upsert(
-          who,
-          [{ category: 'profile', key: 'preferred_name', value: 'Ana', confidence: 0.8 }],
-          source,
-        ),
-      ).toBe(1);
-      const [first] = await store.search(who, { limit: 10, minConfidence: 0 });
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      await store.upsert(
-        who,
-        [{ category: 'profile', key: 'preferred_name', value: 'Aninha', confidence: 0.95 }],
-        { session_id: 's-2', message_id: 'm-9', metadata: { extractor: 'again' } },
-      );
-      const items = await store.search(who, { limit: 10, minConfidence: 0 });
-      expect(items).toHaveLength(1);
-      expect(items[0]).toMatchObject({
-        memory_id: first.memory_id,
-        value: 'Aninha',
-        confidence: 0.95,
-        source_session_id: 's-2',
-        source_message_id: 'm-9',
-        metadata: { extractor: 'again' },
-      });
-      expect(items[0].created_at.getTime()).toBe(first.created_at.getTime());
-      expect(items[0].updated_at.getTime()).toBeGreaterThan(first.updated_at.getTime());
-    });
-
-    it('keeps subjects, agents and tenants apart', async () => {
-      const who = subject();
-      const fact = { category: 'profile', key: 'preferred_name', value: 'Ana', confidence: 0.9 };
-      await store.upsert(who, [fact], source);
-      await store.upsert({ ...who, tenant_id: 'globex' }, [{ ...fact, value: 'Globex Ana' }], source);
-      await store.upsert({ ...who, agent_id: 'retail_orders' }, [{ ...fact, value: 'Retail Ana' }], source);
-      expect((await store.search(who, { limit: 10, minConfidence: 0 })).map((i) => i.value)).toEqual(['Ana']);
-      expect(
-        (await store.search({ ...who, tenant_id: 'globex' }, { limit: 10, minConfidence: 0 })).map(
-          (i) => i.value,
-        ),
-      ).toEqual(['Globex Ana']);
-      expect(
-        await store.search(
-          { ...who, subject_key: `${who.subject_key}-other` },
-          { limit: 10, minConfidence: 0 },
-        ),
-      ).toEqual([]);
-    });
-
-    it('searches by confidence then recency, above the minimum, up to the limit', async () => {
-      const who = subject();
-      await store.upsert(who, [{ category: 'other', key: 'old_high', value: 'a', confidence: 0.9 }], source);
-      await store.upsert(who, [{ category: 'other', key: 'low', value: 'b', confidence: 0.5 }], source);
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      await store.upsert(who, [{ category: 'other', key: 'new_high', value: 'c', confidence: 0.9 }], source);
-      await store.upsert(who, [{ category: 'other', key: 'top', value: 'd', confidence: 0.99 }], source);
-      const keys = async (limit: number, minConfidence: number) =>
-        (await store.search(who, { limit, minConfidence })).map((item) => item.key);
-      expect(await keys(10, 0.7)).toEqual(['top', 'new_high', 'old_high']);
-      expect(await keys(2, 0.7)).toEqual(['top', 'new_high']);
-      expect(await keys(10, 0)).toEqual(['top', 'new_high', 'old_high', 'low']);
-    });
-
-    it('takes the last of duplicate facts in one batch and purges a subject', async () => {
-      const who = subject();
-      const written = await store.upsert(
-        who,
-        [
-          { category: 'contact', key: 'channel', value: 'phone', confidence: 0.8 },
-          { category: 'contact', key: 'channel', value: 'email', confidence: 0.9 },
-          { category: 'profile', key: 'preferred_name', value: 'Ana', confidence: 0.9 },
-        ],
-        source,
-      );
-      expect(written).toBe(2);
-      const other = subject();
-      await store.upsert(other, [{ category: 'profile', key: 'x', value: 'y', confidence: 1 }], source);
-      expect(
-        (await store.search(who, { limit: 10, minConfidence: 0 })).find((i) => i.key === 'channel')?.value,
-      ).toBe('email');
-      expect(await store.purgeSubject(who)).toBe(2);
-      expect(await store.search(who, { limit: 10, minConfidence: 0 })).toEqual([]);
-      expect(await store.search(other, { limit: 10, minConfidence: 0 })).toHaveLength(1);
-    });
-  });
+  describeLongTermMemoryStoreContract(backend.name, () => ({ store, close: () => Promise.resolve() }));
 
   describe('MemoryService', () => {
     it('extracts with the memory_extraction profile, saves, and renders what it loads', async () => {

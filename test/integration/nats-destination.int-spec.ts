@@ -5,6 +5,7 @@ import { NatsDestination, OutboundEvent } from '@agent/events';
 import { NATS_URL } from '../support/nats';
 import { TcpProxy } from '../support/tcp-proxy';
 import { uniqueId } from '../support/test-app';
+import { waitUntil } from '../support/wait-for';
 
 /**
  * The NATS destination against the shared JetStream server, through a proxy that counts its connections: the
@@ -62,10 +63,7 @@ describe('NATS destination', () => {
     }
 
     await destination.close();
-    for (const deadline = Date.now() + 5000; proxy.connections > 0 && Date.now() < deadline;) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-    expect(proxy.connections).toBe(0);
+    await waitUntil('the connection closed', () => proxy.connections === 0, 5000);
     await expect(destination.deliver(event(0))).rejects.toMatchObject({ code: 'EVENT_DESTINATION_CLOSED' });
   });
 });

@@ -1,7 +1,15 @@
 import { EventEmitter2 } from '@nestjs/event-emitter';
-import { CheckpointService, CheckpointStore, ConversationIdentity } from '@agent/checkpoint';
+import {
+  CheckpointCommits,
+  CheckpointRecovery,
+  CheckpointRetry,
+  CheckpointService,
+  CheckpointStore,
+  ConversationIdentity,
+  ConversationLeases,
+} from '@agent/checkpoint';
 import { parseEnvNamespace } from '@agent/config';
-import type { AgentState } from '@agent/contracts';
+import { conversationKeyOf, type AgentState } from '@agent/contracts';
 import { EventBusService, MetricsService } from '@agent/observability';
 
 export interface SeenEvent {
@@ -22,7 +30,15 @@ export function checkpointServiceFor(store: CheckpointStore, env: Record<string,
     ...env,
   });
   const metrics = new MetricsService();
-  const service = new CheckpointService(store, config, new EventBusService(emitter), metrics);
+  const events = new EventBusService(emitter);
+  const retry = new CheckpointRetry(config, events);
+  const commits = new CheckpointCommits(store, retry, config, metrics);
+  const service = new CheckpointService(
+    store,
+    new ConversationLeases(store, retry, commits, config, metrics),
+    new CheckpointRecovery(store, retry, config, events),
+    retry,
+  );
   return { service, seen, config, metrics };
 }
 
@@ -31,7 +47,7 @@ let counter = 0;
 export function conversationIdentity(prefix = 'svc'): ConversationIdentity {
   const session = `${prefix}-${process.pid}-${Date.now().toString(36)}-${counter++}`;
   return {
-    conversation_key: `acme:${session}`,
+    conversation_key: conversationKeyOf('acme', session),
     tenant_id: 'acme',
     session_id: session,
     agent_id: 'telecom_contas',
@@ -55,9 +71,7 @@ export async function runCheckpointTurn(
     const loaded = await service.load(lease);
     const turn = lease.session.turn_count + 1;
     const state = next(loaded?.state ?? {}, turn);
-    const version = await service.commit({
-      identity: who,
-      leaseToken: lease.token,
+    const version = await lease.commit({
       parentVersion: loaded?.version ?? null,
       turn,
       state,

@@ -35,6 +35,18 @@ export interface FakeReply {
   /** Close the connection without answering (a crashed or killed model server). */
   hangUp?: boolean;
   usage?: { prompt_tokens: number; completion_tokens: number; cached_tokens?: number };
+  /** A streamed request (`stream: true`) gets the content in these pieces instead of `streaming.chunkChars`. */
+  chunks?: string[];
+  /** A streamed request: after this many content pieces the server stops sending and keeps the connection open. */
+  stallAfterChunks?: number;
+}
+
+/** How a streamed answer is paced: a time to the first token, then one piece every `tokenIntervalMs`. */
+export interface FakeStreaming {
+  firstTokenMs: number;
+  tokenIntervalMs: number;
+  /** Characters per piece when the reply gives no `chunks`. */
+  chunkChars: number;
 }
 
 /**
@@ -131,6 +143,10 @@ export class FakeLlmServer {
   embeddingDimensions = 64;
   /** Reports cached prompt tokens as a provider with this cache rule would; none when null. */
   promptCache: FakePromptCache | null = null;
+  /** Pacing of streamed answers (requests with `stream: true`). */
+  streaming: FakeStreaming = { firstTokenMs: 0, tokenIntervalMs: 0, chunkChars: 4 };
+  /** When each streamed answer sent its first content piece, by request index (for benchmarks). */
+  readonly firstTokenAt: number[] = [];
   private readonly lastPrompt = new Map<string, string>();
   private scripts: { script: FakeScript; used: number }[] = [];
   private fallback: FakeReply | null = null;
@@ -290,9 +306,27 @@ export class FakeLlmServer {
     const prompt = request.messages.map((m) => (typeof m.content === 'string' ? m.content : '')).join('');
     const promptChars = prompt.length;
     const cachedTokens = reply.usage?.cached_tokens ?? this.cachedTokens(request.model, prompt);
+    const usage = {
+      ...(reply.usage
+        ? {
+            prompt_tokens: reply.usage.prompt_tokens,
+            completion_tokens: reply.usage.completion_tokens,
+            total_tokens: reply.usage.prompt_tokens + reply.usage.completion_tokens,
+          }
+        : {
+            prompt_tokens: Math.ceil(promptChars / 4),
+            completion_tokens: Math.ceil((content ?? '').length / 4) + toolCalls.length * 10,
+            total_tokens: Math.ceil(promptChars / 4) + Math.ceil((content ?? '').length / 4),
+          }),
+      ...(cachedTokens > 0 ? { prompt_tokens_details: { cached_tokens: cachedTokens } } : {}),
+    };
+    const id = `chatcmpl-fake-${this.requests.length}`;
+    if (request.body.stream === true) {
+      return this.stream(res, request, reply, { id, content, toolCalls, usage });
+    }
     request.answeredAt = Date.now();
     send(res, 200, {
-      id: `chatcmpl-fake-${this.requests.length}`,
+      id,
       object: 'chat.completion',
       created: Math.floor(Date.now() / 1000),
       model: request.model,
@@ -303,21 +337,77 @@ export class FakeLlmServer {
           finish_reason: toolCalls.length > 0 ? 'tool_calls' : 'stop',
         },
       ],
-      usage: {
-        ...(reply.usage
-          ? {
-              prompt_tokens: reply.usage.prompt_tokens,
-              completion_tokens: reply.usage.completion_tokens,
-              total_tokens: reply.usage.prompt_tokens + reply.usage.completion_tokens,
-            }
-          : {
-              prompt_tokens: Math.ceil(promptChars / 4),
-              completion_tokens: Math.ceil((content ?? '').length / 4) + toolCalls.length * 10,
-              total_tokens: Math.ceil(promptChars / 4) + Math.ceil((content ?? '').length / 4),
-            }),
-        ...(cachedTokens > 0 ? { prompt_tokens_details: { cached_tokens: cachedTokens } } : {}),
-      },
+      usage,
     });
+  }
+
+  /**
+   * A chat completion as server-sent `chat.completion.chunk` events, paced by `streaming`: content in pieces,
+   * each tool call as a name then its arguments in two halves, usage in a last chunk when the request asked
+   * for it (`stream_options.include_usage`), then `[DONE]`.
+   */
+  private async stream(
+    res: ServerResponse,
+    request: FakeChatRequest,
+    reply: FakeReply,
+    answer: {
+      id: string;
+      content: string | null;
+      toolCalls: { id: string; function: { name: string; arguments: string } }[];
+      usage: Record<string, unknown>;
+    },
+  ): Promise<void> {
+    const index = this.requests.indexOf(request);
+    const { firstTokenMs, tokenIntervalMs, chunkChars } = this.streaming;
+    const pause = (ms: number) =>
+      ms > 0 ? new Promise((resolve) => setTimeout(resolve, ms).unref()) : Promise.resolve();
+    const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
+      `data: ${JSON.stringify({
+        id: answer.id,
+        object: 'chat.completion.chunk',
+        created: Math.floor(Date.now() / 1000),
+        model: request.model,
+        choices: [{ index: 0, delta, finish_reason: finish }],
+      })}\n\n`;
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    res.write(chunk({ role: 'assistant', content: '' }));
+    await pause(firstTokenMs);
+    const text = answer.content ?? '';
+    const pieces = reply.chunks ?? text.match(new RegExp(`[\\s\\S]{1,${chunkChars}}`, 'g')) ?? [];
+    for (const [n, piece] of pieces.entries()) {
+      if (res.destroyed) return;
+      if (reply.stallAfterChunks !== undefined && n >= reply.stallAfterChunks) return;
+      if (n === 0) this.firstTokenAt[index] = performance.now();
+      res.write(chunk({ content: piece }));
+      if (n < pieces.length - 1) await pause(tokenIntervalMs);
+    }
+    for (const [n, call] of answer.toolCalls.entries()) {
+      const half = Math.ceil(call.function.arguments.length / 2);
+      res.write(
+        chunk({
+          tool_calls: [
+            {
+              index: n,
+              id: call.id,
+              type: 'function',
+              function: { name: call.function.name, arguments: '' },
+            },
+          ],
+        }),
+      );
+      for (const part of [call.function.arguments.slice(0, half), call.function.arguments.slice(half)]) {
+        res.write(chunk({ tool_calls: [{ index: n, function: { arguments: part } }] }));
+      }
+    }
+    res.write(chunk({}, answer.toolCalls.length > 0 ? 'tool_calls' : 'stop'));
+    const options = request.body.stream_options as { include_usage?: boolean } | undefined;
+    if (options?.include_usage === true) {
+      res.write(
+        `data: ${JSON.stringify({ id: answer.id, object: 'chat.completion.chunk', model: request.model, choices: [], usage: answer.usage })}\n\n`,
+      );
+    }
+    request.answeredAt = Date.now();
+    res.end('data: [DONE]\n\n');
   }
 }
 

@@ -91,18 +91,3 @@ export class WebhookReceiver {
     response.writeHead(answer === 'ok' ? 200 : 500).end(answer);
   }
 }
-
-/** Polls `check` until it returns a value, or fails after `timeoutMs` with `what`. */
-export async function eventually<T>(
-  what: string,
-  check: () => Promise<T | undefined> | T | undefined,
-  timeoutMs = 30000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}

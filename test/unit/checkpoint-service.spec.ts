@@ -211,9 +211,7 @@ describe('CheckpointService', () => {
         for (const messageId of ['m-1', 'm-2']) {
           const lease = await service.acquireFor(who, messageId);
           if ('replay' in lease) throw new Error('not a replay');
-          await service.commit({
-            identity: who,
-            leaseToken: lease.token,
+          await lease.commit({
             parentVersion: lease.session.head_version || null,
             turn: lease.session.turn_count + 1,
             state: { user_text: messageId },
@@ -374,9 +372,7 @@ describe('CheckpointService', () => {
       const session = store.tables.sessions.get(who.conversation_key);
       if (session) session.lease_expires_at = new Date(Date.now() - 1000);
       expect((await runCheckpointTurn(b.service, who)).version).toBe(2);
-      const late = a.service.commit({
-        identity: who,
-        leaseToken: stale.token,
+      const late = stale.commit({
         parentVersion: staleLoad?.version ?? null,
         turn: 2,
         state: { user_text: 'from the paused holder' },
@@ -451,9 +447,7 @@ describe('CheckpointService', () => {
       const who = conversationIdentity();
       const lease = await service.acquireFor(who, 'm-1');
       if ('replay' in lease) throw new Error('a new message cannot be a replay');
-      await service.commit({
-        identity: who,
-        leaseToken: lease.token,
+      await lease.commit({
         parentVersion: null,
         turn: 1,
         state: { user_text: 'oi' },

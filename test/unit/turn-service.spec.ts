@@ -1,4 +1,5 @@
 import { Global, Module } from '@nestjs/common';
+import { ExecutionContextHost } from '@nestjs/core/helpers/execution-context-host';
 import { EventEmitter2 } from '@nestjs/event-emitter';
 import { Test, TestingModule } from '@nestjs/testing';
 import { DataSource } from 'typeorm';
@@ -9,12 +10,13 @@ import {
   readCheckpoint,
 } from '@agent/checkpoint';
 import { AppConfigModule } from '@agent/config';
-import type { AgentState } from '@agent/contracts';
-import { DatabaseService } from '@agent/database';
+import { conversationKeyOf, type AgentState } from '@agent/contracts';
+import { DatabaseService, DatabaseUnavailableError } from '@agent/database';
 import { LlmModule } from '@agent/llm';
-import { ObservabilityModule } from '@agent/observability';
+import { EventBusService, ObservabilityModule } from '@agent/observability';
 import { JudgesService } from '@agent/judges';
 import { IdempotencyKeyReusedError, TurnInput, TurnService, WorkflowModule } from '@agent/workflow';
+import { HttpErrorFilter } from '../../apps/agent-runtime/src/http/errors';
 import { storeWith } from '../support/checkpoint-turns';
 import { InMemoryCheckpointStore } from '../support/in-memory-checkpoint-store';
 import { REPO_ROOT } from '../support/repo-root';
@@ -110,15 +112,13 @@ describe('TurnService', () => {
   ): Promise<void> {
     const checkpoints = module.get(CheckpointService);
     const identity = {
-      conversation_key: `${input.tenant_id}:${input.session_id}`,
+      conversation_key: conversationKeyOf(input.tenant_id, input.session_id),
       tenant_id: input.tenant_id,
       session_id: input.session_id,
       agent_id: input.agent_id,
     };
     const lease = await checkpoints.acquire(identity);
-    await checkpoints.commit({
-      identity,
-      leaseToken: lease.token,
+    await lease.commit({
       parentVersion: lease.session.head_version || null,
       turn: lease.session.turn_count + 1,
       state,
@@ -247,6 +247,29 @@ describe('TurnService', () => {
     const key = `acme:${input.session_id}`;
     expect(await store.findProcessedMessage(key, 'm-1')).toBeNull();
     expect(await store.getSession(key)).toMatchObject({ lease_owner: null, turn_count: 0 });
+  });
+
+  it('announces a database outage in a node once: the HTTP answer does not announce it again', async () => {
+    const input = message({ message_id: 'm-outage' });
+    await seedState(input, { history: [] });
+    const outage = new DatabaseUnavailableError(new Error('connection terminated'));
+    jest.spyOn(module.get(JudgesService), 'evaluate').mockRejectedValueOnce(outage);
+    const announced: Record<string, unknown>[] = [];
+    module.get(EventEmitter2).on('NOC.005', (payload: Record<string, unknown>) => announced.push(payload));
+
+    await expect(turns.handle(input)).rejects.toBe(outage);
+    const sent: { status?: number; body?: unknown } = {};
+    const reply = {
+      hasHeader: () => false,
+      header: () => reply,
+      status: (status: number) => ((sent.status = status), reply),
+      send: (body: unknown) => ((sent.body = body), reply),
+    };
+    const host = new ExecutionContextHost([{ id: 'req-1', body: input }, reply]);
+    new HttpErrorFilter(module.get(EventBusService)).catch(outage, host);
+
+    expect(sent.status).toBe(503);
+    expect(announced).toEqual([expect.objectContaining({ exception_type: 'DatabaseUnavailableError' })]);
   });
 
   it('announces a node that throws with NOC.005 and a workflow_telemetry.failed record, stored after the head', async () => {

@@ -1,24 +1,25 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { ConfigType } from '@nestjs/config';
 import { appConfig, ConfigFilesService, SERVICE_MESSAGES } from '@agent/config';
-import type {
-  ActiveTransaction,
-  AgentState,
-  ContentScreen,
-  DomainAgentNode,
-  RagOutcome,
-  SelectedToolCall,
-  ToolArguments,
+import {
+  type ActiveTransaction,
+  type AgentState,
+  type ContentScreen,
+  type DomainAgentNode,
+  type RagOutcome,
+  type SelectedToolCall,
+  type ToolArguments,
+  turnText,
 } from '@agent/contracts';
 import { ChatMessage, ChatRequest, ChatResult, ChatTool, LlmError, LlmService, ToolCall } from '@agent/llm';
 import { McpService, McpToolResult, ToolDescriptor } from '@agent/mcp';
-import { EventBusService } from '@agent/observability';
+import { EventBusService, TurnContextStore } from '@agent/observability';
 import { formatPassages, RagContext, RagService } from '@agent/rag';
 import { AgentPrompts } from './agent-prompts';
 import { stripAgentPrefix } from './answer-text';
 import { ParameterExtractor } from './parameter-extractor';
 import { ScreenedTools, screenPassages } from './screened-content';
-import { requestContext, TransactionEngine, userText } from './transaction.engine';
+import { requestContext, TransactionEngine } from './transaction.engine';
 
 /** A first model call started before the turn was routed (`AgentsService.speculate`). */
 export interface SpeculatedCall {
@@ -130,7 +131,7 @@ export class AgentsService {
     const messages: ChatMessage[] = [
       { role: 'system', content: this.prompts.systemPrompt(node, state, toolFacts) },
       ...this.history(state),
-      { role: 'user', content: userText(state) },
+      { role: 'user', content: turnText(state) },
       { role: 'assistant', content: state.answer ?? '' },
       {
         role: 'system',
@@ -175,7 +176,7 @@ export class AgentsService {
     const messages: ChatMessage[] = [
       { role: 'system', content: this.prompts.systemPrompt(node, state, extra) },
       ...this.history(state),
-      { role: 'user', content: userText(state) },
+      { role: 'user', content: turnText(state) },
     ];
     const requestAt = (step: number): ChatRequest => {
       const offer = step < maxToolSteps ? tools.map(toChatTool) : [];
@@ -210,14 +211,24 @@ export class AgentsService {
       confirmation_required: false,
     };
     let selected: SelectedToolCall | null = null;
+    // A streamed turn: each reply's text goes to the client through the output rails as the model writes it.
+    const streamed = TurnContextStore.current()?.stream?.answer;
     try {
       for (let step = 0; ; step++) {
         const request = requestAt(step);
-        // A speculative first call counts only when it sent exactly this request.
+        streamed?.begin((raw) => stripAgentPrefix(raw, this.prompts.answerPrefix));
+        // A speculative first call counts only when it sent exactly this request. It was not streamed: its text
+        // reaches the stream only now, after the verdict and the classifier allowed the turn.
         const drafted = step === 0 && guarded.draft ? await guarded.draft.take(request) : null;
-        const reply = drafted ?? (await this.llm.chat(request));
+        if (drafted?.content && streamed) streamed.write(drafted.content);
+        const reply =
+          drafted ??
+          (await this.llm.chat(
+            streamed ? { ...request, onText: (delta: string) => streamed.write(delta) } : request,
+          ));
         const offer = request.tools ?? [];
         if (reply.toolCalls.length === 0 || offer.length === 0) {
+          await streamed?.end();
           const answer = stripAgentPrefix(reply.content ?? '', this.prompts.answerPrefix);
           return {
             ...base,
@@ -299,7 +310,7 @@ export class AgentsService {
           call.name,
           config,
           Object.keys(config.args_schema.properties).filter((field) => args[field] === undefined),
-          userText(state),
+          turnText(state),
         )
       : {};
     return tools.callTool(call.name, { ...fromText, ...args }, { context: requestContext(state) });
@@ -325,7 +336,7 @@ export class AgentsService {
     screen: ContentScreen,
   ): Promise<RagContext> {
     const context = await this.screenedContext(
-      await this.rag.retrieveContext(userText(state), namespace),
+      await this.rag.retrieveContext(turnText(state), namespace),
       screen,
       state,
     );

@@ -11,6 +11,7 @@ import {
   McpToolResult,
   PendingToolCall,
   ToolArguments,
+  turnText,
 } from '@agent/contracts';
 import { ChatMessage, LlmError, LlmService } from '@agent/llm';
 import { McpService } from '@agent/mcp';
@@ -115,7 +116,7 @@ export class TransactionEngine {
         operation: this.wording.operation(transaction.tool_name),
         fields: transaction.missing_parameters,
         alternatives: this.alternatives(state, transaction),
-        text: userText(state),
+        text: turnText(state),
         profile: this.settings.extraction_profile,
         minConfidence: this.settings.confirmation_min_confidence,
       });
@@ -128,7 +129,7 @@ export class TransactionEngine {
     const decision = await this.classifier.classify({
       operation: `${this.wording.operation(transaction.tool_name)} (${this.wording.arguments(transaction.tool_name, pending.arguments)})`,
       question: lastAssistantMessage(state),
-      message: userText(state),
+      message: turnText(state),
       history: state.history ?? [],
       minConfidence: this.settings.confirmation_min_confidence,
       fields: Object.keys(properties).map((name) => ({
@@ -208,7 +209,7 @@ export class TransactionEngine {
     const messages: ChatMessage[] = [
       { role: 'system', content: this.prompts.systemPrompt(node, state) },
       ...(state.history ?? []).slice(-12).map((m): ChatMessage => ({ role: m.role, content: m.content })),
-      { role: 'user', content: userText(state) },
+      { role: 'user', content: turnText(state) },
       { role: 'system', content: instruction },
     ];
     try {
@@ -248,7 +249,7 @@ export class TransactionEngine {
         }),
       refuse: (name, error) => this.mcp.refuse(name, error),
       patternValues: (name, config, fields) =>
-        this.extractor.byPattern(name, config, fields, userText(state)),
+        this.extractor.byPattern(name, config, fields, turnText(state)),
       newId: () => randomUUID(),
       now: () => new Date().toISOString(),
     };
@@ -273,10 +274,6 @@ export class TransactionEngine {
     if (!config) throw new Error(`tool ${toolName} is not declared in tools.yaml`);
     return config;
   }
-}
-
-export function userText(state: AgentState): string {
-  return state.sanitized_input ?? state.user_text ?? '';
 }
 
 /** Values a tool's `map` may read: the message metadata (msisdn from the channel, ...) and the caller's ids. */

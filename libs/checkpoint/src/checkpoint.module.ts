@@ -1,7 +1,11 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { CHECKPOINT_ENTITIES } from './checkpoint.entities';
+import { CheckpointCommits } from './checkpoint-commits';
+import { CheckpointRecovery } from './checkpoint-recovery';
+import { CheckpointRetry } from './checkpoint-retry';
 import { CheckpointService } from './checkpoint.service';
+import { ConversationLeases } from './conversation-leases';
 import { CheckpointStore } from './checkpoint.store';
 import { PostgresCheckpointStore } from './postgres-checkpoint.store';
 import { RetentionService } from './retention.service';
@@ -11,6 +15,10 @@ import { TurnStatsQuery } from './turn-stats.query';
   imports: [TypeOrmModule.forFeature(CHECKPOINT_ENTITIES)],
   providers: [
     { provide: CheckpointStore, useClass: PostgresCheckpointStore },
+    CheckpointRetry,
+    CheckpointCommits,
+    CheckpointRecovery,
+    ConversationLeases,
     CheckpointService,
     RetentionService,
     TurnStatsQuery,

@@ -1,5 +1,14 @@
 export * from './checkpoint.module';
 export * from './checkpoint.service';
+export {
+  ConversationLeases,
+  type ConversationLease,
+  type LeaseCommit,
+  type Replay,
+} from './conversation-leases';
+export { CheckpointRetry, type CheckpointOperation } from './checkpoint-retry';
+export { CheckpointCommits } from './checkpoint-commits';
+export { CheckpointRecovery } from './checkpoint-recovery';
 export * from './checkpoint.entities';
 export * from './checkpoint.errors';
 export * from './checkpoint.types';

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { DatabaseService } from '@agent/database';
+import { DatabaseService, runOn, statement } from '@agent/database';
 
 export type StatsBucket = 'hour' | 'day';
 
@@ -74,45 +74,43 @@ interface StatsRow {
   series: { start: string; turns: number; bypassed_turns: number; router_calls: number }[] | null;
 }
 
-/**
- * Stickiness and cost over a period, aggregated in the database in one statement from the events of the turn log
- * rows committed in [from, to): how many turns, how many the classifier kept with their agent, which router
- * model calls that saved, why it fell back, how the shadow comparison agreed, and tokens and latency per LLM
- * profile. Only the few event names the figures need are read.
- */
-@Injectable()
-export class TurnStatsQuery {
-  constructor(private readonly db: DatabaseService) {}
+const LATENCY = `(payload->>'latency_ms')::float8`;
+/** A call of the router's model: the agent_id's own routing profile ($5), else the global one ($6). */
+const ROUTER_CALL = `name = 'llm.call' AND payload->>'profile' = COALESCE($5::jsonb->>agent_id, $6)`;
 
-  async periodStats(filter: TurnStatsFilter): Promise<TurnStats> {
-    const params: unknown[] = [filter.from.toISOString(), filter.to.toISOString(), EVENT_NAMES];
-    const tenant =
-      filter.tenant_id === undefined ? '' : `AND t.tenant_id = $${params.push(filter.tenant_id)}`;
-    const agentRouter = `$${params.push(JSON.stringify(filter.router_profiles.agents))}::jsonb->>agent_id`;
-    const routerCall = `name = 'llm.call' AND payload->>'profile' = COALESCE(${agentRouter}, $${params.push(filter.router_profiles.global)})`;
-    const bucket = `$${params.push(filter.bucket)}::text`;
-    const latency = `(payload->>'latency_ms')::float8`;
-    // Raw: percentiles and FILTER aggregates over the JSON events of the turn log, in one scan.
-    const [row]: StatsRow[] = await this.db.dataSource.query(
-      `WITH events AS MATERIALIZED (
+/** Percentiles and FILTER aggregates over the JSON events of the turn log, in one scan. */
+const PERIOD_STATS = statement<
+  [
+    from: string,
+    to: string,
+    eventNames: string[],
+    tenantId: string | null,
+    agentRouterProfiles: string,
+    globalRouterProfile: string,
+    bucket: StatsBucket,
+  ],
+  StatsRow
+>(
+  'turn_stats_period',
+  `WITH events AS MATERIALIZED (
          SELECT t.conversation_key, t.turn, t.agent_id, e.event->>'name' AS name, e.event->'payload' AS payload,
                 t.created_at
            FROM turn_log t CROSS JOIN LATERAL jsonb_array_elements(t.events::jsonb) AS e(event)
-          WHERE t.created_at >= $1::timestamptz AND t.created_at < $2::timestamptz ${tenant}
+          WHERE t.created_at >= $1::timestamptz AND t.created_at < $2::timestamptz AND ($4::text IS NULL OR t.tenant_id = $4)
             AND e.event->>'name' = ANY($3::text[])),
-       router_turns AS (SELECT DISTINCT conversation_key, turn FROM events WHERE ${routerCall})
+       router_turns AS (SELECT DISTINCT conversation_key, turn FROM events WHERE ${ROUTER_CALL})
        SELECT
          (SELECT json_build_object(
             'turns', count(DISTINCT (conversation_key, turn)) FILTER (WHERE ${STARTED}),
             'continuity_evaluated', count(*) FILTER (WHERE name = 'router.continuity'),
             'bypassed_turns', count(*) FILTER (WHERE ${BYPASSED}),
-            'router_calls', count(*) FILTER (WHERE ${routerCall}),
+            'router_calls', count(*) FILTER (WHERE ${ROUTER_CALL}),
             'router_calls_avoided', count(*) FILTER (WHERE ${BYPASSED} AND NOT EXISTS (
               SELECT 1 FROM router_turns r WHERE r.conversation_key = e.conversation_key AND r.turn = e.turn)),
             'shadow_compared', count(*) FILTER (WHERE name = 'router.continuity.shadow'),
             'shadow_agreed', count(*) FILTER (WHERE name = 'router.continuity.shadow' AND payload->>'agreed' = 'true'),
-            'latency_p50', percentile_cont(0.5) WITHIN GROUP (ORDER BY ${latency}) FILTER (WHERE name = 'AGENT_COMPLETED'),
-            'latency_p95', percentile_cont(0.95) WITHIN GROUP (ORDER BY ${latency}) FILTER (WHERE name = 'AGENT_COMPLETED'))
+            'latency_p50', percentile_cont(0.5) WITHIN GROUP (ORDER BY ${LATENCY}) FILTER (WHERE name = 'AGENT_COMPLETED'),
+            'latency_p95', percentile_cont(0.95) WITHIN GROUP (ORDER BY ${LATENCY}) FILTER (WHERE name = 'AGENT_COMPLETED'))
             FROM events e) AS totals,
          (SELECT json_agg(d ORDER BY d.count DESC, d.decision) FROM (
             SELECT payload->>'decision' AS decision, payload->>'accepted' = 'true' AS accepted,
@@ -127,17 +125,38 @@ export class TurnStatsQuery {
                            count(*) FILTER (WHERE payload->>'outcome' <> 'ok') AS failures,
                            COALESCE(sum((payload->>'prompt_tokens')::bigint), 0) AS prompt_tokens,
                            COALESCE(sum((payload->>'completion_tokens')::bigint), 0) AS completion_tokens,
-                           sum(${latency}) AS latency
+                           sum(${LATENCY}) AS latency
                       FROM events WHERE name = 'llm.call' GROUP BY conversation_key, turn, 1) per_turn
              GROUP BY profile) p) AS profiles,
          (SELECT json_agg(b ORDER BY b.start) FROM (
-            SELECT to_char(date_trunc(${bucket}, created_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS start,
+            SELECT to_char(date_trunc($7::text, created_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS start,
                    count(DISTINCT (conversation_key, turn)) FILTER (WHERE ${STARTED}) AS turns,
                    count(*) FILTER (WHERE ${BYPASSED}) AS bypassed_turns,
-                   count(*) FILTER (WHERE ${routerCall}) AS router_calls
+                   count(*) FILTER (WHERE ${ROUTER_CALL}) AS router_calls
               FROM events GROUP BY 1) b) AS series`,
-      params,
-    );
+);
+
+/**
+ * Stickiness and cost over a period, aggregated in the database in one statement from the events of the turn log
+ * rows committed in [from, to): how many turns, how many the classifier kept with their agent, which router
+ * model calls that saved, why it fell back, how the shadow comparison agreed, and tokens and latency per LLM
+ * profile. Only the few event names the figures need are read.
+ */
+@Injectable()
+export class TurnStatsQuery {
+  constructor(private readonly db: DatabaseService) {}
+
+  async periodStats(filter: TurnStatsFilter): Promise<TurnStats> {
+    // Through TypeORM, without the turn path's time limit: a long period is a long scan.
+    const [row] = await runOn(this.db.dataSource, PERIOD_STATS, [
+      filter.from.toISOString(),
+      filter.to.toISOString(),
+      EVENT_NAMES,
+      filter.tenant_id ?? null,
+      JSON.stringify(filter.router_profiles.agents),
+      filter.router_profiles.global,
+      filter.bucket,
+    ]);
     const totals = row?.totals ?? {};
     const total = (field: string) => Number(totals[field] ?? 0);
     const optional = (value: number | null | undefined) =>

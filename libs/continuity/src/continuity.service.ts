@@ -13,6 +13,7 @@ import {
   RouteDecision,
   SESSION_ENDED_STATE,
   SessionControl,
+  turnText,
 } from '@agent/contracts';
 import { LlmService, StructuredFailureReason } from '@agent/llm';
 import { EventBusService } from '@agent/observability';
@@ -110,7 +111,7 @@ export class ContinuityService implements OnModuleInit {
    */
   async evaluate(state: AgentState): Promise<ContinuityOutcome | null> {
     if (!this.enabled) return null;
-    const text = (state.sanitized_input ?? state.user_text ?? '').trim();
+    const text = turnText(state).trim();
     if (text === '') return null;
 
     const intents = this.files.routings.for(state.agent_id).intents.filter((intent) => intent.enabled);

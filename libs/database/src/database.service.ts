@@ -1,5 +1,5 @@
 import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
-import { Pool, type QueryConfig, type QueryResultRow } from 'pg';
+import { Pool, type QueryConfig, type QueryResult, type QueryResultRow } from 'pg';
 import {
   DataSource,
   EntityManager,
@@ -10,6 +10,12 @@ import { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
 import { parseEnvNamespace } from '@agent/config';
 import { DatabaseUnavailableError } from './database.errors';
 import { EmbeddedPostgres } from './embedded-postgres';
+import { NamedStatement, Statement, statement } from './statement';
+
+const APPLIED_MIGRATIONS = statement<[], { name: string }>(
+  'applied_migrations',
+  'SELECT name FROM typeorm_migrations',
+);
 
 const CONNECTION_ERROR_CODES = new Set([
   'ECONNREFUSED',
@@ -115,12 +121,6 @@ interface BoundedQuery extends QueryConfig {
   query_timeout: number;
 }
 
-/** A statement run on every turn, under a name unique in the process. */
-export interface NamedStatement {
-  name: string;
-  text: string;
-}
-
 @Injectable()
 export class DatabaseService implements OnApplicationShutdown {
   private readonly logger = new Logger(DatabaseService.name);
@@ -148,9 +148,33 @@ export class DatabaseService implements OnApplicationShutdown {
    * cost Postgres more than executing it). It goes to TypeORM's pg pool directly, as TypeORM's query runner only
    * sends unnamed statements, sets no time limit of its own, and answers an UPDATE with [rows, count].
    */
-  async run<T extends QueryResultRow>(statement: NamedStatement, params: unknown[]): Promise<T[]> {
+  async run<Params extends readonly unknown[], Row extends QueryResultRow>(
+    statement: Statement<Params, Row>,
+    params: Params,
+  ): Promise<Row[]>;
+  async run<T extends QueryResultRow>(statement: NamedStatement, params: unknown[]): Promise<T[]>;
+  async run<T extends QueryResultRow>(statement: NamedStatement, params: readonly unknown[]): Promise<T[]> {
+    return (await this.execute<T>(statement, params)).rows;
+  }
+
+  /** Runs an UPDATE or a DELETE of the catalogue like `run`, and returns how many rows it changed. */
+  async count<Params extends readonly unknown[]>(
+    statement: Statement<Params, QueryResultRow>,
+    params: Params,
+  ): Promise<number> {
+    return (await this.execute(statement, params)).rowCount ?? 0;
+  }
+
+  private async execute<T extends QueryResultRow>(
+    statement: NamedStatement,
+    params: readonly unknown[],
+  ): Promise<QueryResult<T>> {
     const pool = this.pool();
-    const query: BoundedQuery = { text: statement.text, values: params, query_timeout: this.queryTimeoutMs };
+    const query: BoundedQuery = {
+      text: statement.text,
+      values: [...params],
+      query_timeout: this.queryTimeoutMs,
+    };
     if (this.preparedStatements && !this.embedded) {
       try {
         return await this.prepared<T>(pool, { ...query, name: statement.name });
@@ -164,18 +188,18 @@ export class DatabaseService implements OnApplicationShutdown {
         );
       }
     }
-    return (await pool.query<T>(query)).rows;
+    return pool.query<T>(query);
   }
 
   /**
    * A named statement. After a migration made the plans of the pool's connections stale, each such connection
    * fails it once and the pool drops it, so it runs again until a connection prepares it afresh.
    */
-  private async prepared<T extends QueryResultRow>(pool: Pool, query: QueryConfig): Promise<T[]> {
+  private async prepared<T extends QueryResultRow>(pool: Pool, query: QueryConfig): Promise<QueryResult<T>> {
     const connections = pool.totalCount;
     for (let attempt = 0; ; attempt++) {
       try {
-        return (await pool.query<T>(query)).rows;
+        return await pool.query<T>(query);
       } catch (error) {
         const stale = errorCode(error) === '0A000' && STALE_PLAN.test(String(error));
         if (!stale || attempt >= connections) throw error;
@@ -200,7 +224,7 @@ export class DatabaseService implements OnApplicationShutdown {
 
   /** Names of migrations that exist in code but are not applied. */
   async pendingMigrations(): Promise<string[]> {
-    const applied: { name: string }[] = await this.dataSource.query('SELECT name FROM typeorm_migrations');
+    const applied = await this.run(APPLIED_MIGRATIONS, []);
     const appliedNames = new Set(applied.map((row) => row.name));
     return this.dataSource.migrations
       .map((m) => m.name ?? m.constructor.name)

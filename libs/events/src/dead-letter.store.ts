@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { IsNull, Not, Repository } from 'typeorm';
-import { DatabaseService } from '@agent/database';
+import { DatabaseService, statement } from '@agent/database';
 import { DeadLetterEntity, DeliveryAttemptEntity } from './events.entities';
 import type { EventDocument } from './outbound-event';
 
@@ -47,6 +47,94 @@ export interface PendingAttempts {
   last_error: string;
 }
 
+/**
+ * The letter and forgets the event's attempts, in one statement, while the row that held the event exists: the
+ * turn log row of its version, or the failed run's record in `turn_failures`, the only row a failure on a
+ * conversation's first turn (version 0) has.
+ */
+const RECORD = statement<
+  [
+    destination: string,
+    tenantId: string,
+    conversationKey: string,
+    eventId: string,
+    eventName: string,
+    body: string,
+    attempts: number,
+    lastError: string,
+    version: number,
+  ]
+>(
+  'dead_letter_record',
+  `WITH attempts_gone AS (
+     DELETE FROM event_delivery_attempts WHERE destination = $1 AND event_id = $4
+   )
+   INSERT INTO event_dead_letters
+     (destination, tenant_id, conversation_key, event_id, event_name, body, attempts, last_error)
+   SELECT $1, $2, $3, $4, $5, $6::jsonb, $7, $8
+    WHERE EXISTS (SELECT 1 FROM turn_log WHERE conversation_key = $3 AND version = $9)
+       OR EXISTS (SELECT 1 FROM turn_failures WHERE conversation_key = $3 AND version = $9)`,
+);
+
+const ATTEMPT_FAILED = statement<
+  [
+    destination: string,
+    eventId: string,
+    conversationKey: string,
+    attempts: number,
+    nextAttemptAt: string,
+    lastError: string,
+  ]
+>(
+  'dead_letter_attempt_failed',
+  `INSERT INTO event_delivery_attempts
+     (destination, event_id, conversation_key, attempts, next_attempt_at, last_error)
+   VALUES ($1, $2, $3, $4, $5, $6)
+   ON CONFLICT (destination, event_id) DO UPDATE
+      SET attempts = EXCLUDED.attempts, next_attempt_at = EXCLUDED.next_attempt_at,
+          last_error = EXCLUDED.last_error, updated_at = now()`,
+);
+
+const DELETE_CONVERSATION = statement<[conversationKey: string]>(
+  'dead_letter_delete_conversation',
+  `WITH attempts_gone AS (DELETE FROM event_delivery_attempts WHERE conversation_key = $1)
+   DELETE FROM event_dead_letters WHERE conversation_key = $1`,
+);
+
+const DELETE_SUBJECT = statement<[tenantId: string, agentId: string | null, subjectKey: string]>(
+  'dead_letter_delete_subject',
+  `DELETE FROM event_dead_letters l USING sessions s
+    WHERE s.conversation_key = l.conversation_key AND s.tenant_id = $1 AND s.user_id = $3
+      AND ($2::text IS NULL OR s.agent_id = $2)`,
+);
+
+const DELETE_EXPIRED = statement<[before: string]>(
+  'dead_letter_delete_expired',
+  `WITH attempts_gone AS (DELETE FROM event_delivery_attempts WHERE updated_at < $1)
+   DELETE FROM event_dead_letters WHERE created_at < $1`,
+);
+
+const CLAIM_REDELIVERY = statement<[id: string, holdMs: number], { attempts: number }>(
+  'dead_letter_claim_redelivery',
+  `UPDATE event_dead_letters
+      SET attempts = attempts + 1, redelivery_claimed_until = now() + $2::integer * interval '1 millisecond'
+    WHERE id = $1::bigint AND redelivered_at IS NULL
+      AND (redelivery_claimed_until IS NULL OR redelivery_claimed_until <= now())
+   RETURNING attempts`,
+);
+
+const REDELIVERY_DONE = statement<
+  [id: string, delivered: boolean, error: string | null, attempt: number],
+  DeadLetterRow
+>(
+  'dead_letter_redelivery_done',
+  `UPDATE event_dead_letters
+      SET last_error = COALESCE($3, last_error), redelivery_claimed_until = NULL,
+          redelivered_at = CASE WHEN $2 THEN now() ELSE redelivered_at END
+    WHERE id = $1::bigint AND attempts = $4
+   RETURNING ${COLUMNS}`,
+);
+
 /** Dead letters, and the attempts of events on their way to becoming one. */
 @Injectable()
 export class DeadLetterStore {
@@ -57,8 +145,8 @@ export class DeadLetterStore {
   ) {}
 
   /**
-   * Records the letter and forgets the event's attempts, in one statement. Nothing is recorded when the turn log
-   * row is gone: its conversation was purged (or aged out) while the event was being retried.
+   * Records the letter and forgets the event's attempts. Nothing is recorded when the row that held the event is
+   * gone: its conversation was purged (or aged out) while the event was being retried.
    */
   async record(
     letter: Omit<DeadLetter, 'id' | 'created_at' | 'redelivered_at'> & {
@@ -66,26 +154,17 @@ export class DeadLetterStore {
       version: number;
     },
   ): Promise<void> {
-    await this.database.dataSource.query(
-      `WITH attempts_gone AS (
-         DELETE FROM event_delivery_attempts WHERE destination = $1 AND event_id = $4
-       )
-       INSERT INTO event_dead_letters
-         (destination, tenant_id, conversation_key, event_id, event_name, body, attempts, last_error)
-       SELECT $1, $2, $3, $4, $5, $6::jsonb, $7, $8
-        WHERE EXISTS (SELECT 1 FROM turn_log WHERE conversation_key = $3 AND version = $9)`,
-      [
-        letter.destination,
-        letter.tenant_id,
-        letter.conversation_key,
-        letter.event_id,
-        letter.event_name,
-        JSON.stringify(letter.body),
-        letter.attempts,
-        letter.last_error,
-        letter.version,
-      ],
-    );
+    await this.database.run(RECORD, [
+      letter.destination,
+      letter.tenant_id,
+      letter.conversation_key,
+      letter.event_id,
+      letter.event_name,
+      JSON.stringify(letter.body),
+      letter.attempts,
+      letter.last_error,
+      letter.version,
+    ]);
   }
 
   /** The attempts an event has had so far on a destination (by any replica), or null when none failed. */
@@ -102,22 +181,14 @@ export class DeadLetterStore {
     event: { id: string; conversation_key: string },
     failed: PendingAttempts,
   ): Promise<void> {
-    await this.database.dataSource.query(
-      `INSERT INTO event_delivery_attempts
-         (destination, event_id, conversation_key, attempts, next_attempt_at, last_error)
-       VALUES ($1, $2, $3, $4, $5, $6)
-       ON CONFLICT (destination, event_id) DO UPDATE
-          SET attempts = EXCLUDED.attempts, next_attempt_at = EXCLUDED.next_attempt_at,
-              last_error = EXCLUDED.last_error, updated_at = now()`,
-      [
-        destination,
-        event.id,
-        event.conversation_key,
-        failed.attempts,
-        failed.next_attempt_at.toISOString(),
-        failed.last_error,
-      ],
-    );
+    await this.database.run(ATTEMPT_FAILED, [
+      destination,
+      event.id,
+      event.conversation_key,
+      failed.attempts,
+      failed.next_attempt_at.toISOString(),
+      failed.last_error,
+    ]);
   }
 
   /** The event was delivered after failed attempts: they are forgotten. */
@@ -127,12 +198,7 @@ export class DeadLetterStore {
 
   /** A purged conversation's letters (and its events' pending attempts); returns how many letters went. */
   async deleteConversation(conversationKey: string): Promise<number> {
-    const [, deleted]: [unknown[], number] = await this.database.dataSource.query(
-      `WITH attempts_gone AS (DELETE FROM event_delivery_attempts WHERE conversation_key = $1)
-       DELETE FROM event_dead_letters WHERE conversation_key = $1`,
-      [conversationKey],
-    );
-    return deleted;
+    return this.database.count(DELETE_CONVERSATION, [conversationKey]);
   }
 
   /**
@@ -144,13 +210,7 @@ export class DeadLetterStore {
     agent_id: string | null;
     subject_key: string;
   }): Promise<number> {
-    const [, deleted]: [unknown[], number] = await this.database.dataSource.query(
-      `DELETE FROM event_dead_letters l USING sessions s
-        WHERE s.conversation_key = l.conversation_key AND s.tenant_id = $1 AND s.user_id = $3
-          AND ($2::text IS NULL OR s.agent_id = $2)`,
-      [subject.tenant_id, subject.agent_id, subject.subject_key],
-    );
-    return deleted;
+    return this.database.count(DELETE_SUBJECT, [subject.tenant_id, subject.agent_id, subject.subject_key]);
   }
 
   /**
@@ -158,12 +218,7 @@ export class DeadLetterStore {
    * by events no relay retries any more. Returns how many letters went.
    */
   async deleteExpired(before: Date): Promise<number> {
-    const [, deleted]: [unknown[], number] = await this.database.dataSource.query(
-      `WITH attempts_gone AS (DELETE FROM event_delivery_attempts WHERE updated_at < $1)
-       DELETE FROM event_dead_letters WHERE created_at < $1`,
-      [before.toISOString()],
-    );
-    return deleted;
+    return this.database.count(DELETE_EXPIRED, [before.toISOString()]);
   }
 
   /** Newest first; `tenantId` undefined covers every tenant, `redelivered` undefined both states. */
@@ -191,14 +246,7 @@ export class DeadLetterStore {
    * letter is delivered already, gone, or held by another redelivery whose claim has not lapsed.
    */
   async claimRedelivery(id: string, holdMs: number): Promise<number | null> {
-    const [rows]: [{ attempts: number }[], number] = await this.database.dataSource.query(
-      `UPDATE event_dead_letters
-          SET attempts = attempts + 1, redelivery_claimed_until = now() + $2::integer * interval '1 millisecond'
-        WHERE id = $1::bigint AND redelivered_at IS NULL
-          AND (redelivery_claimed_until IS NULL OR redelivery_claimed_until <= now())
-       RETURNING attempts`,
-      [id, holdMs],
-    );
+    const rows = await this.database.run(CLAIM_REDELIVERY, [id, holdMs]);
     return rows.length > 0 ? rows[0].attempts : null;
   }
 
@@ -211,14 +259,7 @@ export class DeadLetterStore {
     attempt: number,
     outcome: { delivered: boolean; error: string | null },
   ): Promise<DeadLetter | null> {
-    const [rows]: [DeadLetterRow[], number] = await this.database.dataSource.query(
-      `UPDATE event_dead_letters
-          SET last_error = COALESCE($3, last_error), redelivery_claimed_until = NULL,
-              redelivered_at = CASE WHEN $2 THEN now() ELSE redelivered_at END
-        WHERE id = $1::bigint AND attempts = $4
-       RETURNING ${COLUMNS}`,
-      [id, outcome.delivered, outcome.error, attempt],
-    );
+    const rows = await this.database.run(REDELIVERY_DONE, [id, outcome.delivered, outcome.error, attempt]);
     return rows.length > 0 ? view(rows[0]) : null;
   }
 }

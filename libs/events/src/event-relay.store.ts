@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { POSITIONS_PER_VERSION, type StoredEvent } from '@agent/contracts';
-import { DatabaseService, NamedStatement } from '@agent/database';
+import { DatabaseService, statement } from '@agent/database';
 
 /**
  * A record of a conversation a destination has not delivered yet: a committed turn log row (`attempt` 0) or a
@@ -48,10 +48,13 @@ const CLAIMABLE = `(lease_owner IS NULL OR lease_expires_at < now() OR lease_own
  * orders rows across conversations, so each shard of a distributed layout answers its part alone (ADR 0010).
  * Those that update end in a SELECT, so they return their rows however they are sent (named or not).
  */
-const CLAIM_STATEMENT: NamedStatement = {
-  name: 'relay_claim',
+const CLAIM_STATEMENT = statement<
+  [destination: string, owner: string, leaseMs: number, limit: number],
+  ClaimedConversation
+>(
+  'relay_claim',
   // Forgets the rows that have caught up (their next commit queues a new one), then claims the oldest queued ones.
-  text: `WITH caught_up AS (
+  `WITH caught_up AS (
            DELETE FROM event_relay_backlog
             WHERE destination = $1 AND next_position > last_position
               AND (lease_owner IS NULL OR lease_expires_at < now())
@@ -67,17 +70,20 @@ const CLAIM_STATEMENT: NamedStatement = {
                      b.last_position::float8 AS last_position
          )
          SELECT * FROM claimed`,
-};
+);
 
 /**
  * The records of the claimed conversations from their next positions, at most $4 per conversation, in order; a
  * destination of one tenant never reads another's (whatever the backlog says).
  */
-const READ_STATEMENT: NamedStatement = {
-  name: 'relay_read',
+const READ_STATEMENT = statement<
+  [conversationKeys: string[], nextPositions: number[], tenant: string | null, perConversation: number],
+  PendingRecord
+>(
+  'relay_read',
   // The envelope goes back in the relay, not through turn_log_events: that SQL function costs Postgres several
   // times the cast alone (0.7 against 0.1-0.15 ms per commit of a bench turn).
-  text: `SELECT r.* FROM unnest($1::text[], $2::bigint[]) AS c(conversation_key, next_position)
+  `SELECT r.* FROM unnest($1::text[], $2::bigint[]) AS c(conversation_key, next_position)
          CROSS JOIN LATERAL (
            SELECT * FROM (
              SELECT t.conversation_key, t.version, 0 AS attempt, t.tenant_id, t.agent_id, t.turn,
@@ -95,12 +101,22 @@ const READ_STATEMENT: NamedStatement = {
               AND f.version::bigint * ${POSITIONS_PER_VERSION} + f.attempt >= c.next_position
               AND ($3::text IS NULL OR f.tenant_id = $3)
            ORDER BY version, attempt LIMIT $4) r`,
-};
+);
 
 /** Records how far each conversation of a group was delivered and extends its claim, or gives the claim up. */
-const ACKNOWLEDGE_STATEMENT: NamedStatement = {
-  name: 'relay_acknowledge',
-  text: `WITH acknowledged AS (
+const ACKNOWLEDGE_STATEMENT = statement<
+  [
+    destination: string,
+    conversationKeys: string[],
+    owner: string,
+    leaseMs: number,
+    nextPositions: number[],
+    releases: boolean[],
+  ],
+  { conversation_key: string }
+>(
+  'relay_acknowledge',
+  `WITH acknowledged AS (
            UPDATE event_relay_backlog b
               SET next_position = a.next_position,
                   lease_owner = CASE WHEN a.release THEN NULL ELSE b.lease_owner END,
@@ -110,13 +126,13 @@ const ACKNOWLEDGE_STATEMENT: NamedStatement = {
            RETURNING b.conversation_key
          )
          SELECT conversation_key FROM acknowledged`,
-};
+);
 
-const RELEASE_STATEMENT: NamedStatement = {
-  name: 'relay_release',
-  text: `UPDATE event_relay_backlog SET lease_owner = NULL, lease_expires_at = NULL
+const RELEASE_STATEMENT = statement<[destination: string, owner: string]>(
+  'relay_release',
+  `UPDATE event_relay_backlog SET lease_owner = NULL, lease_expires_at = NULL
           WHERE destination = $1 AND lease_owner = $2`,
-};
+);
 
 /** The records between each backlog row's next and last positions. */
 const PENDING_RECORDS = `
@@ -134,10 +150,13 @@ const PENDING_RECORDS = `
 /** The destination's expiry when it is relayed now: `$3` days ahead, or never (null). */
 const EXPIRY = `COALESCE(now() + $3 * interval '1 day', 'infinity'::timestamptz)`;
 
-const MEASURE_STATEMENT: NamedStatement = {
-  name: 'relay_measure',
+const MEASURE_STATEMENT = statement<
+  [destination: string, tenant: string | null, retentionDays: number | null],
+  { commits: number; events: number; oldest: Date | null }
+>(
+  'relay_measure',
   // Also keeps the destination's registration alive (one write an hour at most).
-  text: `WITH relayed AS (
+  `WITH relayed AS (
            UPDATE event_relay_destinations SET expires_at = ${EXPIRY}
             WHERE destination = $1 AND expires_at < ${EXPIRY} - interval '1 hour'
          ), pending AS (${PENDING_RECORDS})
@@ -145,36 +164,38 @@ const MEASURE_STATEMENT: NamedStatement = {
                 COALESCE(sum(jsonb_array_length(events::jsonb)), 0)::integer AS events,
                 min(created_at) AS oldest
            FROM pending`,
-};
+);
 
 /**
  * The relay's SQL. What conversations publish is in the turn log (commits) and `turn_failures` (failed runs); per
  * destination the backlog holds one row per conversation with undelivered records, written by a trigger in the
  * transaction of each record, with the claim of the replica relaying it.
  */
-const REGISTER_STATEMENT: NamedStatement = {
-  name: 'relay_register',
-  text: `WITH stale AS (
+const REGISTER_STATEMENT = statement<
+  [destination: string, tenant: string | null, retentionDays: number | null]
+>(
+  'relay_register',
+  `WITH stale AS (
          DELETE FROM event_relay_backlog
           WHERE destination = $1
             AND EXISTS (SELECT 1 FROM event_relay_destinations WHERE destination = $1 AND expires_at <= now())
        )
        INSERT INTO event_relay_destinations (destination, tenant_id, expires_at) VALUES ($1, $2, ${EXPIRY})
        ON CONFLICT (destination) DO UPDATE SET tenant_id = EXCLUDED.tenant_id, expires_at = EXCLUDED.expires_at`,
-};
+);
 
-const RENEW_STATEMENT: NamedStatement = {
-  name: 'relay_renew',
-  text: `UPDATE event_relay_backlog b SET lease_expires_at = now() + $3 * interval '1 millisecond'
+const RENEW_STATEMENT = statement<[destination: string, owner: string, leaseMs: number]>(
+  'relay_renew',
+  `UPDATE event_relay_backlog b SET lease_expires_at = now() + $3 * interval '1 millisecond'
          FROM (SELECT conversation_key FROM event_relay_backlog
                 WHERE destination = $1 AND lease_owner = $2 FOR UPDATE SKIP LOCKED) AS free
         WHERE b.destination = $1 AND b.conversation_key = free.conversation_key AND b.lease_owner = $2`,
-};
+);
 
-const FORGET_STATEMENT: NamedStatement = {
-  name: 'relay_forget',
-  text: `DELETE FROM event_relay_backlog WHERE conversation_key = $1`,
-};
+const FORGET_STATEMENT = statement<[conversationKey: string]>(
+  'relay_forget',
+  `DELETE FROM event_relay_backlog WHERE conversation_key = $1`,
+);
 
 @Injectable()
 export class EventRelayStore {
@@ -199,7 +220,7 @@ export class EventRelayStore {
     leaseMs: number,
     limit: number,
   ): Promise<ClaimedConversation[]> {
-    return this.database.run<ClaimedConversation>(CLAIM_STATEMENT, [destination, owner, leaseMs, limit]);
+    return this.database.run(CLAIM_STATEMENT, [destination, owner, leaseMs, limit]);
   }
 
   /** The records of `claimed` from their next positions, at most `perConversation` each, in each one's order. */
@@ -208,7 +229,7 @@ export class EventRelayStore {
     tenant: string | null,
     perConversation: number,
   ): Promise<PendingRecord[]> {
-    return this.database.run<PendingRecord>(READ_STATEMENT, [
+    return this.database.run(READ_STATEMENT, [
       claimed.map((conversation) => conversation.conversation_key),
       claimed.map((conversation) => conversation.next_position),
       tenant,
@@ -227,7 +248,7 @@ export class EventRelayStore {
     leaseMs: number,
     acknowledgements: Acknowledgement[],
   ): Promise<ReadonlySet<string>> {
-    const rows = await this.database.run<{ conversation_key: string }>(ACKNOWLEDGE_STATEMENT, [
+    const rows = await this.database.run(ACKNOWLEDGE_STATEMENT, [
       destination,
       acknowledgements.map((a) => a.conversation_key),
       owner,
@@ -257,10 +278,7 @@ export class EventRelayStore {
    * snapshot; renews its registration for `retentionDays` (null: for ever).
    */
   async measure(destination: string, tenant: string | null, retentionDays: number | null): Promise<RelayLag> {
-    const rows = await this.database.run<{ commits: number; events: number; oldest: Date | null }>(
-      MEASURE_STATEMENT,
-      [destination, tenant, retentionDays],
-    );
+    const rows = await this.database.run(MEASURE_STATEMENT, [destination, tenant, retentionDays]);
     const row = rows[0];
     return { commits: row.commits, events: row.events, oldest: row.oldest ? new Date(row.oldest) : null };
   }

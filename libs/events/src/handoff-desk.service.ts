@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { HandoffMessage, HandoffRequest } from '@agent/contracts';
-import { DatabaseService } from '@agent/database';
+import { DatabaseService, statement } from '@agent/database';
 
 /** Who took a waiting conversation, and when. */
 export interface HandoffClaim {
@@ -46,46 +46,6 @@ interface WaitingRow {
   claimed_at: Date | null;
 }
 
-/**
- * The handoff desk's reads: the conversations waiting for a person (status `handoff`), each with its latest
- * `session.human_handoff.requested` and the `session.handoff.claimed` that followed it, if any. The claim is an
- * event of the conversation's history, so it commits with the operator action that made it.
- */
-@Injectable()
-export class HandoffDeskService {
-  constructor(private readonly database: DatabaseService) {}
-
-  /** Oldest request first; `tenantId` undefined covers every tenant. */
-  async waiting(filter: { tenantId?: string; limit: number }, now = Date.now()): Promise<WaitingHandoff[]> {
-    // Raw: each session's latest request and claim, found by lateral reads of the session_events view.
-    const rows: WaitingRow[] = await this.database.dataSource.query(
-      `SELECT s.conversation_key, s.tenant_id, s.session_id, s.agent_id, s.channel, s.user_id, s.active_agent,
-              s.last_intent, s.turn_count, r.payload AS request, COALESCE(r.created_at, s.updated_at) AS requested_at,
-              c.payload AS claim, c.created_at AS claimed_at
-         FROM sessions s
-         ${LATEST_REQUEST_AND_CLAIM}
-        WHERE s.status = 'handoff' AND ($1::text IS NULL OR s.tenant_id = $1)
-        ORDER BY COALESCE(r.created_at, s.updated_at) ASC, s.conversation_key ASC
-        LIMIT $2`,
-      [filter.tenantId ?? null, filter.limit],
-    );
-    return rows.map((row) => waitingView(row, now));
-  }
-
-  /** The claim on the conversation's current handoff request, or null when nobody has taken it. */
-  async currentClaim(conversationKey: string): Promise<HandoffClaim | null> {
-    // Raw: the same lateral read as `waiting`, for one conversation.
-    const rows: Pick<WaitingRow, 'claim' | 'claimed_at'>[] = await this.database.dataSource.query(
-      `SELECT c.payload AS claim, c.created_at AS claimed_at
-         FROM sessions s
-         ${LATEST_REQUEST_AND_CLAIM}
-        WHERE s.conversation_key = $1`,
-      [conversationKey],
-    );
-    return rows.length > 0 ? claimOf(rows[0]) : null;
-  }
-}
-
 /** Event ids grow in commit order within a conversation, so "after the request" is `id >` the request's id. */
 const LATEST_REQUEST_AND_CLAIM = `
   LEFT JOIN LATERAL (
@@ -97,6 +57,50 @@ const LATEST_REQUEST_AND_CLAIM = `
      WHERE e.conversation_key = s.conversation_key AND e.name = 'session.handoff.claimed'
        AND r.id IS NOT NULL AND e.id > r.id
      ORDER BY e.id DESC LIMIT 1) c ON true`;
+
+/** Each waiting session's latest request and claim, found by lateral reads of the session_events view. */
+const WAITING = statement<[tenantId: string | null, limit: number], WaitingRow>(
+  'handoff_desk_waiting',
+  `SELECT s.conversation_key, s.tenant_id, s.session_id, s.agent_id, s.channel, s.user_id, s.active_agent,
+          s.last_intent, s.turn_count, r.payload AS request, COALESCE(r.created_at, s.updated_at) AS requested_at,
+          c.payload AS claim, c.created_at AS claimed_at
+     FROM sessions s
+     ${LATEST_REQUEST_AND_CLAIM}
+    WHERE s.status = 'handoff' AND ($1::text IS NULL OR s.tenant_id = $1)
+    ORDER BY COALESCE(r.created_at, s.updated_at) ASC, s.conversation_key ASC
+    LIMIT $2`,
+);
+
+/** The same lateral read as WAITING, for one conversation. */
+const CURRENT_CLAIM = statement<[conversationKey: string], Pick<WaitingRow, 'claim' | 'claimed_at'>>(
+  'handoff_desk_current_claim',
+  `SELECT c.payload AS claim, c.created_at AS claimed_at
+     FROM sessions s
+     ${LATEST_REQUEST_AND_CLAIM}
+    WHERE s.conversation_key = $1`,
+);
+
+/**
+ * The handoff desk's reads: the conversations waiting for a person (status `handoff`), each with its latest
+ * `session.human_handoff.requested` and the `session.handoff.claimed` that followed it, if any. The claim is an
+ * event of the conversation's history, so it commits with the operator action that made it.
+ */
+@Injectable()
+export class HandoffDeskService {
+  constructor(private readonly database: DatabaseService) {}
+
+  /** Oldest request first; `tenantId` undefined covers every tenant. */
+  async waiting(filter: { tenantId?: string; limit: number }, now = Date.now()): Promise<WaitingHandoff[]> {
+    const rows = await this.database.run(WAITING, [filter.tenantId ?? null, filter.limit]);
+    return rows.map((row) => waitingView(row, now));
+  }
+
+  /** The claim on the conversation's current handoff request, or null when nobody has taken it. */
+  async currentClaim(conversationKey: string): Promise<HandoffClaim | null> {
+    const rows = await this.database.run(CURRENT_CLAIM, [conversationKey]);
+    return rows.length > 0 ? claimOf(rows[0]) : null;
+  }
+}
 
 function claimOf(row: Pick<WaitingRow, 'claim' | 'claimed_at'>): HandoffClaim | null {
   if (!row.claim || typeof row.claim.claimed_by !== 'string') return null;

@@ -9,13 +9,15 @@ import {
   loadYamlFile,
   PerAgent,
 } from '@agent/config';
-import type {
-  AgentState,
-  ContentScreen,
-  ContentScreenRequest,
-  ContentScreenResult,
-  RailDecision,
-  ScreenedStage,
+import {
+  type AgentState,
+  type ContentScreen,
+  type ContentScreenRequest,
+  type ContentScreenResult,
+  type EventName,
+  type RailDecision,
+  type ScreenedStage,
+  turnText,
 } from '@agent/contracts';
 import { Counter } from 'prom-client';
 import { LlmError, LlmService } from '@agent/llm';
@@ -28,6 +30,7 @@ import {
   resolveGuardrailsConfig,
   ResolvedGuardrailsConfig,
 } from './guardrails.config';
+import { DraftVerdict, draftVerdict } from './answer-release';
 import { GuardrailMessages, messageFor } from './messages';
 import { GuardrailModelHealth, GuardrailModelReport } from './model-health';
 import { ModelStage } from './model-stage';
@@ -65,9 +68,9 @@ export interface OutputGuardrailsResult {
   answer: string;
 }
 
-/** GRL event codes of the guardrail catalogue (listed in docs/api.md, events). */
-type GrlEvent = `GRL.${string}`;
-const GRL_BY_ACTION: Record<RailAction, GrlEvent> = {
+/** The per-rail GRL events of the guardrail catalogue (docs/api.md, events); GRL.009 summarises a stage. */
+type RailResultEvent = Exclude<Extract<EventName, `GRL.${string}`>, typeof GRL_SUMMARY>;
+const GRL_BY_ACTION: Record<RailAction, RailResultEvent> = {
   allow: 'GRL.002',
   sanitize: 'GRL.003',
   block: 'GRL.004',
@@ -75,10 +78,17 @@ const GRL_BY_ACTION: Record<RailAction, GrlEvent> = {
   handover: 'GRL.006',
   observe: 'GRL.007',
 };
-const GRL_FAIL_CLOSED: GrlEvent = 'GRL.008';
-const GRL_SUMMARY: GrlEvent = 'GRL.009';
+const GRL_FAIL_CLOSED: RailResultEvent = 'GRL.008';
+const GRL_SUMMARY = 'GRL.009';
 
 const SCREENED_STAGES: readonly ScreenedStage[] = ['retrieval', 'tool', 'memory'];
+
+/** Observes nothing: for draft screenings, whose decisions the whole answer's pass records. */
+const SILENT_OBSERVER: ExecutorObserver = {
+  result: () => undefined,
+  railFailed: () => undefined,
+  completed: () => undefined,
+};
 
 /** Routes whose answer is a session-control message: never rewritten by output rails. */
 const SESSION_CONTROL_ROUTES = new Set(['human_handoff', 'end_session']);
@@ -89,6 +99,8 @@ interface RailPolicy {
   config: ResolvedGuardrailsConfig;
   rails: Record<RailStage, ConfiguredRail[]>;
   executor: ParallelRailExecutor;
+  /** The same rails without events: drafts of a streamed answer are screened many times per turn. */
+  draftExecutor: ParallelRailExecutor;
   modelStage: ModelStage;
   /** Its guardrail-model calls in a row, judged by its own `degraded_after_failures`. */
   modelHealth: GuardrailModelHealth;
@@ -170,6 +182,10 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
       config,
       rails,
       executor: new ParallelRailExecutor({ parallel: file.parallel, failFast: file.fail_fast }, observer),
+      draftExecutor: new ParallelRailExecutor(
+        { parallel: file.parallel, failFast: file.fail_fast },
+        SILENT_OBSERVER,
+      ),
       modelStage,
       modelHealth,
     };
@@ -326,7 +342,7 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
    * `state` (reads only), so the workflow starts it together with routing; `signal` abandons it.
    */
   async inputVerdict(state: AgentState, signal?: AbortSignal): Promise<InputVerdict> {
-    const text = state.sanitized_input ?? state.user_text ?? '';
+    const text = turnText(state);
     const asked = this.askedModel('input', text, state);
     if (asked.length === 0) return { blocked: false, decisions: [] };
     const { modelStage, config } = this.policy(state);
@@ -459,6 +475,20 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
         handoverReason: '',
       });
     }
+  }
+
+  /**
+   * The output rails' deterministic parts over a draft of a streamed answer (docs/adr/0015): what `AnswerReleaser`
+   * may release. Silent: the whole answer still passes the output stage as on every turn, and that pass records
+   * the decisions. `hold` when the rails need the whole answer: the agent's output stage asks the guardrail model,
+   * or the draft outgrew AGENT_MAX_ANSWER_CHARS (the bound cuts it at a sentence end).
+   */
+  async screenDraft(state: AgentState, text: string): Promise<DraftVerdict> {
+    if (text.length > this.env.AGENT_MAX_ANSWER_CHARS || this.askedModel('output', text, state).length > 0) {
+      return { kind: 'hold' };
+    }
+    const { draftExecutor, rails } = this.policy(state);
+    return draftVerdict(await draftExecutor.run(rails.output, { stage: 'output', text, state }));
   }
 
   /** Classic output guardrails (ENABLE_OUTPUT_SUPERVISOR=false): one pass, a failing answer is replaced. */

@@ -10,3 +10,5 @@ export type { GuardrailMessages } from './messages';
 export type { GuardrailModelReport, GuardrailModelStatus } from './model-health';
 export { railVerdictSchema } from './rails/model-verdict';
 export { GUARDRAIL_FAILED, reportedCodes } from './reported-codes';
+export { AnswerReleaser, RELEASE_WINDOW } from './answer-release';
+export type { DraftVerdict, ReleaseTarget, ReleaseWindow } from './answer-release';

@@ -1,17 +1,14 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { ConfigType } from '@nestjs/config';
 import { appConfig, ConfigFilesService, loadYamlFile, PerAgent, SERVICE_MESSAGES } from '@agent/config';
-import { foldText, type AgentState, type JudgeResult } from '@agent/contracts';
+import { foldText, type AgentState, type JudgeResult, turnAnswer } from '@agent/contracts';
 import { LlmService } from '@agent/llm';
 import { EventBusService } from '@agent/observability';
 import { DEFAULT_THRESHOLDS, JudgeEntry, JUDGES_FILE, JudgesFile, judgesFileSchema } from './judges.config';
+import type { ReviewRule, ReviewViolation } from './judges.events';
 import { DETERMINISTIC_JUDGES, JudgeScore } from './judges/deterministic';
 import { buildJudgeContext, isTransactionalTurn, JudgeContext } from './judges/evidence';
 import { llmJudge } from './judges/llm-judge';
-
-type ReviewRule = JudgesFile['supervisor_review']['rules'][number];
-/** What the supervisor review objects to: a configured rule, or an enforced judge that failed. */
-type ReviewViolation = { rule: string; action: ReviewRule['action'] } | { judge: string; action: 'replace' };
 
 /** Injection token for the sampler's random source (tests pin it). */
 export const JUDGES_RANDOM = Symbol('JUDGES_RANDOM');
@@ -107,7 +104,7 @@ export class JudgesService {
    * rewritten: the reference replaced the legitimate handoff message because it mentions a human.
    */
   review(state: AgentState): Promise<ReviewOutcome> {
-    const answer = state.final_answer ?? state.answer ?? '';
+    const answer = turnAnswer(state);
     const { config, replacement: fallback, reviewRules } = this.policies.for(state.agent_id);
     const review = config.supervisor_review;
     if (isSessionControlTurn(state) || state.supervisor_action === 'handover') {

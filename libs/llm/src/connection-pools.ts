@@ -81,6 +81,10 @@ function pooledFetch(
       url,
       { method: init.method ?? 'GET', agent, headers: headerRecord(init.headers) },
       (response) => {
+        if (isEventStream(response)) {
+          resolve(streamedResponse(response, () => signal?.removeEventListener('abort', onAbort)));
+          return;
+        }
         const chunks: Buffer[] = [];
         response.on('data', (chunk: Buffer) => chunks.push(chunk));
         response.on('error', fail);
@@ -103,6 +107,42 @@ function pooledFetch(
     request.on('error', fail);
     signal?.addEventListener('abort', onAbort, { once: true });
     request.end(body ?? undefined);
+  });
+}
+
+/** A successful streamed answer (`stream: true`): handed over as it arrives, never buffered whole. */
+function isEventStream(response: IncomingMessage): boolean {
+  const status = response.statusCode ?? 0;
+  return status < 300 && (response.headers['content-type'] ?? '').startsWith('text/event-stream');
+}
+
+function streamedResponse(response: IncomingMessage, ended: () => void): Response {
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      response.on('data', (chunk: Buffer) => controller.enqueue(new Uint8Array(chunk)));
+      response.on('end', () => {
+        ended();
+        controller.close();
+      });
+      // A destroyed request (the caller's signal, the deadline) ends the stream with an error, never as complete.
+      const failed = (error: Error) => {
+        ended();
+        controller.error(error);
+      };
+      response.on('error', failed);
+      response.on('close', () => {
+        if (!response.complete) failed(new Error('the model stream was cut'));
+      });
+    },
+    cancel() {
+      ended();
+      response.destroy();
+    },
+  });
+  return new Response(body, {
+    status: response.statusCode,
+    statusText: response.statusMessage,
+    headers: responseHeaders(response),
   });
 }
 

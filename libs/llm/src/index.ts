@@ -4,3 +4,4 @@ export * from './llm.errors';
 export { confidenceSchema, structuredOutput } from './structured-output';
 export type { StructuredOutput } from './structured-output';
 export { profileSettings } from './providers';
+export type { TextListener } from './chat-stream';

@@ -31,6 +31,7 @@ import {
   NetworkFailure,
   networkFailure,
 } from './llm.errors';
+import { streamedCompletion, TextListener } from './chat-stream';
 import { ConnectionPools } from './connection-pools';
 import { profileSettings, ProfileSettings } from './providers';
 import { describeIssues, parseJsonObject, StructuredOutput } from './structured-output';
@@ -47,6 +48,8 @@ export interface ChatRequest {
   tools?: ChatTool[];
   /** Caller cancellation (e.g. a guardrail cancelled by fail-fast); the profile timeout applies as well. */
   signal?: AbortSignal;
+  /** Streams the answer: hears each piece of its text as the model writes it (see `streamedCompletion`). */
+  onText?: TextListener;
 }
 
 /** Why a structured call gave no value: the transport's failure kinds, and `invalid_output` for the answer. */
@@ -106,6 +109,15 @@ export interface EmbedResult {
   dimensions: number;
   latencyMs: number;
   promptTokens: number;
+}
+
+/** What a profile's model costs per million tokens, in the price table's currency. */
+export interface ModelPriceOf {
+  model: string;
+  currency: string;
+  input: number;
+  cached_input: number;
+  output: number;
 }
 
 export interface ResolvedProfile extends ProfileSettings {
@@ -227,11 +239,18 @@ export class LlmService implements OnModuleInit, OnModuleDestroy {
    * What a call of `profile` costs per million tokens: the price llm_profiles.yaml gives the model the profile
    * calls now, or null when the file prices no such model (or the profile has none).
    */
-  priceOf(profile: string): { model: string; currency: string; input: number; output: number } | null {
+  priceOf(profile: string): ModelPriceOf | null {
     const prices = this.files.llmProfiles.prices;
     const model = this.resolveProfile(profile)?.model;
     const price = prices && model !== undefined ? prices.models[model] : undefined;
-    return prices && model !== undefined && price ? { model, currency: prices.currency, ...price } : null;
+    if (!prices || model === undefined || !price) return null;
+    return {
+      model,
+      currency: prices.currency,
+      input: price.input,
+      cached_input: price.cached_input ?? price.input,
+      output: price.output,
+    };
   }
 
   /** The profile a stage would use, or null when neither it nor `default` exists. */
@@ -356,19 +375,18 @@ export class LlmService implements OnModuleInit, OnModuleDestroy {
     const maxTokens = Math.min(profile.config.max_tokens, request.maxTokens ?? Number.POSITIVE_INFINITY);
     const cancelledPrompt = () => estimatedPromptTokens(request);
     return this.call(profile, request.signal, cancelledPrompt, async (client, options) => {
-      const completion = await client.chat.completions.create(
-        {
-          model: profile.model,
-          messages: request.messages,
-          temperature: profile.config.temperature,
-          max_tokens: maxTokens,
-          ...responseFormat(profile.structuredOutput, format),
-          ...('tools' in request && request.tools && request.tools.length > 0
-            ? { tools: request.tools }
-            : {}),
-        },
-        options,
-      );
+      const params: ChatCompletionCreateParamsNonStreaming = {
+        model: profile.model,
+        messages: request.messages,
+        temperature: profile.config.temperature,
+        max_tokens: maxTokens,
+        ...responseFormat(profile.structuredOutput, format),
+        ...('tools' in request && request.tools && request.tools.length > 0 ? { tools: request.tools } : {}),
+      };
+      const completion =
+        'onText' in request && request.onText
+          ? await streamedCompletion(client, params, options, request.onText)
+          : await client.chat.completions.create(params, options);
       const choice = Array.isArray(completion?.choices) ? completion.choices[0] : undefined;
       if (!choice || typeof choice.message !== 'object' || choice.message === null) {
         throw new LlmInvalidResponseError(profile.requested, 'no choices[0].message');

@@ -1,7 +1,13 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ConfigType } from '@nestjs/config';
 import { memoryConfig } from '@agent/config';
-import type { AgentState, ContentScreen, LongTermMemory, MemoryWriteResult } from '@agent/contracts';
+import {
+  type AgentState,
+  type ContentScreen,
+  type LongTermMemory,
+  type MemoryWriteResult,
+  turnText,
+} from '@agent/contracts';
 import { LlmService } from '@agent/llm';
 import { LongTermMemoryStore } from './long-term-memory.store';
 import {
@@ -71,7 +77,7 @@ export class MemoryService {
     // A handoff or an end is no conversation to learn from (blocked turns never reach this stage).
     if (state.session_control) return { saved: 0, skipped: 'session_control' };
     // The guardrail-sanitized text when there is one: what the rails redacted must not be remembered.
-    const message = (state.sanitized_input ?? state.user_text ?? '').trim();
+    const message = turnText(state).trim();
     if (!message) return { saved: 0, skipped: 'empty_message' };
 
     const result = await this.llm.structured({

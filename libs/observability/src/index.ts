@@ -5,3 +5,5 @@ export * from './metrics.service';
 export * from './node-telemetry.service';
 export * from './tracing.service';
 export * from './turn-context';
+export * from './failure-announcement';
+export * from './turn-stream';

@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { StoredEvent } from '@agent/contracts';
+import type { TurnStream } from './turn-stream';
 
 export interface NodeTiming {
   node: string;
@@ -24,6 +25,8 @@ export interface TurnContext {
   nodes: NodeTiming[];
   /** Set when the commit succeeded and the events were published; later events are published at once. */
   committed?: boolean;
+  /** Present while the client streams the turn's answer (`Accept: text/event-stream`). */
+  stream?: TurnStream;
 }
 
 const storage = new AsyncLocalStorage<TurnContext>();

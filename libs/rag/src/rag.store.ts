@@ -1,5 +1,6 @@
 import { DataSource, EntityManager, In, Not } from 'typeorm';
 import type { RetrievedChunk } from '@agent/contracts';
+import { runOn, statement } from '@agent/database';
 import { RagChunkEntity, RagDocumentEntity } from './rag.entities';
 
 export interface ChunkInput {
@@ -35,6 +36,110 @@ type ChunkRow = {
   score: number;
 };
 
+/** The store's SQL: full-text and pgvector operators, catalog reads and multi-row writes the repositories lack. */
+const VECTOR_TABLE = statement<[], { present: boolean }>(
+  'rag_vector_table',
+  `SELECT to_regclass('rag_chunk_embeddings') IS NOT NULL AS present`,
+);
+
+/** An anti-join over three tables, one page of chunks. */
+const CHUNKS_TO_EMBED = statement<[namespace: string, model: string, limit: number], ChunkToEmbed>(
+  'rag_chunks_to_embed',
+  `SELECT c.id AS chunk_id, d.title, c.content
+     FROM rag_chunks c
+     JOIN rag_documents d ON d.id = c.document_id
+     LEFT JOIN rag_chunk_embeddings e ON e.chunk_id = c.id
+    WHERE c.namespace = $1 AND (e.chunk_id IS NULL OR e.model <> $2)
+    ORDER BY c.id
+    LIMIT $3`,
+);
+
+/**
+ * pgvector values cast from their text form, upserted together. A chunk deleted by a concurrent re-ingestion is
+ * skipped (the join), not a foreign-key failure.
+ */
+const STORE_EMBEDDINGS = statement<[model: string, chunkIds: string[], vectors: string[]]>(
+  'rag_store_embeddings',
+  `INSERT INTO rag_chunk_embeddings (chunk_id, model, embedding)
+   SELECT v.chunk_id, $1, v.embedding::vector
+     FROM unnest($2::bigint[], $3::text[]) AS v (chunk_id, embedding)
+     JOIN rag_chunks c ON c.id = v.chunk_id
+   ON CONFLICT (chunk_id) DO UPDATE SET model = EXCLUDED.model, embedding = EXCLUDED.embedding,
+                                        created_at = now()`,
+);
+
+/** Two counts in one aggregate. */
+const EMBEDDED_COUNTS = statement<[namespace: string, model: string], { chunks: number; embedded: number }>(
+  'rag_embedded_counts',
+  `SELECT count(*)::int AS chunks, count(e.chunk_id)::int AS embedded
+     FROM rag_chunks c
+     LEFT JOIN rag_chunk_embeddings e ON e.chunk_id = c.id AND e.model = $2
+    WHERE c.namespace = $1`,
+);
+
+/** pgvector's distance operator, on the turn path. */
+const VECTOR_SEARCH = statement<
+  [namespace: string, vector: string, model: string, dimensions: number, topK: number],
+  ChunkRow
+>(
+  'rag_vector_search',
+  `SELECT c.id AS chunk_id, d.id AS document_id, d.source, d.title, c.chunk_index, c.content,
+          (1 - (e.embedding <=> $2::vector))::float8 AS score
+     FROM rag_chunk_embeddings e
+     JOIN rag_chunks c ON c.id = e.chunk_id
+     JOIN rag_documents d ON d.id = c.document_id
+    WHERE c.namespace = $1 AND e.model = $3 AND vector_dims(e.embedding) = $4
+    ORDER BY e.embedding <=> $2::vector, c.id
+    LIMIT $5`,
+);
+
+/** A system catalog, not a table of ours. */
+const LANGUAGE_EXISTS = statement<[language: string], { present: number }>(
+  'rag_language_exists',
+  'SELECT 1 AS present FROM pg_ts_config WHERE cfgname = $1',
+);
+
+/** Full-text parsing and ranking per language, on the turn path. */
+const SEARCH = statement<[namespace: string, query: string, topK: number], ChunkRow>(
+  'rag_search',
+  `WITH queries AS (
+     SELECT language,
+            replace(plainto_tsquery(language::regconfig, $2)::text, ' & ', ' | ')::tsquery AS q
+       FROM (SELECT DISTINCT language FROM rag_documents WHERE namespace = $1) AS languages
+   )
+   SELECT c.id AS chunk_id, d.id AS document_id, d.source, d.title, c.chunk_index, c.content,
+          ts_rank_cd(c.search_vector, queries.q, 1)::float8 AS score
+     FROM rag_chunks c
+     JOIN rag_documents d ON d.id = c.document_id
+     JOIN queries ON queries.language = d.language
+    WHERE c.namespace = $1 AND c.search_vector @@ queries.q
+    ORDER BY score DESC, c.id
+    LIMIT $3`,
+);
+
+/**
+ * A document's chunks, with search_vector computed by to_tsvector in the INSERT. The title is indexed with every
+ * chunk at a higher weight: it names what the chunk is about.
+ */
+const INSERT_CHUNKS = statement<
+  [
+    documentId: string,
+    namespace: string,
+    language: string,
+    title: string,
+    indexes: number[],
+    contents: string[],
+    metadata: string[],
+  ]
+>(
+  'rag_insert_chunks',
+  `INSERT INTO rag_chunks (document_id, namespace, chunk_index, content, search_vector, metadata)
+   SELECT $1, $2, c.chunk_index, c.content,
+          setweight(to_tsvector($3::regconfig, $4), 'A') || setweight(to_tsvector($3::regconfig, c.content), 'B'),
+          c.metadata::jsonb
+     FROM unnest($5::integer[], $6::text[], $7::text[]) AS c (chunk_index, content, metadata)`,
+);
+
 /**
  * rag_documents / rag_chunks with Postgres full-text search, and rag_chunk_embeddings (pgvector) where the
  * migration could create it. Each document keeps its text search
@@ -48,10 +153,7 @@ export class RagStore {
 
   /** Whether rag_chunk_embeddings exists (it does only where pgvector is installed); asked once. */
   async vectorAvailable(): Promise<boolean> {
-    // Raw: asks the catalog whether the table exists.
-    this.vectorTable ??= this.dataSource
-      .query(`SELECT to_regclass('rag_chunk_embeddings') IS NOT NULL AS present`)
-      .then((rows: { present: boolean }[]) => rows[0]?.present === true);
+    this.vectorTable ??= runOn(this.dataSource, VECTOR_TABLE, []).then((rows) => rows[0]?.present === true);
     try {
       return await this.vectorTable;
     } catch (error) {
@@ -63,37 +165,16 @@ export class RagStore {
 
   /** Chunks of a namespace without an embedding of `model` (new, re-chunked, or embedded with another model). */
   async chunksToEmbed(namespace: string, model: string, limit: number): Promise<ChunkToEmbed[]> {
-    // Raw: an anti-join over three tables, one page of chunks.
-    return this.dataSource.query(
-      `SELECT c.id AS chunk_id, d.title, c.content
-         FROM rag_chunks c
-         JOIN rag_documents d ON d.id = c.document_id
-         LEFT JOIN rag_chunk_embeddings e ON e.chunk_id = c.id
-        WHERE c.namespace = $1 AND (e.chunk_id IS NULL OR e.model <> $2)
-        ORDER BY c.id
-        LIMIT $3`,
-      [namespace, model, limit],
-    );
+    return runOn(this.dataSource, CHUNKS_TO_EMBED, [namespace, model, limit]);
   }
 
   async storeEmbeddings(model: string, rows: { chunkId: string; vector: number[] }[]): Promise<void> {
     if (rows.length === 0) return;
-    const values: unknown[] = [model];
-    const tuples = rows.map((row, i) => {
-      values.push(row.chunkId, toVectorLiteral(row.vector));
-      return `($${i * 2 + 2}::bigint, $1, $${i * 2 + 3}::vector)`;
-    });
-    // Raw: a multi-row upsert of pgvector values cast from their text form.
-    // A chunk deleted by a concurrent re-ingestion is skipped (the join), not a foreign-key failure.
-    await this.dataSource.query(
-      `INSERT INTO rag_chunk_embeddings (chunk_id, model, embedding)
-       SELECT v.chunk_id, v.model, v.embedding
-         FROM (VALUES ${tuples.join(', ')}) AS v (chunk_id, model, embedding)
-         JOIN rag_chunks c ON c.id = v.chunk_id
-       ON CONFLICT (chunk_id) DO UPDATE SET model = EXCLUDED.model, embedding = EXCLUDED.embedding,
-                                            created_at = now()`,
-      values,
-    );
+    await runOn(this.dataSource, STORE_EMBEDDINGS, [
+      model,
+      rows.map((row) => row.chunkId),
+      rows.map((row) => toVectorLiteral(row.vector)),
+    ]);
   }
 
   /**
@@ -101,14 +182,7 @@ export class RagStore {
    * chunk without one (ingested without the profile, or whose embedding failed) would never be found.
    */
   async fullyEmbedded(namespace: string, model: string): Promise<boolean> {
-    // Raw: two counts in one aggregate.
-    const rows: { chunks: number; embedded: number }[] = await this.dataSource.query(
-      `SELECT count(*)::int AS chunks, count(e.chunk_id)::int AS embedded
-         FROM rag_chunks c
-         LEFT JOIN rag_chunk_embeddings e ON e.chunk_id = c.id AND e.model = $2
-        WHERE c.namespace = $1`,
-      [namespace, model],
-    );
+    const rows = await runOn(this.dataSource, EMBEDDED_COUNTS, [namespace, model]);
     return rows[0].chunks > 0 && rows[0].embedded === rows[0].chunks;
   }
 
@@ -119,26 +193,18 @@ export class RagStore {
     model: string,
     topK: number,
   ): Promise<RetrievedChunk[]> {
-    // Raw: pgvector's distance operator, on the turn path.
-    const rows: ChunkRow[] = await this.dataSource.query(
-      `SELECT c.id AS chunk_id, d.id AS document_id, d.source, d.title, c.chunk_index, c.content,
-              (1 - (e.embedding <=> $2::vector))::float8 AS score
-         FROM rag_chunk_embeddings e
-         JOIN rag_chunks c ON c.id = e.chunk_id
-         JOIN rag_documents d ON d.id = c.document_id
-        WHERE c.namespace = $1 AND e.model = $3 AND vector_dims(e.embedding) = $4
-        ORDER BY e.embedding <=> $2::vector, c.id
-        LIMIT $5`,
-      [namespace, toVectorLiteral(vector), model, vector.length, topK],
-    );
+    const rows = await runOn(this.dataSource, VECTOR_SEARCH, [
+      namespace,
+      toVectorLiteral(vector),
+      model,
+      vector.length,
+      topK,
+    ]);
     return rows.map(toRetrievedChunk);
   }
 
   async languageExists(language: string): Promise<boolean> {
-    // Raw: a system catalog, not a table of ours.
-    const rows: unknown[] = await this.dataSource.query('SELECT 1 FROM pg_ts_config WHERE cfgname = $1', [
-      language,
-    ]);
+    const rows = await runOn(this.dataSource, LANGUAGE_EXISTS, [language]);
     return rows.length > 0;
   }
 
@@ -187,23 +253,7 @@ export class RagStore {
    * word of the passage that answers it) and ranked with ts_rank_cd, normalized by document length.
    */
   async search(namespace: string, query: string, topK: number): Promise<RetrievedChunk[]> {
-    // Raw: full-text parsing and ranking per language, on the turn path.
-    const rows: ChunkRow[] = await this.dataSource.query(
-      `WITH queries AS (
-         SELECT language,
-                replace(plainto_tsquery(language::regconfig, $2)::text, ' & ', ' | ')::tsquery AS q
-           FROM (SELECT DISTINCT language FROM rag_documents WHERE namespace = $1) AS languages
-       )
-       SELECT c.id AS chunk_id, d.id AS document_id, d.source, d.title, c.chunk_index, c.content,
-              ts_rank_cd(c.search_vector, queries.q, 1)::float8 AS score
-         FROM rag_chunks c
-         JOIN rag_documents d ON d.id = c.document_id
-         JOIN queries ON queries.language = d.language
-        WHERE c.namespace = $1 AND c.search_vector @@ queries.q
-        ORDER BY score DESC, c.id
-        LIMIT $3`,
-      [namespace, query, topK],
-    );
+    const rows = await runOn(this.dataSource, SEARCH, [namespace, query, topK]);
     return rows.map(toRetrievedChunk);
   }
 
@@ -212,27 +262,15 @@ export class RagStore {
     documentId: string,
     input: DocumentInput,
   ): Promise<void> {
-    // Raw: search_vector is computed by to_tsvector in the INSERT. Batches keep each statement well under the
-    // bind-parameter limit.
-    const batchSize = 200;
-    for (let offset = 0; offset < input.chunks.length; offset += batchSize) {
-      const batch = input.chunks.slice(offset, offset + batchSize);
-      const values: unknown[] = [documentId, input.namespace, input.language, input.title];
-      // The title is indexed with every chunk at a higher weight: it names what the chunk is about.
-      const tuples = batch.map((chunk, i) => {
-        values.push(chunk.index, chunk.content, JSON.stringify(chunk.metadata));
-        const base = 5 + i * 3;
-        return (
-          `($1, $2, $${base}, $${base + 1}, setweight(to_tsvector($3::regconfig, $4), 'A') || ` +
-          `setweight(to_tsvector($3::regconfig, $${base + 1}), 'B'), $${base + 2}::jsonb)`
-        );
-      });
-      await manager.query(
-        `INSERT INTO rag_chunks (document_id, namespace, chunk_index, content, search_vector, metadata)
-         VALUES ${tuples.join(', ')}`,
-        values,
-      );
-    }
+    await runOn(manager, INSERT_CHUNKS, [
+      documentId,
+      input.namespace,
+      input.language,
+      input.title,
+      input.chunks.map((chunk) => chunk.index),
+      input.chunks.map((chunk) => chunk.content),
+      input.chunks.map((chunk) => JSON.stringify(chunk.metadata)),
+    ]);
   }
 }
 

@@ -10,6 +10,7 @@ import {
   PendingTopic,
   RouteDecision,
   RouteMetadata,
+  turnText,
 } from '@agent/contracts';
 import { LlmService } from '@agent/llm';
 import { EventBusService } from '@agent/observability';
@@ -29,10 +30,6 @@ export type RouteSettlement = 'deterministic' | 'state_policy' | 'model';
 const FALLBACK_CONFIDENCE = 0.1;
 /** Topics `handled_topics` keeps, newest last: the state stays bounded. */
 const HANDLED_TOPICS_KEPT = 20;
-
-function messageOf(state: AgentState): string {
-  return state.sanitized_input ?? state.user_text ?? '';
-}
 
 /** Why the LLM stage did not decide, as decision metadata. */
 function rejectionMetadata(rejection: IntentRejection): RouteMetadata {
@@ -124,12 +121,12 @@ export class Router {
     if (this.catalogue.policy(state.next_state)) return llmRouter ? 'state_policy' : 'deterministic';
     if (!llmRouter) return 'deterministic';
     if (this.file.router.strategy === 'llm_first') return 'model';
-    return this.keywordSettles(messageOf(state)) ? 'deterministic' : 'model';
+    return this.keywordSettles(turnText(state)) ? 'deterministic' : 'model';
   }
 
   /** The agents whose intents' keywords the message matches, in microseconds and without a model. */
   keywordAgents(state: AgentState): ReadonlySet<string> {
-    return this.catalogue.keywords.agentsMatched(messageOf(state));
+    return this.catalogue.keywords.agentsMatched(turnText(state));
   }
 
   /**
@@ -140,7 +137,7 @@ export class Router {
   keywordRoute(state: AgentState): RouteDecision | null {
     if (this.mode === 'supervisor' || this.file.router.strategy === 'llm_first') return null;
     if (this.catalogue.policy(state.next_state)) return null;
-    const message = messageOf(state);
+    const message = turnText(state);
     const keyword = this.catalogue.keywords.match(message);
     return keyword && this.keywordSettles(message) ? this.keywordDecision(state, keyword, {}) : null;
   }
@@ -151,7 +148,7 @@ export class Router {
   }
 
   private async decide(state: AgentState, classified: ClassifiedRoute | null): Promise<RouteDecision> {
-    const message = messageOf(state);
+    const message = turnText(state);
     const policy = this.catalogue.policy(state.next_state);
     if (policy) return this.statePolicy(state, message, policy);
     const carried = this.env.ENABLE_LLM_ROUTER ? this.catalogue.intent(classified?.intent) : undefined;
@@ -202,7 +199,7 @@ export class Router {
     const waiting = readPendingTopics(state, this.catalogue).filter(
       (topic) => topic.status === 'deferred' && topic.intent !== served?.name,
     );
-    const message = messageOf(state);
+    const message = turnText(state);
     const planId = `rt-${randomUUID().slice(0, 12)}`;
     const added: PendingTopic[] = more
       .filter((intent) => !waiting.some((topic) => topic.intent === intent.name))

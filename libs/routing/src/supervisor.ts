@@ -11,6 +11,7 @@ import {
   SupervisorPlan,
   SupervisorResult,
   transactionSliceOf,
+  turnText,
 } from '@agent/contracts';
 import { confidenceSchema, LlmService, structuredOutput } from '@agent/llm';
 import type { EventBusService } from '@agent/observability';
@@ -89,10 +90,6 @@ const PLANNER_PROMPT = (max: number) =>
     'waits for (a value, a name, an identifier, a yes or no), return only the transaction intent. Never answer the user.',
   ].join('\n');
 
-function messageOf(state: AgentState): string {
-  return state.sanitized_input ?? state.user_text ?? '';
-}
-
 function errorText(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
@@ -115,7 +112,7 @@ export class TurnSupervisor {
   }
 
   async run(state: AgentState, runAgent: AgentRunner): Promise<Partial<AgentState>> {
-    const message = messageOf(state);
+    const message = turnText(state);
     const planId = `sup-${randomUUID().slice(0, 12)}`;
     const pending = readPendingTopics(state, this.catalogue);
     const policy = this.catalogue.policy(state.next_state);
@@ -318,7 +315,7 @@ export class TurnSupervisor {
     policy: StatePolicyConfig,
     transactionIntent: IntentConfig | undefined,
   ): Promise<Partial<AgentState>> {
-    const message = messageOf(state);
+    const message = turnText(state);
     const agent = this.agentNode(policy.agent);
     const topic: Topic = {
       operation_id: 'op-1',

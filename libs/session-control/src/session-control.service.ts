@@ -10,6 +10,7 @@ import {
   RouteDecision,
   SESSION_ENDED_STATE,
   SessionControl,
+  turnText,
 } from '@agent/contracts';
 import { EventBusService } from '@agent/observability';
 
@@ -168,7 +169,7 @@ function handoffRequest(state: AgentState, source: SessionControlSource, reason?
     active_agent: served?.route ?? null,
     intent: served?.intent ?? null,
     pending_transaction: state.active_transaction ?? state.pending_tool_call ?? null,
-    user_text: source === 'continuity' ? (state.sanitized_input ?? state.user_text ?? null) : null,
+    user_text: source === 'continuity' ? turnText(state) : null,
     last_messages: history.slice(-HANDOFF_LAST_MESSAGES).map((m) => ({
       role: m.role,
       content: m.content,

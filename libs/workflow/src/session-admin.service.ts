@@ -7,11 +7,11 @@ import {
   SessionStatus,
   turnSummary,
 } from '@agent/checkpoint';
-import type { AgentState, StoredEvent } from '@agent/contracts';
+import { conversationKeyOf, type AgentState, type ConversationKey, type StoredEvent } from '@agent/contracts';
 import { DeadLetterService, EventRelayService, HandoffClaim, HandoffDeskService } from '@agent/events';
 import { MemoryService } from '@agent/memory';
-import { EventBusService, TurnContext, TurnContextStore } from '@agent/observability';
 import { SessionControlService } from '@agent/session-control';
+import { ConversationWork } from './conversation-work';
 import { SessionNodes } from './session-nodes';
 import { HandoffClaimedError, SessionNotFoundError, SessionStateConflictError } from './workflow.errors';
 
@@ -62,18 +62,27 @@ export class SessionAdminService {
     private readonly handoffs: HandoffDeskService,
     private readonly deadLetters: DeadLetterService,
     private readonly relay: EventRelayService,
-    private readonly events: EventBusService,
+    private readonly work: ConversationWork,
   ) {}
 
-  /** The END_SESSION contract, source `admin`; ending an ended session changes nothing. */
-  end(conversationKey: string, requestId: string, reason: string): Promise<SessionAdminResult> {
-    return this.apply('end', conversationKey, requestId, (state) =>
-      state.session_ended === true ? null : this.sessionNodes.endSession(state, 'admin', reason),
-    );
+  /**
+   * The END_SESSION contract, source `admin`; ending an ended session changes nothing. `operator` acts for a
+   * key of some tenants (see `refuseOthersClaim`), null for a key that serves every tenant.
+   */
+  end(
+    conversationKey: ConversationKey,
+    requestId: string,
+    reason: string,
+    operator: string | null,
+  ): Promise<SessionAdminResult> {
+    return this.apply('end', conversationKey, requestId, async (state, session) => {
+      await this.refuseOthersClaim(conversationKey, session, operator);
+      return state.session_ended === true ? null : this.sessionNodes.endSession(state, 'admin', reason);
+    });
   }
 
   /** The HUMAN_HANDOFF contract, source `admin` (held when HUMAN_HANDOFF_MODE=hold). */
-  handoff(conversationKey: string, requestId: string, reason: string): Promise<SessionAdminResult> {
+  handoff(conversationKey: ConversationKey, requestId: string, reason: string): Promise<SessionAdminResult> {
     return this.apply('handoff', conversationKey, requestId, (state, session) => {
       if (state.session_ended === true) {
         throw new SessionStateConflictError(
@@ -91,7 +100,11 @@ export class SessionAdminService {
    * A person takes a conversation waiting for one. Claiming one's own claim again changes nothing; a claim by
    * someone else is a conflict, as is a conversation that is not waiting.
    */
-  async claim(conversationKey: string, requestId: string, claimedBy: string): Promise<SessionAdminResult> {
+  async claim(
+    conversationKey: ConversationKey,
+    requestId: string,
+    claimedBy: string,
+  ): Promise<SessionAdminResult> {
     let claim: HandoffClaim | null = null;
     const result = await this.apply('claim', conversationKey, requestId, async (_state, session) => {
       if (session.status !== 'handoff') {
@@ -111,9 +124,14 @@ export class SessionAdminService {
     return { ...result, claim: result.changed ? await this.handoffs.currentClaim(conversationKey) : claim };
   }
 
-  /** Back to the bot after a human: clears a held (or pending) handoff. */
-  resume(conversationKey: string, requestId: string): Promise<SessionAdminResult> {
+  /** Back to the bot after a human: clears a held (or pending) handoff. `operator` as for `end`. */
+  resume(
+    conversationKey: ConversationKey,
+    requestId: string,
+    operator: string | null,
+  ): Promise<SessionAdminResult> {
     return this.apply('resume', conversationKey, requestId, async (state, session) => {
+      await this.refuseOthersClaim(conversationKey, session, operator);
       if (state.session_ended === true) {
         throw new SessionStateConflictError(
           conversationKey,
@@ -138,26 +156,38 @@ export class SessionAdminService {
    * backlog goes before it, so a conversation that starts again under the same key is relayed from its start). Facts the subject's other sessions produced stay: a subject-wide
    * purge is `purgeSubject`.
    */
-  async delete(conversationKey: string, options: { keepMemory: boolean }): Promise<SessionDeleteResult> {
+  async delete(
+    conversationKey: ConversationKey,
+    requestId: string,
+    options: { keepMemory: boolean },
+  ): Promise<SessionDeleteResult> {
     const lease = await this.lease(conversationKey);
-    try {
-      const { tenant_id, agent_id, session_id } = lease.session;
-      const loaded = await this.checkpoints.load(lease);
-      const subjectKey = loaded?.state.long_term_memory_subject_key ?? lease.session.user_id ?? null;
-      const deleted = options.keepMemory
-        ? null
-        : await this.memory.purgeSession({ tenant_id, agent_id, session_id });
-      await this.deadLetters.purgeConversation(conversationKey);
-      await this.relay.forgetConversation(conversationKey);
-      await this.checkpoints.deleteConversation(conversationKey);
-      return {
-        conversation_key: conversationKey,
-        memory_items_deleted: deleted,
-        memory_subject_key: subjectKey,
-      };
-    } finally {
-      await lease.release();
-    }
+    const { tenant_id, agent_id, session_id } = lease.session;
+    const done = await this.work.run({
+      lease,
+      request_id: requestId,
+      turn: lease.session.turn_count,
+      reading: 'whole state',
+      failures: 'refused',
+      work: async (loaded) => {
+        const subjectKey = loaded?.state.long_term_memory_subject_key ?? lease.session.user_id ?? null;
+        const deleted = options.keepMemory
+          ? null
+          : await this.memory.purgeSession({ tenant_id, agent_id, session_id });
+        await this.deadLetters.purgeConversation(conversationKey);
+        await this.relay.forgetConversation(conversationKey);
+        await this.checkpoints.deleteConversation(conversationKey);
+        return {
+          commit: null,
+          result: {
+            conversation_key: conversationKey,
+            memory_items_deleted: deleted,
+            memory_subject_key: subjectKey,
+          },
+        };
+      },
+    });
+    return done.result;
   }
 
   /**
@@ -177,7 +207,7 @@ export class SessionAdminService {
 
   private async apply(
     action: SessionAdminAction,
-    conversationKey: string,
+    conversationKey: ConversationKey,
     requestId: string,
     decide: (
       state: AgentState,
@@ -185,54 +215,61 @@ export class SessionAdminService {
     ) => Partial<AgentState> | null | Promise<Partial<AgentState> | null>,
   ): Promise<SessionAdminResult> {
     const lease = await this.lease(conversationKey);
-    try {
-      const session = lease.session;
-      const context: TurnContext = {
-        request_id: requestId,
-        tenant_id: session.tenant_id,
-        agent_id: session.agent_id,
-        session_id: session.session_id,
-        conversation_key: conversationKey,
-        turn: session.turn_count,
-        events: [],
-        nodes: [],
-      };
-      return await TurnContextStore.run(context, async () => {
-        // Inside the context, so a skipped corrupt checkpoint's event is stored with this commit.
-        const loaded = await this.checkpoints.load(lease);
+    const session = lease.session;
+    const done = await this.work.run({
+      lease,
+      request_id: requestId,
+      turn: session.turn_count,
+      reading: 'whole state',
+      failures: 'refused',
+      work: async (loaded) => {
         const state: AgentState = loaded?.state ?? {};
         const patch = await decide(state, session);
-        if (patch === null) {
-          return { action, changed: false, version: session.head_version, session, state, events: [] };
-        }
+        if (patch === null) return { result: state, commit: null };
         const next: AgentState = { ...state, ...patch };
-        const status = statusOf(next);
-        // The lease makes head_version current: the new version extends the head even when it was corrupt.
-        const version = await this.checkpoints.commit({
-          identity: identityOf(session),
-          leaseToken: lease.token,
-          parentVersion: session.head_version > 0 ? session.head_version : null,
-          turn: session.turn_count,
-          state: next,
-          status,
-          summary: turnSummary(next, 'admin', null, action),
-          events: context.events,
-        });
-        this.events.publishCommitted(context);
-        const updated = (await this.checkpoints.getSession(conversationKey)) ?? {
-          ...session,
-          status,
-          head_version: version,
+        return {
+          result: next,
+          commit: {
+            // The lease makes head_version current: the new version extends the head even when it was corrupt.
+            parentVersion: session.head_version > 0 ? session.head_version : null,
+            state: next,
+            status: statusOf(next),
+            summary: turnSummary(next, 'admin', null, action),
+          },
         };
-        return { action, changed: true, version, session: updated, state: next, events: context.events };
-      });
-    } finally {
-      await lease.release();
+      },
+    });
+    const state = done.result;
+    if (done.version === null) {
+      return { action, changed: false, version: session.head_version, session, state, events: [] };
+    }
+    const updated = (await this.checkpoints.getSession(conversationKey)) ?? {
+      ...session,
+      status: statusOf(state),
+      head_version: done.version,
+    };
+    return { action, changed: true, version: done.version, session: updated, state, events: done.events };
+  }
+
+  /**
+   * While a conversation waiting for a person is claimed, only the claimer or a key that serves every tenant
+   * (`operator` null) may give it back or end it: anyone else gets the claim's conflict. Checked under the lease,
+   * so a claim cannot land between the check and the commit.
+   */
+  private async refuseOthersClaim(
+    conversationKey: ConversationKey,
+    session: SessionRow,
+    operator: string | null,
+  ): Promise<void> {
+    if (session.status !== 'handoff') return;
+    const claim = await this.handoffs.currentClaim(conversationKey);
+    if (claim !== null && operator !== null && claim.claimed_by !== operator) {
+      throw new HandoffClaimedError(conversationKey, claim);
     }
   }
 
   /** The conversation's lease, for a session that exists and has had a turn. */
-  private async lease(conversationKey: string): Promise<ConversationLease> {
+  private async lease(conversationKey: ConversationKey): Promise<ConversationLease> {
     const session = await this.checkpoints.getSession(conversationKey);
     if (!session || session.turn_count === 0) throw new SessionNotFoundError(conversationKey);
     const lease = await this.checkpoints.acquire(identityOf(session));
@@ -247,7 +284,7 @@ export class SessionAdminService {
 
 function identityOf(session: SessionRow): ConversationIdentity {
   return {
-    conversation_key: session.conversation_key,
+    conversation_key: conversationKeyOf(session.tenant_id, session.session_id),
     tenant_id: session.tenant_id,
     session_id: session.session_id,
     agent_id: session.agent_id,

@@ -12,6 +12,9 @@ import {
   AgentState,
   ClientMetadata,
   continuitySignalSchema,
+  conversationKeyOf,
+  TurnFrame,
+  TurnState,
   routeDecisionSchema,
   SESSION_CONTROLS,
   TRANSACTION_STATUSES,
@@ -20,9 +23,11 @@ import {
   UnavailableDependency,
   unavailableDependencies,
   unavailableDependencySchema,
+  turnAnswer,
 } from '@agent/contracts';
 import { GuardrailsService } from '@agent/guardrails';
-import { EventBusService, MetricsService, TurnContext, TurnContextStore } from '@agent/observability';
+import { MetricsService, TurnStream } from '@agent/observability';
+import { ConversationWork } from './conversation-work';
 import { IdempotencyKeyReusedError } from './workflow.errors';
 import { WorkflowService } from './workflow.service';
 
@@ -36,6 +41,8 @@ export interface TurnInput {
   message_id?: string;
   user_id?: string;
   metadata?: ClientMetadata;
+  /** The client streams the answer (`Accept: text/event-stream`): where the turn sends it as it goes. */
+  stream?: TurnStream;
 }
 
 /**
@@ -88,21 +95,17 @@ function bodyFingerprint(input: TurnInput): string {
     .digest('hex');
 }
 
-export function conversationKeyOf(tenantId: string, sessionId: string): string {
-  return `${tenantId}:${sessionId}`;
-}
-
 /**
- * One turn end to end: idempotency, the conversation lease, checkpoint load, the graph, and the atomic commit
- * of checkpoint, session row, events and idempotency record.
+ * One turn end to end: idempotency, then the graph as the unit of work under the conversation's lease
+ * (ConversationWork), whose commit holds checkpoint, session row, events and idempotency record.
  */
 @Injectable()
 export class TurnService {
   constructor(
     private readonly checkpoints: CheckpointService,
+    private readonly work: ConversationWork,
     private readonly workflow: WorkflowService,
     private readonly metrics: MetricsService,
-    private readonly events: EventBusService,
     private readonly guardrails: GuardrailsService,
   ) {}
 
@@ -112,9 +115,9 @@ export class TurnService {
     // stored hold the text as the personal-data policy left it, never the card number as sent.
     const masking = this.guardrails.protectMessage(sent.text, sent.tenant_id, sent.agent_id);
     const input: TurnInput = { ...sent, text: masking.text };
-    const conversationKey = conversationKeyOf(input.tenant_id, input.session_id);
+    const key = conversationKeyOf(input.tenant_id, input.session_id);
     const identity: ConversationIdentity = {
-      conversation_key: conversationKey,
+      conversation_key: key,
       tenant_id: input.tenant_id,
       session_id: input.session_id,
       agent_id: input.agent_id,
@@ -128,91 +131,74 @@ export class TurnService {
     if ('replay' in acquired) {
       const { response, fingerprint: stored } = acquired.replay;
       if (stored !== null && stored !== fingerprint) {
-        throw new IdempotencyKeyReusedError(conversationKey, input.message_id ?? '');
+        throw new IdempotencyKeyReusedError(key, input.message_id ?? '');
       }
-      return { response: storedTurnResponse(response, conversationKey), replayed: true };
+      return { response: storedTurnResponse(response, key), replayed: true };
     }
-    const lease = acquired;
-    try {
-      const turn = lease.session.turn_count + 1;
-      const context: TurnContext = {
-        request_id: input.request_id,
-        tenant_id: input.tenant_id,
-        agent_id: input.agent_id,
-        session_id: input.session_id,
-        conversation_key: conversationKey,
-        turn,
-        events: [],
-        nodes: [],
-      };
-      return await TurnContextStore.run(context, async () => {
-        const loaded = await this.checkpoints.load(lease, 'carried over');
-        const messageId = input.message_id ?? randomUUID();
-        const initial: AgentState = {
-          ...this.initialState(loaded?.state ?? {}, input, conversationKey, turn, messageId),
+    const turn = acquired.session.turn_count + 1;
+    const messageId = input.message_id ?? randomUUID();
+    const done = await this.work.run({
+      lease: acquired,
+      request_id: input.request_id,
+      turn,
+      reading: 'carried over',
+      failures: 'recorded',
+      ...(input.stream ? { stream: input.stream } : {}),
+      work: async (loaded, context) => {
+        const initial: TurnState = {
+          ...this.initialState(loaded?.state ?? {}, input, {
+            tenant_id: input.tenant_id,
+            agent_id: input.agent_id,
+            session_id: input.session_id,
+            conversation_key: key,
+            channel: input.channel,
+            turn,
+            message_id: messageId,
+            user_text: input.text,
+          }),
           ...(masking.findings.length > 0 ? { personal_data_masked: masking.findings } : {}),
         };
-        let final: AgentState;
-        try {
-          final = await this.workflow.runTurn(initial);
-        } catch (error) {
+        const final = await this.workflow.runTurn(initial).catch((error: unknown) => {
           this.metrics.turns.inc({ route: 'none', method: 'none', outcome: 'error' });
-          // The run's events go with it, but its failure is recorded with the lease's release (after the head it
-          // ran on, so destinations get it in the conversation's order) and announced even when that fails.
-          await lease.releaseFailed({ turn, events: context.failure ?? [] });
-          this.events.publishFailed(context);
           throw error;
-        }
+        });
         const latencyMs = performance.now() - started;
         const unavailable = unavailableDependencies(context.events);
-        const response = this.response(final, conversationKey, messageId, turn, latencyMs, unavailable);
-        await this.checkpoints.commit({
-          identity,
-          leaseToken: lease.token,
-          // Lineage only: CheckpointService fences the commit on the head the lease saw.
-          parentVersion: loaded?.version ?? null,
-          turn,
-          state: final,
-          status: statusOf(final),
-          summary: turnSummary(final, 'turn', latencyMs),
-          events: context.events,
-          idempotency: input.message_id ? { message_id: input.message_id, response, fingerprint } : undefined,
-        });
-        // Only now do in-process listeners hear of the turn: a turn that failed above announced nothing.
-        this.events.publishCommitted(context);
-        const method = final.route_decision?.method ?? 'none';
-        this.metrics.turns.inc({
-          route: final.route ?? 'none',
-          method,
-          outcome: final.blocked ? 'blocked' : 'ok',
-        });
-        if (method === 'continuity') this.metrics.routerCallsAvoided.inc();
-        this.metrics.turnDuration.observe((performance.now() - started) / 1000);
-        return { response, replayed: false };
-      });
-    } finally {
-      await lease.release();
-    }
+        const response = this.response(final, latencyMs, unavailable);
+        return {
+          result: { final, response },
+          commit: {
+            // Lineage only: the lease fences the commit on the head it saw.
+            parentVersion: loaded?.version ?? null,
+            state: final,
+            status: statusOf(final),
+            summary: turnSummary(final, 'turn', latencyMs),
+            idempotency: input.message_id
+              ? { message_id: input.message_id, response, fingerprint }
+              : undefined,
+          },
+        };
+      },
+    });
+    const { final, response } = done.result;
+    const method = final.route_decision?.method ?? 'none';
+    this.metrics.turns.inc({
+      route: final.route ?? 'none',
+      method,
+      outcome: final.blocked ? 'blocked' : 'ok',
+    });
+    if (method === 'continuity') this.metrics.routerCallsAvoided.inc();
+    this.metrics.turnDuration.observe((performance.now() - started) / 1000);
+    return { response, replayed: false };
   }
 
-  private initialState(
-    previous: AgentState,
-    input: TurnInput,
-    conversationKey: string,
-    turn: number,
-    messageId: string,
-  ): AgentState {
+  /** The state the graph starts from: what carries over, the turn's frame, and the facts re-derived each turn. */
+  private initialState(previous: AgentState, input: TurnInput, frame: TurnFrame): TurnState {
     const state: AgentState = { ...previous };
     for (const key of TURN_SCRATCH_KEYS) delete state[key];
     return {
       ...state,
-      tenant_id: input.tenant_id,
-      agent_id: input.agent_id,
-      session_id: input.session_id,
-      conversation_key: conversationKey,
-      channel: input.channel,
-      user_text: input.text,
-      message_id: messageId,
+      ...frame,
       user_id: input.user_id ?? previous.user_id,
       // A business customer key (channel metadata) identifies the person better than a channel user id.
       long_term_memory_subject_key:
@@ -220,7 +206,6 @@ export class TurnService {
         input.user_id ??
         previous.long_term_memory_subject_key,
       metadata: input.metadata ?? {},
-      turn,
       // Session-control facts are re-derived every turn; only an ended session or a held handoff carries over.
       session_control: previous.session_ended
         ? 'END_SESSION'
@@ -232,20 +217,13 @@ export class TurnService {
     };
   }
 
-  private response(
-    state: AgentState,
-    conversationKey: string,
-    messageId: string,
-    turn: number,
-    latencyMs: number,
-    unavailable: UnavailableDependency[],
-  ): TurnResponse {
+  private response(state: TurnState, latencyMs: number, unavailable: UnavailableDependency[]): TurnResponse {
     return {
-      session_id: state.session_id ?? '',
-      conversation_key: conversationKey,
-      message_id: messageId,
-      turn,
-      answer: state.final_answer ?? state.answer ?? '',
+      session_id: state.session_id,
+      conversation_key: state.conversation_key,
+      message_id: state.message_id,
+      turn: state.turn,
+      answer: turnAnswer(state),
       route: state.route ?? null,
       intent: state.intent ?? null,
       domain: state.domain ?? null,

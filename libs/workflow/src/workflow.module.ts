@@ -8,6 +8,7 @@ import { JudgesModule } from '@agent/judges';
 import { MemoryModule } from '@agent/memory';
 import { RoutingModule } from '@agent/routing';
 import { SessionControlModule } from '@agent/session-control';
+import { ConversationWork } from './conversation-work';
 import { SessionAdminService } from './session-admin.service';
 import { SessionNodes } from './session-nodes';
 import { TurnService } from './turn.service';
@@ -26,7 +27,7 @@ import { WorkflowService } from './workflow.service';
     JudgesModule,
     EventsModule,
   ],
-  providers: [WorkflowService, TurnService, SessionAdminService, SessionNodes],
+  providers: [WorkflowService, ConversationWork, TurnService, SessionAdminService, SessionNodes],
   exports: [
     WorkflowService,
     TurnService,

@@ -14,6 +14,10 @@ import {
   HistoryMessage,
   isDomainAgentNode,
   promptHistory,
+  turnAnswer,
+  TurnFrame,
+  TurnState,
+  turnText,
 } from '@agent/contracts';
 import { GuardrailsService } from '@agent/guardrails';
 import { JudgesService } from '@agent/judges';
@@ -21,13 +25,15 @@ import { MemoryService } from '@agent/memory';
 import { EventBusService, NodeTelemetryService, TurnContextStore } from '@agent/observability';
 import { RoutingService } from '@agent/routing';
 import { SessionControlService } from '@agent/session-control';
+import { openAnswerStream } from './answer-stream';
 import { SessionNodes } from './session-nodes';
 import { AgentDraft } from './agent-draft';
 import { inputBlocked, RoutingChoreography } from './routing-choreography';
 import { ContinueShare, shouldSpeculate } from './speculation-policy';
 import { END, nextNode, WorkflowNode } from './workflow.graph';
 
-type NodePatch = Partial<AgentState>;
+/** What a node changes: never the turn's frame, but for the text of a message the input rails withheld. */
+type NodePatch = Partial<Omit<AgentState, Exclude<keyof TurnFrame, 'user_text'>>>;
 
 /** What a turn holds outside the state its nodes see. */
 interface TurnScope {
@@ -40,7 +46,7 @@ interface TurnScope {
 /** The turn graph (docs/architecture.md#the-turn); `runTurn` is its public entry point. */
 @Injectable()
 export class WorkflowService {
-  private readonly nodes: Record<WorkflowNode, (state: AgentState, scope: TurnScope) => Promise<NodePatch>>;
+  private readonly nodes: Record<WorkflowNode, (state: TurnState, scope: TurnScope) => Promise<NodePatch>>;
   /** Retrieval and tool guardrails, handed to every agent run. */
   private readonly screen: ContentScreen;
   private readonly choreography: RoutingChoreography;
@@ -104,7 +110,7 @@ export class WorkflowService {
    * workflow failed with NOC.005 {error, exception_type} and a workflow_telemetry.failed record, both outside the
    * turn's events (which the failure discards: `EventBusService.emitFailure`), and rethrows.
    */
-  async runTurn(initial: AgentState): Promise<AgentState> {
+  async runTurn(initial: TurnState): Promise<TurnState> {
     const workflowId = initial.workflow_id ?? randomUUID();
     this.events.emit('NOC.001', { channel: initial.channel, message_id: initial.message_id });
     this.events.emit('AGENT_STARTED', { workflow_id: workflowId });
@@ -113,7 +119,7 @@ export class WorkflowService {
     const scope: TurnScope = { storedHistory: initial.history ?? [] };
     try {
       // Every node, and so every prompt built in this turn, sees the history without blocked turns.
-      let state: AgentState = {
+      let state: TurnState = {
         ...initial,
         workflow_id: workflowId,
         agent_profile: this.agentProfile(initial.agent_id),
@@ -126,16 +132,22 @@ export class WorkflowService {
         running = current;
         const patch = await this.telemetry.run(current, () => this.nodes[current](state, scope));
         state = { ...state, ...patch };
+        const stream = TurnContextStore.current()?.stream;
         if (current === 'persist') {
+          const firstReleased = stream?.firstReleasedAt;
           this.events.emit('AGENT_COMPLETED', {
             route: state.route,
             intent: state.intent,
             answer_chars: (state.final_answer ?? '').length,
             latency_ms: Math.round(performance.now() - started),
+            // Streamed turns: when the first answer text left (null: none left before the turn completed).
+            first_text_ms: firstReleased === undefined ? null : Math.round(firstReleased - started),
             nodes: [...(TurnContextStore.current()?.nodes ?? [])],
           });
         }
         node = nextNode(current, state, fallback);
+        // Streaming: the routing facts, and the answer's release opens only once routing decided.
+        if (current === 'routing_decision' && stream) openAnswerStream(stream, state, node, this.guardrails);
       }
       return state;
     } catch (error) {
@@ -265,7 +277,7 @@ export class WorkflowService {
   }
 
   /** Agent-to-agent transfer: records it and hands the turn to the target agent. */
-  private async agentHandoff(state: AgentState): Promise<NodePatch> {
+  private async agentHandoff(state: TurnState): Promise<NodePatch> {
     const decision = state.route_decision;
     const to = decision?.metadata.handoff_target ?? this.fallbackAgent(state);
     const transfer: HandoffTransfer = {
@@ -273,7 +285,7 @@ export class WorkflowService {
       from: decision?.metadata.handoff_from ?? state.active_agent ?? null,
       to,
       reason: decision?.reason ?? '',
-      turn: state.turn ?? null,
+      turn: state.turn,
     };
     const patch = await this.agents.run(to, state, this.screen);
     return {
@@ -315,9 +327,9 @@ export class WorkflowService {
   }
 
   private async outputGuardrails(state: AgentState): Promise<NodePatch> {
-    if (state.blocked) return { final_answer: state.final_answer ?? state.answer ?? '' };
+    if (state.blocked) return { final_answer: turnAnswer(state) };
     if (state.output_guardrails_already_applied) {
-      return { final_answer: state.final_answer ?? state.answer ?? '' };
+      return { final_answer: turnAnswer(state) };
     }
     const result = await this.guardrails.runOutput(state);
     return {
@@ -355,13 +367,13 @@ export class WorkflowService {
    */
   private persist(state: AgentState, scope: TurnScope): NodePatch {
     const at = new Date().toISOString();
-    const answer = state.final_answer ?? state.answer ?? '';
+    const answer = turnAnswer(state);
     const flag = state.route === BLOCKED_ROUTE ? { blocked: true } : {};
     const turnMessages: HistoryMessage[] = [
       // The masked text: what the input rails kept from a model now never reaches one through the history.
       {
         role: 'user',
-        content: state.sanitized_input ?? state.user_text ?? '',
+        content: turnText(state),
         turn: state.turn,
         at,
         ...flag,

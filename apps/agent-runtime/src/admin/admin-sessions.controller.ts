@@ -2,15 +2,9 @@ import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, Req } from
 import { ApiBearerAuth, ApiBody, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import { CheckpointService } from '@agent/checkpoint';
+import { conversationKeyOf, ConversationKey } from '@agent/contracts';
 import { TracingService } from '@agent/observability';
-import { HandoffDeskService } from '@agent/events';
-import {
-  conversationKeyOf,
-  HandoffClaimedError,
-  SessionAdminResult,
-  SessionAdminService,
-  SessionNotFoundError,
-} from '@agent/workflow';
+import { SessionAdminResult, SessionAdminService, SessionNotFoundError } from '@agent/workflow';
 import { Access } from '../auth/access.decorator';
 import { operatorOf, Principal } from '../auth/api-keys';
 import { principalOf } from '../auth/request-principal';
@@ -57,7 +51,6 @@ export class AdminSessionsController {
   constructor(
     private readonly checkpoints: CheckpointService,
     private readonly admin: SessionAdminService,
-    private readonly desk: HandoffDeskService,
     private readonly tracing: TracingService,
   ) {}
 
@@ -87,7 +80,7 @@ export class AdminSessionsController {
     @Query() query: TenantQueryDto,
     @Req() request: FastifyRequest,
   ): Promise<SessionDetailDto> {
-    const key = this.conversationKey(request, params.session_id, query.tenant_id);
+    const key = this.addressedKey(request, params.session_id, query.tenant_id);
     const session = await this.existing(key);
     const loaded = await this.checkpoints.loadLatest(key);
     const events = await this.checkpoints.listEvents(key);
@@ -110,7 +103,7 @@ export class AdminSessionsController {
     @Query() query: TenantQueryDto,
     @Req() request: FastifyRequest,
   ): Promise<SessionTimelineDto> {
-    const key = this.conversationKey(request, params.session_id, query.tenant_id);
+    const key = this.addressedKey(request, params.session_id, query.tenant_id);
     const session = await this.existing(key);
     const loaded = await this.checkpoints.loadLatest(key);
     const head = loaded?.state ?? {};
@@ -131,7 +124,7 @@ export class AdminSessionsController {
     @Query() query: TenantQueryDto,
     @Req() request: FastifyRequest,
   ): Promise<SessionEventListDto> {
-    const key = this.conversationKey(request, params.session_id, query.tenant_id);
+    const key = this.addressedKey(request, params.session_id, query.tenant_id);
     await this.existing(key);
     const rows = await this.checkpoints.listEvents(key);
     return { items: rows.map(eventView) };
@@ -145,7 +138,7 @@ export class AdminSessionsController {
     @Query() query: TenantQueryDto,
     @Req() request: FastifyRequest,
   ): Promise<CheckpointListDto> {
-    const key = this.conversationKey(request, params.session_id, query.tenant_id);
+    const key = this.addressedKey(request, params.session_id, query.tenant_id);
     await this.existing(key);
     const rows = await this.checkpoints.listCheckpoints(key);
     return { items: rows.map(checkpointView) };
@@ -166,9 +159,11 @@ export class AdminSessionsController {
     @Body() body: AdminActionBodyDto,
     @Req() request: FastifyRequest,
   ): Promise<AdminActionResultDto> {
-    const key = this.conversationKey(request, params.session_id, query.tenant_id);
-    await this.refuseOthersClaim(key, principalOf(request));
-    return this.act('end', key, request, () => this.admin.end(key, String(request.id), body.reason ?? ''));
+    const key = this.addressedKey(request, params.session_id, query.tenant_id);
+    const operator = claimingOperator(principalOf(request));
+    return this.act('end', key, request, () =>
+      this.admin.end(key, String(request.id), body.reason ?? '', operator),
+    );
   }
 
   @Post(':session_id/handoff')
@@ -183,7 +178,7 @@ export class AdminSessionsController {
     @Body() body: AdminActionBodyDto,
     @Req() request: FastifyRequest,
   ): Promise<AdminActionResultDto> {
-    const key = this.conversationKey(request, params.session_id, query.tenant_id);
+    const key = this.addressedKey(request, params.session_id, query.tenant_id);
     return this.act('handoff', key, request, () =>
       this.admin.handoff(key, String(request.id), body.reason ?? ''),
     );
@@ -204,9 +199,9 @@ export class AdminSessionsController {
     @Body() _body: NoFieldsBodyDto,
     @Req() request: FastifyRequest,
   ): Promise<AdminActionResultDto> {
-    const key = this.conversationKey(request, params.session_id, query.tenant_id);
-    await this.refuseOthersClaim(key, principalOf(request));
-    return this.act('resume', key, request, () => this.admin.resume(key, String(request.id)));
+    const key = this.addressedKey(request, params.session_id, query.tenant_id);
+    const operator = claimingOperator(principalOf(request));
+    return this.act('resume', key, request, () => this.admin.resume(key, String(request.id), operator));
   }
 
   @Post(':session_id/claim')
@@ -224,7 +219,7 @@ export class AdminSessionsController {
     @Body() _body: NoFieldsBodyDto,
     @Req() request: FastifyRequest,
   ): Promise<AdminActionResultDto> {
-    const key = this.conversationKey(request, params.session_id, query.tenant_id);
+    const key = this.addressedKey(request, params.session_id, query.tenant_id);
     const operator = operatorOf(principalOf(request));
     return this.act('claim', key, request, () => this.admin.claim(key, String(request.id), operator));
   }
@@ -240,18 +235,18 @@ export class AdminSessionsController {
     @Query() query: DeleteSessionQueryDto,
     @Req() request: FastifyRequest,
   ): Promise<DeleteResultDto> {
-    const key = this.conversationKey(request, params.session_id, query.tenant_id);
+    const key = this.addressedKey(request, params.session_id, query.tenant_id);
     const result = await this.tracing.span(
       'admin.session.delete',
       { 'request.id': String(request.id), 'conversation.key': key },
-      () => this.admin.delete(key, { keepMemory: query.purge_memory === false }),
+      () => this.admin.delete(key, String(request.id), { keepMemory: query.purge_memory === false }),
     );
     return { ...result, deleted: true };
   }
 
   private async act(
     action: string,
-    key: string,
+    key: ConversationKey,
     request: FastifyRequest,
     work: () => Promise<SessionAdminResult>,
   ): Promise<AdminActionResultDto> {
@@ -272,22 +267,12 @@ export class AdminSessionsController {
     };
   }
 
-  /**
-   * While a conversation waiting for a person is claimed, only the claimer's key or a global key may give it back
-   * or end it: another key gets the claim's 409.
-   */
-  private async refuseOthersClaim(key: string, principal: Principal): Promise<void> {
-    if (principal.tenants === null) return;
-    const session = await this.checkpoints.getSession(key);
-    if (session?.status !== 'handoff') return;
-    const claim = await this.desk.currentClaim(key);
-    if (claim !== null && claim.claimed_by !== operatorOf(principal)) {
-      throw new HandoffClaimedError(key, claim);
-    }
-  }
-
   /** The conversation key this principal may address; another tenant's session is indistinguishable from none. */
-  private conversationKey(request: FastifyRequest, sessionId: string, requested: string | undefined): string {
+  private addressedKey(
+    request: FastifyRequest,
+    sessionId: string,
+    requested: string | undefined,
+  ): ConversationKey {
     const principal = principalOf(request);
     if (principal.tenants === null) {
       if (requested === undefined) {
@@ -304,9 +289,17 @@ export class AdminSessionsController {
     return conversationKeyOf(tenantId, sessionId);
   }
 
-  private async existing(key: string) {
+  private async existing(key: ConversationKey) {
     const session = await this.checkpoints.getSession(key);
     if (!session || session.turn_count === 0) throw new SessionNotFoundError(key);
     return session;
   }
+}
+
+/**
+ * Who acts on a claimed conversation: a key of some tenants acts as its operator, whom the claim must name; a key
+ * that serves every tenant (null) may end or resume whoever's claim.
+ */
+function claimingOperator(principal: Principal): string | null {
+  return principal.tenants === null ? null : operatorOf(principal);
 }

@@ -2,14 +2,14 @@ import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@n
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { CheckpointErrorCode } from '@agent/checkpoint';
 import type { ConfigErrorCode } from '@agent/config';
-import { isCodedError, JsonObject } from '@agent/contracts';
+import { conversationKeyOf, isCodedError, JsonObject } from '@agent/contracts';
 import { DatabaseErrorCode, isConnectionError } from '@agent/database';
 import type { EventsErrorCode } from '@agent/events';
 import type { GuardrailsErrorCode } from '@agent/guardrails';
 import type { LlmErrorCode } from '@agent/llm';
 import type { McpErrorCode } from '@agent/mcp';
 import type { MemoryErrorCode } from '@agent/memory';
-import { EventBusService } from '@agent/observability';
+import { EventBusService, isFailureAnnounced } from '@agent/observability';
 import type { RagErrorCode } from '@agent/rag';
 import type { WorkflowErrorCode } from '@agent/workflow';
 import { AppErrorCode, HTTP_ERROR_CODES, HttpErrorCode } from '../app.errors';
@@ -296,7 +296,8 @@ export class HttpErrorFilter implements ExceptionFilter {
         request_id: requestId,
         ...conversationOf(request.body),
       };
-      this.events.emit('NOC.005', payload);
+      // A workflow run that failed on the outage has announced it already (ConversationWork).
+      if (!isFailureAnnounced(exception)) this.events.emit('NOC.005', payload);
     }
     const body = errorBody(code, message, requestId, details);
     // A Retry-After set on the way (the rate limiter's exact wait) beats the generic one.
@@ -316,7 +317,7 @@ function conversationOf(body: unknown): Record<string, string> {
   return {
     tenant_id: tenant,
     session_id: session,
-    conversation_key: `${tenant}:${session}`,
+    conversation_key: conversationKeyOf(tenant, session),
     ...(typeof agent === 'string' ? { agent_id: agent } : {}),
   };
 }

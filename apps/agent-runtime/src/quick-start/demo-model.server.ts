@@ -93,8 +93,27 @@ export class DemoModelServer {
     this.stages.set(stage, this.requestsFor(stage) + 1);
     const reply = this.model.reply(request);
     const prompt = request.messages.reduce((sum, m) => sum + (m.content?.length ?? 0), 0);
-    send(response, 200, completion(++this.served, request.model, reply, prompt));
+    const answer = completion(++this.served, request.model, reply, prompt);
+    if (request.stream === true) sendChunks(response, answer);
+    else send(response, 200, answer);
   }
+}
+
+/** A completion as a stream asks for it: the whole message in one chunk, then the usage, then `[DONE]`. */
+function sendChunks(response: ServerResponse, answer: ReturnType<typeof completion>): void {
+  const [choice] = answer.choices;
+  const { tool_calls: calls, ...message } = choice.message;
+  const delta = calls
+    ? { ...message, tool_calls: calls.map((call, index) => ({ index, ...call })) }
+    : message;
+  const chunk = (body: object) => `data: ${JSON.stringify({ ...body, object: 'chat.completion.chunk' })}\n\n`;
+  const { id, created, model, usage } = answer;
+  response.writeHead(200, { 'content-type': 'text/event-stream' });
+  response.end(
+    chunk({ id, created, model, choices: [{ index: 0, delta, finish_reason: choice.finish_reason }] }) +
+      chunk({ id, created, model, choices: [], usage }) +
+      'data: [DONE]\n\n',
+  );
 }
 
 function completion(id: number, model: string, reply: DemoReply, promptChars: number) {

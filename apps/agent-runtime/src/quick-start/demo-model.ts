@@ -25,6 +25,8 @@ const messageSchema = z.object({
 export const demoRequestSchema = z.object({
   model: z.string(),
   messages: z.array(messageSchema).min(1),
+  /** The answer as server-sent chunks (the agents' streamed answers). */
+  stream: z.boolean().optional(),
   tools: z
     .array(
       z.object({

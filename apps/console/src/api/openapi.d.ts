@@ -13,7 +13,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Run one turn of a conversation */
+        /**
+         * Run one turn of a conversation
+         * @description With `Accept: text/event-stream` the answer streams as server-sent events, each answer text released only after the output rails passed it; the last event, `turn.completed`, carries exactly the JSON body of the non-streamed call (docs/api.md#streaming-the-answer).
+         */
         post: operations["ChannelMessagesController_post"];
         delete?: never;
         options?: never;
@@ -316,33 +319,6 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        ChannelMessageDto: {
-            /**
-             * @description Tenant id (letters, digits, _ . -)
-             * @example acme
-             */
-            tenant_id: string;
-            /**
-             * @description Logical agent id from agents.yaml
-             * @example telecom_contas
-             */
-            agent_id: string;
-            /**
-             * @description Session id chosen by the channel
-             * @example web-7f3a
-             */
-            session_id: string;
-            /** @example Qual é o meu plano? */
-            text: string;
-            /** @description Client message id; a repeat returns the stored response */
-            message_id?: string;
-            /** @description Business identity of the person (long-term memory subject) */
-            user_id?: string;
-            /** @description Free-form; JSON nesting is limited to 16 levels for the whole body */
-            metadata?: {
-                [key: string]: unknown;
-            };
-        };
         RouteMetadataDto: {
             /** @enum {string} */
             session_control?: "HUMAN_HANDOFF" | "END_SESSION";
@@ -445,6 +421,33 @@ export interface components {
             unavailable: components["schemas"]["UnavailableDependencyDto"][];
             /** @description Server-side latency of the turn */
             latency_ms: number;
+        };
+        ChannelMessageDto: {
+            /**
+             * @description Tenant id (letters, digits, _ . -)
+             * @example acme
+             */
+            tenant_id: string;
+            /**
+             * @description Logical agent id from agents.yaml
+             * @example telecom_contas
+             */
+            agent_id: string;
+            /**
+             * @description Session id chosen by the channel
+             * @example web-7f3a
+             */
+            session_id: string;
+            /** @example Qual é o meu plano? */
+            text: string;
+            /** @description Client message id; a repeat returns the stored response */
+            message_id?: string;
+            /** @description Business identity of the person (long-term memory subject) */
+            user_id?: string;
+            /** @description Free-form; JSON nesting is limited to 16 levels for the whole body */
+            metadata?: {
+                [key: string]: unknown;
+            };
         };
         FieldErrorDto: {
             /**
@@ -1013,12 +1016,24 @@ export interface operations {
             };
         };
         responses: {
+            /** @description The turn; with `Accept: text/event-stream`, its events */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["TurnResponseDto"];
+                    /**
+                     * @example event: route
+                     *     data: {"route":"billing_agent","intent":"invoice","active_agent":"billing_agent","route_bypassed":false,"continuity_signal":null,"session_control":null,"blocked":false}
+                     *
+                     *     event: answer.delta
+                     *     data: {"text":"Sua fatura de março"}
+                     *
+                     *     event: turn.completed
+                     *     data: {"answer":"Sua fatura de março ficou em R$ 120,00.", "...": "..."}
+                     */
+                    "text/event-stream": string;
                 };
             };
             /** @description Validation failed (field errors in error.details) */

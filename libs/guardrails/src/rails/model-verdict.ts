@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { AgentState } from '@agent/contracts';
+import { type AgentState, turnText } from '@agent/contracts';
 import { confidenceSchema, LlmService, StructuredOutput, structuredOutput } from '@agent/llm';
 import { ModelVerdictError, RailTimeoutError } from '../guardrails.errors';
 import { ModelCheck, RailAction, RailEvaluation } from '../rail.types';
@@ -53,7 +53,9 @@ export class LlmVerdictClient implements VerdictClient {
         { role: 'user', content: request.content.slice(0, MAX_CONTENT_CHARS) },
       ],
     });
-    if (!result.ok) throw new ModelVerdictError(result.reason, result.detail);
+    if (!result.ok) {
+      throw new ModelVerdictError(result.reason, result.detail, result.unreachable?.network.cause);
+    }
     return new Map(codes.map((code) => [code, result.value[code]]));
   }
 
@@ -118,7 +120,7 @@ export function verdictEvaluation(check: ModelCheck, verdict: RailVerdict): Rail
 /** Why a rail could not decide, for events, metrics and readiness. */
 export function failureCause(error: Error): string {
   if (error instanceof RailTimeoutError) return 'timeout';
-  if (error instanceof ModelVerdictError) return error.reason;
+  if (error instanceof ModelVerdictError) return error.networkCause ?? error.reason;
   return 'error';
 }
 
@@ -155,7 +157,7 @@ export function verdictContent(
     return [
       'User message:',
       '<<<',
-      state.sanitized_input ?? state.user_text ?? '',
+      turnText(state),
       '>>>',
       '',
       'Assistant answer to judge:',

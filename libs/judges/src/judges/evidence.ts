@@ -4,6 +4,8 @@ import {
   type McpResult,
   type RetrievedChunk,
   type TransactionEvidence,
+  turnText,
+  turnAnswer,
 } from '@agent/contracts';
 
 /** What the judges see: the answer, the user's message and the turn's evidence. */
@@ -19,8 +21,8 @@ export interface JudgeContext {
 
 export function buildJudgeContext(state: Readonly<AgentState>): JudgeContext {
   return {
-    answer: state.final_answer ?? state.answer ?? '',
-    userText: state.sanitized_input ?? state.user_text ?? '',
+    answer: turnAnswer(state),
+    userText: turnText(state),
     route: state.route ?? null,
     intent: state.intent ?? null,
     mcpResults: state.mcp_results ?? [],

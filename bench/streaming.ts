@@ -1,0 +1,177 @@
+/**
+ * npm run bench:streaming — the default mix of bench:stickiness (stickiness on, the product's defaults), each
+ * turn once as JSON and once streamed (`Accept: text/event-stream`), against the scripted model with the assumed
+ * latencies: the agent's latency is its time to first token, then it writes its answer at BENCH_TOKEN_MS per
+ * four-character token (a non-streamed call answers when the last token is written). Reports the time to the
+ * first released text against the agent's own first token, and the final event against the JSON turn.
+ * Options (env): BENCH_CONVERSATIONS (30), BENCH_FOLLOWUPS (0.5), BENCH_TOKEN_MS (15), BENCH_SCALE (1),
+ * BENCH_LATENCY_<PROFILE>=median:p95 (ms), DATABASE_URL. One turn at a time, so each first token is the turn's.
+ */
+import { join } from 'node:path';
+import { FakeLlmServer, FakeReply, lastUserMessage } from '../test/support/fake-llm';
+import { startTestApp, TestApp } from '../test/support/test-app';
+import { scriptIndex } from './conversations';
+import { consoleTable, ensureDatabase, percentile, REPO_ROOT, round, runBench, writeReport } from './lib';
+import { latencyProfiles, prng, scriptFakeLlm } from './scripted-llm';
+import { generateTraffic } from './traffic';
+
+/** A chat answer of a realistic length (about 80 tokens), naming the customer's message. */
+function agentAnswer(message: string): string {
+  return (
+    `Sobre "${message.slice(0, 40)}": verifiquei sua conta e encontrei o que precisa. O valor desta fatura ` +
+    'inclui o pacote de dados extra contratado no dia 5 e a mensalidade do plano, com vencimento no dia 10. ' +
+    'Se quiser, posso detalhar cada item da cobrança ou enviar a segunda via por e-mail.'
+  );
+}
+
+interface Sample {
+  /** From sending the request to the first released text (streamed) or the body (JSON). */
+  first_ms: number;
+  /** From sending the request to the final event (streamed) or the body (JSON). */
+  final_ms: number;
+  /** From the agent model's first token to the first released text reaching the client. */
+  behind_model_ms: number | null;
+}
+
+/** One streamed turn: when the first delta and the final event arrived (performance.now()). */
+async function streamTurn(
+  app: TestApp,
+  body: unknown,
+): Promise<{ firstDelta: number | null; final: number }> {
+  const response = await fetch(`${app.baseUrl}/v1/channels/web/messages`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+    body: JSON.stringify(body),
+  });
+  const reader = response.body?.pipeThrough(new TextDecoderStream()).getReader();
+  let firstDelta: number | null = null;
+  let text = '';
+  while (reader) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += value;
+    if (firstDelta === null && text.includes('event: answer.delta')) firstDelta = performance.now();
+  }
+  if (!text.includes('event: turn.completed')) {
+    throw new Error(`the stream ended without its final event: ${text}`);
+  }
+  return { firstDelta, final: performance.now() };
+}
+
+async function main(): Promise<void> {
+  if (process.env.DATABASE_URL) await ensureDatabase(process.env.DATABASE_URL);
+  const scale = Number(process.env.BENCH_SCALE ?? '1');
+  const tokenMs = Number(process.env.BENCH_TOKEN_MS ?? '15');
+  const count = Number(process.env.BENCH_CONVERSATIONS ?? '30');
+  const followUps = Number(process.env.BENCH_FOLLOWUPS ?? '0.5');
+  const conversations = generateTraffic({ conversations: count, followUps });
+  const latencies = latencyProfiles(scale);
+  const fake = await FakeLlmServer.start();
+  fake.streaming = { firstTokenMs: 0, tokenIntervalMs: tokenMs, chunkChars: 4 };
+  // Earlier scripts win: the agent's answer is paced here, every other stage as bench:stickiness scripts it.
+  const random = prng(7);
+  const agent = latencies.agent;
+  const sigma = Math.log(agent.p95 / agent.median) / 1.645;
+  fake.script({
+    model: 'agent',
+    reply: (request): FakeReply => {
+      const content = agentAnswer(lastUserMessage(request));
+      const z = Math.sqrt(-2 * Math.log(random() || 1e-9)) * Math.cos(2 * Math.PI * random());
+      const firstToken = Math.round(agent.median * Math.exp(sigma * z));
+      const writing = Math.ceil(content.length / 4) * tokenMs;
+      return { content, delayMs: request.body.stream === true ? firstToken : firstToken + writing };
+    },
+  });
+  scriptFakeLlm(fake, scriptIndex(conversations), latencies);
+  const app = await startTestApp({
+    fakeLlm: fake,
+    env: {
+      ENABLE_ROUTE_STICKINESS: 'true',
+      LLM_PROFILES_PATH: join(REPO_ROOT, 'bench', 'config', 'llm_profiles.yaml'),
+      RATE_LIMIT_PER_MINUTE: '1000000',
+    },
+  });
+  const runTag = `run${Date.now().toString(36)}`;
+  const turns = conversations.reduce((n, c) => n + c.turns.length, 0);
+  console.log(
+    `bench:streaming — ${count} conversations (${turns} turns, ${Math.round(followUps * 100)}% follow-ups), one turn at a time, each as JSON and streamed; token every ${tokenMs} ms`,
+  );
+  const json: Sample[] = [];
+  const streamed: Sample[] = [];
+  try {
+    for (const mode of ['json', 'sse'] as const) {
+      for (const conversation of conversations) {
+        for (const scripted of conversation.turns) {
+          const body = {
+            tenant_id: 'bench',
+            agent_id: conversation.agentId,
+            session_id: `${runTag}-${mode}-${conversation.id}`,
+            text: scripted.text,
+          };
+          const sent = performance.now();
+          if (mode === 'json') {
+            const res = await app.post('/v1/channels/web/messages', body);
+            if (res.status !== 200) throw new Error(`turn failed: ${res.status} ${JSON.stringify(res.body)}`);
+            const done = performance.now() - sent;
+            json.push({ first_ms: done, final_ms: done, behind_model_ms: null });
+            continue;
+          }
+          const before = fake.requests.length;
+          const { firstDelta, final } = await streamTurn(app, body);
+          const modelFirst = fake.requests
+            .slice(before)
+            .map((request) => fake.firstTokenAt[fake.requests.indexOf(request)])
+            .find((at) => at !== undefined);
+          streamed.push({
+            first_ms: (firstDelta ?? final) - sent,
+            final_ms: final - sent,
+            behind_model_ms: firstDelta !== null && modelFirst !== undefined ? firstDelta - modelFirst : null,
+          });
+        }
+      }
+    }
+  } finally {
+    await app.close();
+    await fake.stop();
+  }
+  const p = (values: number[], q: number) => round(percentile(values, q), 0);
+  const behind = streamed.flatMap((s) => (s.behind_model_ms === null ? [] : [s.behind_model_ms]));
+  const lines = [
+    '# Streaming benchmark',
+    '',
+    `Run: ${new Date().toISOString()} · node ${process.version} · database: ${process.env.DATABASE_URL ? 'Postgres (DATABASE_URL)' : 'embedded PGlite'} · latency scale ${scale} · a token every ${tokenMs} ms`,
+    '',
+    `Reproduce: \`npm run bench:streaming\` (options in \`bench/streaming.ts\`). ${count} generated conversations of bench:stickiness's traffic (${turns} turns, ${Math.round(followUps * 100)}% follow-ups), stickiness on, one turn at a time, each run once as JSON and once with \`Accept: text/event-stream\`; the agent's assumed latency (${agent.median}/${agent.p95} ms median/p95) is its time to first token, then it writes a ${agentAnswer('x'.repeat(40)).length}-character answer. Streamed turns whose answer is not released as it is written (session control, an input block) count with their final event as their first text.`,
+    '',
+    '| | p50 ms | p95 ms |',
+    '|---|---|---|',
+    `| JSON turn (body received) | ${p(
+      json.map((s) => s.final_ms),
+      50,
+    )} | ${p(
+      json.map((s) => s.final_ms),
+      95,
+    )} |`,
+    `| streamed: first released text | ${p(
+      streamed.map((s) => s.first_ms),
+      50,
+    )} | ${p(
+      streamed.map((s) => s.first_ms),
+      95,
+    )} |`,
+    `| streamed: final event | ${p(
+      streamed.map((s) => s.final_ms),
+      50,
+    )} | ${p(
+      streamed.map((s) => s.final_ms),
+      95,
+    )} |`,
+    `| first released text after the agent's first token (${behind.length} turns) | ${p(behind, 50)} | ${p(behind, 95)} |`,
+    '',
+  ];
+  const reportPath = writeReport('streaming.md', lines.join('\n'));
+  console.log(consoleTable(lines));
+  console.log(`report: ${reportPath}`);
+}
+
+runBench('bench:streaming', main);

@@ -1,0 +1,33 @@
+import type { AgentState } from './agent-state';
+import type { ConversationKey } from './conversation-key';
+
+/**
+ * The facts every turn has, set once by the turn service before the graph runs and never changed by a node (but
+ * for the text of an oversized message, which the input rails withhold). The
+ * persisted state keeps them under the same keys (optional in `AgentState`, which also reads checkpoints of any
+ * age); a turn's state has them all.
+ */
+export interface TurnFrame {
+  tenant_id: string;
+  agent_id: string;
+  session_id: string;
+  conversation_key: ConversationKey;
+  channel: string;
+  turn: number;
+  message_id: string;
+  /** The message as received (after personal-data masking). */
+  user_text: string;
+}
+
+/** The state a turn runs on: the conversation's state with the turn's frame required. */
+export type TurnState = AgentState & TurnFrame;
+
+/** The turn's text: the input rails' sanitized message once they ran, else the message as received. */
+export function turnText(state: Pick<AgentState, 'sanitized_input' | 'user_text'>): string {
+  return state.sanitized_input ?? state.user_text ?? '';
+}
+
+/** The turn's answer: the released answer once the output rails ran, else the agent's draft. */
+export function turnAnswer(state: Pick<AgentState, 'final_answer' | 'answer'>): string {
+  return state.final_answer ?? state.answer ?? '';
+}

@@ -1,0 +1,39 @@
+import { AgentState, isDomainAgentNode } from '@agent/contracts';
+import { AnswerReleaser, GuardrailsService } from '@agent/guardrails';
+import type { TurnStream } from '@agent/observability';
+import type { NextNode } from './workflow.graph';
+
+/**
+ * Once routing decided, a streamed turn tells its client the routing facts and, when one agent serves the
+ * turn, opens the release of its answer through the output rails (docs/adr/0015-streaming-through-the-rails.md).
+ * Nothing of any answer leaves before this point: an agent run that started earlier (nothing here does) writes
+ * nowhere. The supervisor's several agents, a handoff to a person and the end of a session answer with the
+ * turn's final event instead.
+ */
+export function openAnswerStream(
+  stream: TurnStream,
+  state: AgentState,
+  next: NextNode,
+  guardrails: GuardrailsService,
+): void {
+  stream.send({
+    event: 'route',
+    data: {
+      route: state.route ?? null,
+      intent: state.intent ?? null,
+      active_agent: state.active_agent ?? null,
+      route_bypassed: state.route_bypassed === true,
+      continuity_signal: state.continuity_signal ?? null,
+      session_control: state.session_control ? state.session_control : null,
+      blocked: state.blocked === true,
+    },
+  });
+  if (state.blocked || !(isDomainAgentNode(next) || next === 'handoff')) return;
+  stream.answer = new AnswerReleaser((draft) => guardrails.screenDraft(state, draft), {
+    release: (text) => {
+      stream.firstReleasedAt ??= performance.now();
+      stream.send({ event: 'answer.delta', data: { text } });
+    },
+    trip: (code, action) => stream.send({ event: 'answer.tripped', data: { code, action } }),
+  });
+}
