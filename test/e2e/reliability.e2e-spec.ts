@@ -176,8 +176,8 @@ describe('conversation reliability', () => {
     });
 
     it.each([
-      ['a route that names no node', 'route_decision,route'],
-      ['a context naming no graph agent', 'context,agent'],
+      ['a route that cannot name a node', 'route_decision,route'],
+      ['a context whose agent cannot name a node', 'context,agent'],
     ])(
       'skips a stored state that passes its checksum but not the state schema (%s), like a corrupt one',
       async (_case, path) => {
@@ -187,7 +187,7 @@ describe('conversation reliability', () => {
         // A well-formed row whose state this release cannot read: the checksum is recomputed over the new text.
         await app.dataSource.query(
           `UPDATE checkpoints
-            SET state = jsonb_set(state::jsonb, $2::text[], '"no_such_node"')::text
+            SET state = jsonb_set(state::jsonb, $2::text[], '"No such node!"')::text
           WHERE conversation_key = $1 AND version = 2`,
           [key(sessionId), `{${path}}`],
         );

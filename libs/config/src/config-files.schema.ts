@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { domainAgentNameSchema, FIXED_ROUTES } from '@agent/contracts';
+import { nodeNameSchema, FIXED_ROUTES } from '@agent/contracts';
 import { LLM_PROVIDERS } from './env.schema';
 
 const nonEmpty = z.string().trim().min(1, 'must not be empty');
@@ -106,7 +106,7 @@ export const graphAgentSchema = z
   })
   .strict();
 /** A graph agent's key: a node name ending in `_agent`, so it can never shadow another node of the graph. */
-const graphAgentName = domainAgentNameSchema
+const graphAgentName = nodeNameSchema
   .regex(/_agent$/, 'must end in _agent')
   .refine((name) => !(FIXED_ROUTES as readonly string[]).includes(name), 'is a reserved node name');
 export const agentProfileSchema = z

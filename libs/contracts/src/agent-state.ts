@@ -2,7 +2,7 @@ import { z } from 'zod';
 import {
   BLOCKED_ROUTE,
   continuitySignalSchema,
-  domainAgentNameSchema,
+  nodeNameSchema,
   routeDecisionSchema,
   SESSION_CONTROLS,
 } from './route-decision';
@@ -104,7 +104,7 @@ export type HandledTopic = z.output<typeof handledTopicSchema>;
 /** An agent-to-agent transfer recorded by the `handoff` node. */
 export const handoffTransferSchema = z.object({
   from: z.string().nullable(),
-  to: domainAgentNameSchema,
+  to: nodeNameSchema,
   reason: z.string(),
   turn: z.number().int().nullable(),
 });

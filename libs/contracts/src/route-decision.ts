@@ -17,8 +17,11 @@ export type RouteMethod = (typeof ROUTE_METHODS)[number];
  * configuration's, known at start-up (ConfigFilesService), never a fixed list.
  */
 export type DomainAgentNode = string;
-/** What a `graph_agents` key must look like: it names a node of the graph, its events and its prompt file. */
-export const domainAgentNameSchema = z
+/**
+ * A node of the turn graph (a `graph_agents` key names one, its events and its prompt file), or `blocked`: the
+ * shape a stored route or agent must have, whichever agents the configuration declares today.
+ */
+export const nodeNameSchema = z
   .string()
   .regex(/^[a-z][a-z0-9_]*$/, 'must be a lower_snake_case name (letters, digits, _)');
 
@@ -50,8 +53,8 @@ export const routeMetadataSchema = z
     /** Why a pending transaction ends on this turn (`intent_shift` when the router moved the turn away). */
     transaction_interruption: z.string().optional(),
     /** An agent-to-agent transfer through the `handoff` node: where it goes and the agent it leaves. */
-    handoff_target: domainAgentNameSchema.optional(),
-    handoff_from: domainAgentNameSchema.optional(),
+    handoff_target: nodeNameSchema.optional(),
+    handoff_from: nodeNameSchema.optional(),
     /** Router mode: the message's further requests, in the customer's order. */
     more_intents: z.array(z.string()).optional(),
     /** Carried for the next turn where `intent` / `active_agent` are not catalogue facts (supervisor, state policy). */
@@ -64,7 +67,7 @@ export type RouteMetadata = z.output<typeof routeMetadataSchema>;
 
 export const routeDecisionSchema = z.object({
   /** A domain agent, a fixed route (FIXED_ROUTES), or `blocked` when the input was blocked and no node ran. */
-  route: z.string(),
+  route: nodeNameSchema,
   /** The agent that serves the turn; a session node's name for handoff and end; null when blocked. */
   agent: z.string().nullable(),
   intent: z.string(),

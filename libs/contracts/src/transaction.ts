@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { domainAgentNameSchema } from './route-decision';
+import { nodeNameSchema } from './route-decision';
 
 /**
  * The transaction slice of the state: what a transactional operation keeps between turns, and the helpers that
@@ -22,7 +22,7 @@ const transactionFields = {
   transaction_id: z.string().min(1),
   tool_name: z.string().min(1),
   server: z.string().min(1),
-  agent: domainAgentNameSchema,
+  agent: nodeNameSchema,
   state_domain: z.string().min(1),
   arguments: toolArgumentsSchema,
   started_turn: z.number().int().nullable(),
@@ -122,7 +122,7 @@ export type TransactionEvidence = z.output<typeof transactionEvidenceSchema>;
 /** One entry of `operation_results` (keyed by transaction id): a finished or dropped operation. */
 export const operationResultSchema = z.object({
   tool_name: z.string(),
-  agent: domainAgentNameSchema,
+  agent: nodeNameSchema,
   intent: z.string().nullable(),
   status: z.enum(TRANSACTION_STATUSES),
   arguments: toolArgumentsSchema,

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { domainAgentNameSchema } from './route-decision';
+import { nodeNameSchema } from './route-decision';
 
 /**
  * What the stages of one turn record in the state (`guardrail_decisions`, `judge_results`, `mcp_results`,
@@ -155,7 +155,7 @@ export type RagOutcome = z.output<typeof ragOutcomeSchema>;
 
 /** `context`: the agent that answered the turn and what its retrieval did. */
 export const agentContextSchema = z.object({
-  agent: domainAgentNameSchema,
+  agent: nodeNameSchema,
   rag: ragOutcomeSchema.optional(),
 });
 export type AgentContext = z.output<typeof agentContextSchema>;
