@@ -13,10 +13,10 @@ export function decimal(value: number | null, digits = 3): string {
   return value === null ? 'n/a' : value.toFixed(digits);
 }
 
-/** US dollars, with enough digits for the cost of a few calls. */
-export function dollars(value: number | null): string {
+/** An amount in the price table's currency, with enough digits for the cost of a few calls. */
+export function money(value: number | null, currency: string | null): string {
   if (value === null) return 'n/a';
-  return value >= 1 ? `$${value.toFixed(2)}` : `$${value.toFixed(4)}`;
+  return `${currency ?? ''} ${value >= 1 ? value.toFixed(2) : value.toFixed(4)}`.trim();
 }
 
 /** A markdown table; pipes and newlines inside cells are escaped. */

@@ -1,5 +1,5 @@
 /** The markdown of the measures every stage shares (see summarizeStage). */
-import { decimal, dollars, excerpt, formatRate, matrixTable, percent, table } from './markdown';
+import { decimal, money, excerpt, formatRate, matrixTable, percent, table } from './markdown';
 import type { Calibration } from './metrics';
 import { CaseOutcome, modelColumn, ReportSection, StageSummary, ThresholdSummary } from './stage';
 
@@ -59,7 +59,7 @@ export function headlineRows(summary: StageSummary): string[][] {
     ],
     [
       'cost: this run / per 1,000 cases',
-      `${dollars(usage.cost_usd)} / ${dollars(summary.cost_per_1000_cases)}`,
+      `${money(usage.cost, usage.currency)} / ${money(summary.cost_per_1000_cases, usage.currency)}`,
     ],
   ];
 }

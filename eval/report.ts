@@ -7,9 +7,8 @@ import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { barChartSvg } from '../bench/lib';
 import type { ServiceSettings } from './eval-context';
-import { decimal, dollars, excerpt, formatRate, percent, table } from './markdown';
+import { decimal, excerpt, money, formatRate, percent, table } from './markdown';
 import { ratio } from './metrics';
-import type { PriceFile } from './prices';
 import { headlineRows, latencyText, summarySections, thresholdText, wrongCasesSection } from './render';
 import { ReportSection, STAGE_NAMES, StageName, StageResult } from './stage';
 import { lineChartSvg, PALETTE } from './svg';
@@ -33,7 +32,8 @@ export interface EvalMeta {
   /** What the evaluation changed in the service's environment to measure, and the service's own values. */
   overrides: Record<string, string>;
   service: ServiceSettings;
-  prices: { path: string; tiers: PriceFile['tiers'] };
+  /** llm_profiles.yaml's price table (`prices`), the one the console's statistics use. */
+  prices: { path: string; currency: string | null; models: Record<string, PriceOfModel> };
   warnings: string[];
 }
 
@@ -47,6 +47,26 @@ export interface ReportFiles {
   markdown: string;
   json: string;
   charts: string[];
+}
+
+/** A model's price per million tokens, as the report records it. */
+export interface PriceOfModel {
+  input: number;
+  cached_input: number;
+  output: number;
+}
+
+function priceLine(prices: EvalMeta['prices']): string {
+  const models = Object.entries(prices.models);
+  if (models.length === 0) {
+    return `\`${prices.path}\` prices no model (its \`prices\` table), so no cost is shown.`;
+  }
+  return (
+    `Prices (${prices.currency} per million tokens: input / cached input / output) from \`${prices.path}\` ` +
+    `(\`prices\`, by the model a profile calls): ` +
+    models.map(([model, p]) => `${model} ${p.input} / ${p.cached_input} / ${p.output}`).join('; ') +
+    '. A call of a model the table does not price leaves its stage without a cost.'
+  );
 }
 
 function modelsOf(stage: Pick<StageResult, 'models'>): string {
@@ -112,7 +132,7 @@ export function renderMarkdown(report: EvalReport, charts: readonly string[] = [
         stageMeasure(stage),
         latencyText(stage.summary),
         decimal(stage.summary.tokens_per_case, 0),
-        dollars(stage.summary.cost_per_1000_cases),
+        money(stage.summary.cost_per_1000_cases, stage.summary.usage.currency),
       ]),
     ),
     '',
@@ -127,14 +147,7 @@ export function renderMarkdown(report: EvalReport, charts: readonly string[] = [
       ),
     ),
     '',
-    `Prices (US$ per million tokens: input / cached input / output) from \`${meta.prices.path}\`: ` +
-      Object.entries(meta.prices.tiers)
-        .map(
-          ([tier, p]) =>
-            `${tier}${p.model ? ` (${p.model})` : ''} ${p.input} / ${p.cached_input} / ${p.output}`,
-        )
-        .join('; ') +
-      '. A tier is priced as the model the table names, whatever model the profile calls.',
+    priceLine(meta.prices),
     '',
   );
   for (const stage of report.stages) {
@@ -314,6 +327,7 @@ const comparedSchema = z.object({
       title: z.string(),
       models: z.array(z.object({ model: z.string().nullable() })),
       summary: z.object({
+        usage: z.object({ currency: z.string().nullable() }),
         cases: z.number(),
         accuracy: ratioSchema,
         model_accuracy: ratioSchema,
@@ -450,8 +464,14 @@ function stageRows(a: ComparedStage | undefined, b: ComparedStage | undefined): 
     ],
     [
       'cost / 1,000 cases',
-      dollars(value(a, (s) => s.summary.cost_per_1000_cases)),
-      dollars(value(b, (s) => s.summary.cost_per_1000_cases)),
+      money(
+        value(a, (s) => s.summary.cost_per_1000_cases),
+        a?.summary.usage.currency ?? null,
+      ),
+      money(
+        value(b, (s) => s.summary.cost_per_1000_cases),
+        b?.summary.usage.currency ?? null,
+      ),
       change(
         value(a, (s) => s.summary.cost_per_1000_cases),
         value(b, (s) => s.summary.cost_per_1000_cases),

@@ -10,6 +10,7 @@ import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import {
   ConfigFileError,
+  ConfigFilesService,
   EnvValidationError,
   loadYamlFile,
   parseEnvNamespace,
@@ -44,8 +45,8 @@ import {
 } from './datasets';
 import { createEvalContext, EVAL_OVERRIDES, EvalContext } from './eval-context';
 import { formatRate } from './markdown';
-import { loadPrices, PriceFile, PriceFileError, profilePrices } from './prices';
 import {
+  EvalMeta,
   EvalReport,
   readReport,
   renderMarkdown,
@@ -94,7 +95,6 @@ JSON and SVG report. Without an endpoint it validates the sets and prints their 
   --out DIR              report directory (default eval/results/, untracked)
   --update-report        write to the committed eval/reports/ instead
   --datasets DIR         the labelled sets (default eval/dataset)
-  --prices FILE          price table (default bench/config/prices.yaml)
   --base-url URL         for this run, as LLM_BASE_URL
   --api-key KEY          for this run, as LLM_API_KEY (never written to the report)
   --model NAME           for this run, as LLM_MODEL
@@ -121,7 +121,6 @@ export interface CliOptions {
   concurrency: number;
   out: string;
   datasets: string;
-  prices: string;
   /** Variables this run sets on top of the environment. */
   env: Record<string, string>;
   help: boolean;
@@ -166,7 +165,6 @@ const CLI_OPTIONS = {
   out: { type: 'string' },
   'update-report': { type: 'boolean' },
   datasets: { type: 'string' },
-  prices: { type: 'string' },
   'base-url': { type: 'string' },
   'api-key': { type: 'string' },
   model: { type: 'string' },
@@ -213,7 +211,6 @@ export function parseCli(argv: readonly string[], root: string): CliOptions {
     concurrency: integer('concurrency', values.concurrency, 4, 1, 64) ?? 4,
     out: resolve(values.out ?? reportDirectory('eval', values['update-report'] === true, root)),
     datasets: resolve(values.datasets ?? join(root, 'eval', 'dataset')),
-    prices: resolve(values.prices ?? join(root, 'bench', 'config', 'prices.yaml')),
     env,
     help: values.help === true,
   };
@@ -342,18 +339,32 @@ function progress(stage: string, io: CliIo): (done: number, total: number) => vo
   };
 }
 
+/** llm_profiles.yaml's price table as the report records it (cached input priced as input when not given). */
+function priceTable(files: ConfigFilesService, root: string): EvalMeta['prices'] {
+  const prices = files.llmProfiles.prices;
+  return {
+    path: relative(root, files.llmProfilesPath) || files.llmProfilesPath,
+    currency: prices?.currency ?? null,
+    models: Object.fromEntries(
+      Object.entries(prices?.models ?? {}).map(([model, p]) => [
+        model,
+        { input: p.input, cached_input: p.cached_input ?? p.input, output: p.output },
+      ]),
+    ),
+  };
+}
+
 async function runStages(
   options: CliOptions,
   sets: Sets,
   context: EvalContext,
-  prices: PriceFile,
   root: string,
   io: CliIo,
 ): Promise<StageResult[]> {
   const llm = context.app.get(LlmService);
   const base = (stage: StageName): StageRunOptions => ({
     context,
-    priceOf: profilePrices(prices, llm),
+    priceOf: (profile) => llm.priceOf(profile),
     concurrency: options.concurrency,
     limit: options.limit,
     // A stage without a threshold has no costly error to keep under a target.
@@ -436,21 +447,18 @@ export async function main(
   const serviceEnv: NodeJS.ProcessEnv = { ...env, ...options.env };
   let configDir: string;
   let sets: Sets;
-  let prices: PriceFile;
   try {
     configDir = resolve(parseEnvNamespace('app', serviceEnv).CONFIG_DIR);
     parseEnvNamespace('llm', serviceEnv);
     const loaded = loadSets(options.stages, options.datasets, configDir);
     sets = loaded.sets;
-    prices = loadPrices(options.prices);
     io.out(`Labelled sets in ${relative(root, options.datasets) || options.datasets} are valid:`);
     printStats(loaded.stats, io);
   } catch (error) {
     if (
       error instanceof DatasetValidationError ||
       error instanceof ConfigFileError ||
-      error instanceof EnvValidationError ||
-      error instanceof PriceFileError
+      error instanceof EnvValidationError
     ) {
       io.err(error.message);
       return 1;
@@ -474,7 +482,7 @@ export async function main(
     const llmEnv = parseEnvNamespace('llm', serviceEnv);
     io.out('');
     io.out(`Evaluating ${options.stages.join(', ')} (concurrency ${options.concurrency}) ...`);
-    const stages = await runStages(options, sets, context, prices, root, io);
+    const stages = await runStages(options, sets, context, root, io);
     const models = [...new Set(stages.flatMap((stage) => stage.models.map((m) => m.model ?? 'none')))];
     const report: EvalReport = {
       format: REPORT_FORMAT,
@@ -495,7 +503,7 @@ export async function main(
         ),
         overrides: { ...EVAL_OVERRIDES },
         service: context.settings,
-        prices: { path: relative(root, options.prices) || options.prices, tiers: prices.tiers },
+        prices: priceTable(context.app.get(ConfigFilesService), root),
         warnings: context.warnings(),
       },
       stages,

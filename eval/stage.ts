@@ -3,6 +3,7 @@
  * model calls it made are its own under concurrency), and the generic summary every stage's report starts with.
  */
 import type { StoredEvent } from '@agent/contracts';
+import type { ModelPriceOf } from '@agent/llm';
 import { TurnContext, TurnContextStore } from '@agent/observability';
 import {
   calibration,
@@ -57,8 +58,10 @@ export interface Usage {
   /** Of prompt_tokens, those the provider served from its prompt cache. */
   cached_prompt_tokens: number;
   completion_tokens: number;
-  /** From the price table; null when a call's tier has no price. */
-  cost_usd: number | null;
+  /** From llm_profiles.yaml's price table; null when a call's model has no price there. */
+  cost: number | null;
+  /** The price table's currency; null when no call was priced. */
+  currency: string | null;
 }
 
 export interface CaseOutcome<D extends JsonObject = JsonObject> {
@@ -84,13 +87,8 @@ export interface CaseOutcome<D extends JsonObject = JsonObject> {
   detail: D;
 }
 
-/** The price of a call of `profile`, per million tokens; undefined when the table has none. */
-export interface Price {
-  input: number;
-  cached_input: number;
-  output: number;
-}
-export type PriceOf = (profile: string) => Price | undefined;
+/** The price of a call of `profile`, per million tokens; null when the table has none (`LlmService.priceOf`). */
+export type PriceOf = (profile: string) => ModelPriceOf | null;
 
 /** One call the stage made, from the `llm.call` events of its turn context. */
 interface LlmCall {
@@ -114,7 +112,7 @@ function callsOf(events: readonly StoredEvent[]): LlmCall[] {
     }));
 }
 
-export function costOf(price: Price, prompt: number, cached: number, completion: number): number {
+export function costOf(price: ModelPriceOf, prompt: number, cached: number, completion: number): number {
   return ((prompt - cached) * price.input + cached * price.cached_input + completion * price.output) / 1e6;
 }
 
@@ -152,10 +150,12 @@ export async function runCase<T>(id: string, priceOf: PriceOf, work: () => Promi
   const latency = Math.round(performance.now() - started);
   const calls = callsOf(context.events);
   let cost: number | null = 0;
+  let currency: string | null = null;
   for (const call of calls) {
     const price = priceOf(call.profile);
+    currency = price?.currency ?? currency;
     cost =
-      price === undefined || cost === null
+      price === null || cost === null
         ? null
         : cost + costOf(price, call.prompt_tokens, call.cached_prompt_tokens, call.completion_tokens);
   }
@@ -164,7 +164,8 @@ export async function runCase<T>(id: string, priceOf: PriceOf, work: () => Promi
     prompt_tokens: calls.reduce((sum, c) => sum + c.prompt_tokens, 0),
     cached_prompt_tokens: calls.reduce((sum, c) => sum + c.cached_prompt_tokens, 0),
     completion_tokens: calls.reduce((sum, c) => sum + c.completion_tokens, 0),
-    cost_usd: cost,
+    cost,
+    currency,
   };
   return {
     value,
@@ -301,9 +302,10 @@ export function sumUsage(usages: readonly Usage[]): Usage {
       prompt_tokens: total.prompt_tokens + usage.prompt_tokens,
       cached_prompt_tokens: total.cached_prompt_tokens + usage.cached_prompt_tokens,
       completion_tokens: total.completion_tokens + usage.completion_tokens,
-      cost_usd: total.cost_usd === null || usage.cost_usd === null ? null : total.cost_usd + usage.cost_usd,
+      cost: total.cost === null || usage.cost === null ? null : total.cost + usage.cost,
+      currency: total.currency ?? usage.currency,
     }),
-    { calls: 0, prompt_tokens: 0, cached_prompt_tokens: 0, completion_tokens: 0, cost_usd: 0 },
+    { calls: 0, prompt_tokens: 0, cached_prompt_tokens: 0, completion_tokens: 0, cost: 0, currency: null },
   );
 }
 
@@ -390,7 +392,7 @@ export function summarizeStage<O extends CaseOutcome<JsonObject>>(
     tokens_per_case:
       outcomes.length === 0 ? null : (usage.prompt_tokens + usage.completion_tokens) / outcomes.length,
     cost_per_1000_cases:
-      usage.cost_usd === null || outcomes.length === 0 ? null : (usage.cost_usd / outcomes.length) * 1000,
+      usage.cost === null || outcomes.length === 0 ? null : (usage.cost / outcomes.length) * 1000,
     calibration: options.calibrated ? calibration(points) : null,
     threshold,
     by_language: languages.map((language) => {

@@ -88,7 +88,8 @@ function share(usage: Usage, parts: number): Usage {
     prompt_tokens: usage.prompt_tokens / parts,
     cached_prompt_tokens: usage.cached_prompt_tokens / parts,
     completion_tokens: usage.completion_tokens / parts,
-    cost_usd: usage.cost_usd === null ? null : usage.cost_usd / parts,
+    cost: usage.cost === null ? null : usage.cost / parts,
+    currency: usage.currency,
   };
 }
 

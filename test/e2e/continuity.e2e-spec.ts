@@ -1,5 +1,5 @@
 import { CheckpointService, ConversationIdentity } from '@agent/checkpoint';
-import type { AgentState } from '@agent/contracts';
+import { conversationKeyOf, type AgentState } from '@agent/contracts';
 import {
   FakeChatRequest,
   FakeLlmServer,
@@ -127,7 +127,7 @@ function scriptStages(fake: FakeLlmServer, labels: Labels): void {
 }
 
 function conversation(app: TestApp, fake: FakeLlmServer, sessionId = uniqueId('cont')) {
-  const conversationKey = `${TENANT}:${sessionId}`;
+  const conversationKey = conversationKeyOf(TENANT, sessionId);
   return {
     sessionId,
     conversationKey,

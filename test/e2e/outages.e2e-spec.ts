@@ -240,7 +240,12 @@ describe('a model endpoint nothing listens on', () => {
       cause: 'refused',
       status: null,
     });
+    // Two more turns: the guardrail model counts as degraded after three failed calls in a row.
+    for (let i = 0; i < 2; i++) {
+      await app.post('/v1/channels/web/messages', message('Qual é o meu plano?'), channel);
+    }
     const ready = await publicReadiness(app);
     expect(ready.info.llm).toMatchObject({ degraded: true, cause: 'refused' });
+    expect(ready.info.guardrail_model).toMatchObject({ degraded: true, cause: 'refused' });
   });
 });

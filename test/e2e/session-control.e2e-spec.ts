@@ -1,4 +1,5 @@
 import { CheckpointService, ConversationIdentity } from '@agent/checkpoint';
+import { conversationKeyOf } from '@agent/contracts';
 import { SessionControlService } from '@agent/session-control';
 import { FakeChatRequest, FakeLlmServer, GUARDRAILS_ALLOW, lastUserMessage } from '../support/fake-llm';
 import { startTestApp, TestApp, uniqueId } from '../support/test-app';
@@ -70,7 +71,7 @@ describe('HUMAN_HANDOFF_MODE=hold over HTTP', () => {
   });
 
   function session(sessionId = uniqueId('hold')) {
-    const conversationKey = `${TENANT}:${sessionId}`;
+    const conversationKey = conversationKeyOf(TENANT, sessionId);
     return {
       sessionId,
       conversationKey,

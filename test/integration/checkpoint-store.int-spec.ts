@@ -1,7 +1,7 @@
 import { rmSync } from 'node:fs';
 import { DataSource } from 'typeorm';
 import { CHECKPOINT_ENTITIES, serializeCheckpoint } from '@agent/checkpoint';
-import type { AgentState } from '@agent/contracts';
+import { conversationKeyOf, type AgentState } from '@agent/contracts';
 import {
   createDataSource,
   DatabaseService,
@@ -83,7 +83,7 @@ if (url) {
       const store = postgresCheckpointStore(db);
       const session = `prepared-${process.pid}-${Date.now().toString(36)}-${preparedStatements}`;
       const who = {
-        conversation_key: `prepared:${session}`,
+        conversation_key: conversationKeyOf('prepared', session),
         tenant_id: 'prepared',
         session_id: session,
         agent_id: 'telecom_contas',
@@ -241,7 +241,7 @@ describe('turn storage on embedded PGlite', () => {
     // Keys longer than a TOAST pointer, which the toaster could otherwise move out of line on their own.
     const session = 'session-with-a-key-longer-than-a-toast-pointer';
     const who = {
-      conversation_key: `storage:${session}`,
+      conversation_key: conversationKeyOf('storage', session),
       tenant_id: 'storage',
       session_id: session,
       agent_id: 'telecom_contas',

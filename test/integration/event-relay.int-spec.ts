@@ -7,7 +7,7 @@ import {
   TurnCommit,
 } from '@agent/checkpoint';
 import { parseEnvNamespace } from '@agent/config';
-import type { AgentState } from '@agent/contracts';
+import { conversationKeyOf, type AgentState } from '@agent/contracts';
 import { createDataSource, DatabaseService, runMigrationsExclusively } from '@agent/database';
 import { EventDestination, EventRelayService, EventRelayStore, OutboundEvent } from '@agent/events';
 import { EventBusService, MetricsService } from '@agent/observability';
@@ -148,7 +148,7 @@ describe.each(layouts)('the event relay on $name', (layout) => {
   /** A turn of `session`: lease and commit, with a failed run before it when `failFirst`. */
   async function turn(session: string, version: number, failFirst: boolean): Promise<void> {
     const identity = {
-      conversation_key: `acme:${session}`,
+      conversation_key: conversationKeyOf('acme', session),
       tenant_id: 'acme',
       session_id: session,
       agent_id: 'telecom_contas',

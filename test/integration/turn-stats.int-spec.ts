@@ -1,6 +1,6 @@
 import { rmSync } from 'node:fs';
 import { CheckpointStore, CHECKPOINT_ENTITIES, serializeCheckpoint, TurnStatsQuery } from '@agent/checkpoint';
-import type { AgentState, StoredEvent } from '@agent/contracts';
+import { conversationKeyOf, type AgentState, type StoredEvent } from '@agent/contracts';
 import { createDataSource, DatabaseService, EmbeddedPostgres } from '@agent/database';
 import { embeddedDataDir } from '../support/embedded-servers';
 import { postgresCheckpointStore } from '../support/postgres-checkpoint-store';
@@ -88,7 +88,7 @@ describe('TurnStatsQuery', () => {
   async function conversation(tenant: string, turns: StoredEvent[][]): Promise<void> {
     const session = `s-${Math.random().toString(36).slice(2, 10)}`;
     const identity = {
-      conversation_key: `${tenant}:${session}`,
+      conversation_key: conversationKeyOf(tenant, session),
       tenant_id: tenant,
       session_id: session,
       agent_id: 'telecom_contas',

@@ -10,7 +10,7 @@ import {
   TurnCommit,
   turnSummary,
 } from '@agent/checkpoint';
-import type { AgentState } from '@agent/contracts';
+import { conversationKeyOf, type AgentState } from '@agent/contracts';
 
 /** One turn log row as stored (the columns the contract reads). */
 export interface StoredTurnLogRow {
@@ -50,7 +50,7 @@ let counter = 0;
 function identity(tenant = 'contract'): ConversationIdentity {
   const session = `c-${process.pid}-${Date.now().toString(36)}-${counter++}`;
   return {
-    conversation_key: `${tenant}:${session}`,
+    conversation_key: conversationKeyOf(tenant, session),
     tenant_id: tenant,
     session_id: session,
     agent_id: 'telecom_contas',

@@ -1,7 +1,7 @@
 import { EventEmitter2 } from '@nestjs/event-emitter';
 import { CheckpointService, CheckpointStore, ConversationIdentity } from '@agent/checkpoint';
 import { parseEnvNamespace } from '@agent/config';
-import type { AgentState } from '@agent/contracts';
+import { conversationKeyOf, type AgentState } from '@agent/contracts';
 import { EventBusService, MetricsService } from '@agent/observability';
 
 export interface SeenEvent {
@@ -31,7 +31,7 @@ let counter = 0;
 export function conversationIdentity(prefix = 'svc'): ConversationIdentity {
   const session = `${prefix}-${process.pid}-${Date.now().toString(36)}-${counter++}`;
   return {
-    conversation_key: `acme:${session}`,
+    conversation_key: conversationKeyOf('acme', session),
     tenant_id: 'acme',
     session_id: session,
     agent_id: 'telecom_contas',

@@ -32,7 +32,8 @@ const NO_USAGE: Usage = {
   prompt_tokens: 100,
   cached_prompt_tokens: 0,
   completion_tokens: 10,
-  cost_usd: 0.001,
+  cost: 0.001,
+  currency: 'USD',
 };
 
 function outcome<D extends JsonObject>(fields: Partial<CaseOutcome<D>> & { detail: D }): CaseOutcome<D> {
@@ -106,7 +107,7 @@ describe('evaluation measures', () => {
         asked_model: false,
         latency_ms: 0,
         language: 'en',
-        usage: { ...NO_USAGE, calls: 0, cost_usd: null },
+        usage: { ...NO_USAGE, calls: 0, cost: null, currency: null },
         detail: { n: 4 },
       }),
       outcome<D>({ expected: 'B', decided: 'A', model_label: 'A', confidence: 0.6, detail: { n: 5 } }),
@@ -162,7 +163,7 @@ describe('evaluation measures', () => {
           completion_tokens: 100,
         },
       });
-    const price = { input: 2, cached_input: 1, output: 8 };
+    const price = { model: 'm', currency: 'EUR', input: 2, cached_input: 1, output: 8 };
     const ok = await runCase(
       'a',
       () => price,
@@ -170,14 +171,15 @@ describe('evaluation measures', () => {
     );
     expect(ok.failure(false)).toBeNull();
     expect(ok.failure(true)).toBe('invalid_output');
-    expect(ok.usage.cost_usd).toBeCloseTo((500 * 2 + 500 * 1 + 100 * 8) / 1e6);
+    expect(ok.usage.cost).toBeCloseTo((500 * 2 + 500 * 1 + 100 * 8) / 1e6);
+    expect(ok.usage.currency).toBe('EUR');
     const timedOut = await runCase(
       'b',
-      () => undefined,
+      () => null,
       () => Promise.resolve(call('timeout')),
     );
     expect(timedOut.failure(true)).toBe('timeout');
-    expect(timedOut.usage.cost_usd).toBeNull();
+    expect(timedOut.usage.cost).toBeNull();
     const garbled = await runCase(
       'c',
       () => price,
@@ -388,7 +390,11 @@ describe('the report', () => {
           memory_min_confidence: 0.7,
           deterministic_judges: [],
         },
-        prices: { path: 'prices.yaml', tiers: { small: { input: 1, cached_input: 0.5, output: 2 } } },
+        prices: {
+          path: 'llm_profiles.yaml',
+          currency: 'USD',
+          models: { small: { input: 1, cached_input: 0.5, output: 2 } },
+        },
         warnings: ['a warning'],
       },
       stages: [stage('router', decided), stage('guardrails', 'A')],

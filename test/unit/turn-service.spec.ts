@@ -9,7 +9,7 @@ import {
   readCheckpoint,
 } from '@agent/checkpoint';
 import { AppConfigModule } from '@agent/config';
-import type { AgentState } from '@agent/contracts';
+import { conversationKeyOf, type AgentState } from '@agent/contracts';
 import { DatabaseService } from '@agent/database';
 import { LlmModule } from '@agent/llm';
 import { ObservabilityModule } from '@agent/observability';
@@ -110,7 +110,7 @@ describe('TurnService', () => {
   ): Promise<void> {
     const checkpoints = module.get(CheckpointService);
     const identity = {
-      conversation_key: `${input.tenant_id}:${input.session_id}`,
+      conversation_key: conversationKeyOf(input.tenant_id, input.session_id),
       tenant_id: input.tenant_id,
       session_id: input.session_id,
       agent_id: input.agent_id,

@@ -1,4 +1,4 @@
-import type { ActiveTransaction, DomainAgentNode, EventPayloads, KnownEventName } from '@agent/contracts';
+import type { ActiveTransaction, DomainAgentNode, EventName, EventPayloads } from '@agent/contracts';
 import type { CollectionAction } from './parameter-extractor';
 import type { ConfirmationDecision, ConfirmationResult } from './transaction.types';
 
@@ -81,7 +81,7 @@ declare module '@agent/contracts' {
   }
 }
 
-export type TransactionEventName = Extract<KnownEventName, `IC.TRANSACTION_${string}`>;
+export type TransactionEventName = Extract<EventName, `IC.TRANSACTION_${string}`>;
 
 /** A payload without its base: what a transition says about the event (the union kept member by member). */
 type EventDetails<N extends TransactionEventName> = EventPayloads[N] extends infer P

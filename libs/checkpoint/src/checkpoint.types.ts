@@ -1,4 +1,4 @@
-import type { AgentState, StoredEvent } from '@agent/contracts';
+import type { AgentState, ConversationKey, StoredEvent } from '@agent/contracts';
 import type { CheckpointFormat } from './canonical-json';
 
 export interface CheckpointRow {
@@ -78,7 +78,7 @@ export interface SessionRow {
 export type SessionStatus = 'active' | 'ended' | 'handoff';
 
 export interface ConversationIdentity {
-  conversation_key: string;
+  conversation_key: ConversationKey;
   tenant_id: string;
   session_id: string;
   agent_id: string;

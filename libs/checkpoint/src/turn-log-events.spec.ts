@@ -1,8 +1,9 @@
+import { conversationKeyOf } from '@agent/contracts';
 import type { TurnCommit } from './checkpoint.types';
 import { turnLogEvents } from './turn-log-events';
 
 const identity = {
-  conversation_key: 'acme:s-1',
+  conversation_key: conversationKeyOf('acme', 's-1'),
   tenant_id: 'acme',
   session_id: 's-1',
   agent_id: 'telecom_contas',
@@ -42,8 +43,8 @@ describe('turnLogEvents', () => {
   });
 
   it('leaves session_id out only when the conversation key is tenant:session', () => {
-    const odd = { ...identity, conversation_key: 'acme-s-1' };
-    const stored = turnLogEvents(commitOf([{ ...envelope, conversation_key: 'acme-s-1' }], odd));
+    const odd = { ...identity, conversation_key: conversationKeyOf('acme-s', '1') };
+    const stored = turnLogEvents(commitOf([{ ...envelope, conversation_key: odd.conversation_key }], odd));
     expect(stored[0].payload).toEqual({ session_id: 's-1' });
   });
 });

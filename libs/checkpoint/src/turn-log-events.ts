@@ -1,4 +1,4 @@
-import type { StoredEvent } from '@agent/contracts';
+import { conversationKeyOf, type StoredEvent } from '@agent/contracts';
 import type { TurnCommit } from './checkpoint.types';
 
 /** An event as its turn log row stores it. */
@@ -26,7 +26,7 @@ export function turnLogEvents(commit: TurnCommit): TurnLogEvent[] {
       case 'turn':
         return value === turn;
       case 'session_id':
-        return typeof value === 'string' && conversation_key === `${tenant_id}:${value}`;
+        return typeof value === 'string' && conversation_key === conversationKeyOf(tenant_id, value);
       default:
         return false;
     }

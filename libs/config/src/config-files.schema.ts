@@ -53,7 +53,12 @@ export const llmProfileSchema = z
   .strict();
 /** A model's price per million tokens, in the file's currency. */
 export const modelPriceSchema = z
-  .object({ input: z.number().nonnegative(), output: z.number().nonnegative() })
+  .object({
+    input: z.number().nonnegative(),
+    /** Prompt tokens the provider served from its prompt cache; priced as `input` when absent. */
+    cached_input: z.number().nonnegative().optional(),
+    output: z.number().nonnegative(),
+  })
   .strict();
 export type ModelPrice = z.output<typeof modelPriceSchema>;
 

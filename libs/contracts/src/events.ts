@@ -1,3 +1,5 @@
+import { sessionIdOf } from './conversation-key';
+
 /** The event catalogue (docs/api.md#events): names and payloads. */
 
 /** Carried by every stored event. */
@@ -14,15 +16,14 @@ export interface EventEnvelope {
 export type RowEnvelope = Omit<EventEnvelope, 'at'>;
 
 /**
- * The envelope of the events of a turn log row, from its columns: the session id is the conversation key after
- * `<tenant_id>:`. Readers spread a stored payload over it (`{ ...envelope, ...payload }`), so a field the payload
+ * The envelope of the events of a turn log row, from its columns: the session id is read from the conversation key. Readers spread a stored payload over it (`{ ...envelope, ...payload }`), so a field the payload
  * kept because it differed from the row's wins; the SQL function `turn_log_events` does the same in the database.
  */
 export function rowEnvelope(row: Omit<RowEnvelope, 'session_id'>): RowEnvelope {
   return {
     tenant_id: row.tenant_id,
     agent_id: row.agent_id,
-    session_id: row.conversation_key.slice(row.tenant_id.length + 1),
+    session_id: sessionIdOf(row.conversation_key, row.tenant_id),
     conversation_key: row.conversation_key,
     turn: row.turn,
   };
@@ -41,8 +42,10 @@ export function conversationPosition(version: number, attempt: number): number {
 }
 
 /**
- * Payloads by event name. A module may declare the events it emits next to its code by augmenting this
- * interface (`declare module '@agent/contracts'`), as the transaction engine does for `IC.TRANSACTION_*`.
+ * Payloads by event name: here the turn's own events and those read outside the module that emits them (the
+ * metrics listener, the handoff desk, the admin views); every other module declares the events it emits in its
+ * `<module>.events.ts` by augmenting this interface (`declare module '@agent/contracts'`). `EventBusService.emit`
+ * takes only names of this catalogue, so every payload is type-checked where it is emitted.
  */
 export interface EventPayloads {
   'router.continuity': {
@@ -56,24 +59,6 @@ export interface EventPayloads {
     latency_ms: number;
     reason?: string;
   };
-  'router.decision': {
-    route: string;
-    intent: string;
-    method: string;
-    confidence: number;
-    reason?: string;
-    domain?: string | null;
-    mcp_tools?: string[];
-  };
-  /** Supervisor mode: the topics planned for the turn and where the plan came from. */
-  'router.supervisor.plan': {
-    source: string;
-    intents: string[];
-    deferred: string[];
-    state_policy: string | null;
-    held: boolean;
-    llm_rejection: string | null;
-  };
   'router.continuity.shadow': {
     continuity_agent: string;
     router_agent: string;
@@ -83,48 +68,7 @@ export interface EventPayloads {
   };
   /** What a person needs to pick the conversation up (docs/integration.md#the-handoff-desk). */
   'session.human_handoff.requested': HandoffRequest;
-  /** A person took a waiting conversation (admin API). */
-  'session.handoff.claimed': { source: string; claimed_by: string };
   'session.end.requested': { reason: string; source: string };
-  'session.message.rejected_after_end': Record<string, unknown>;
-  'session.message.held_for_human': Record<string, unknown>;
-  /** Back to the bot; `claimed_by` is who held the conversation, null when nobody had claimed it. */
-  'session.resumed': { source: string; claimed_by?: string | null };
-  'guardrails.input.completed': { blocked: boolean; decisions: unknown[]; codes?: string[] };
-  'guardrails.output.completed': {
-    blocked: boolean;
-    decisions: unknown[];
-    codes?: string[];
-    /** Output supervisor pass (0 = the agent's first answer). */
-    attempt?: number;
-  };
-  /** The answer exceeded AGENT_MAX_ANSWER_CHARS and was cut at a sentence end before the output rails. */
-  'guardrails.output.truncated': { original_chars: number; kept_chars: number; limit: number };
-  'output_supervisor.completed': {
-    action: string;
-    attempt: number;
-    results?: unknown[];
-    handover_reason?: string;
-    note?: string;
-  };
-  'supervisor.review.completed': {
-    approved: boolean;
-    violations?: unknown[];
-    /** Why the review did not look at the answer (e.g. a session-control message). */
-    skipped?: string;
-  };
-  'long_term_memory.load.failed': { error: string };
-  'long_term_memory.persist.completed': { saved: number };
-  'long_term_memory.persist.failed': { error: string };
-  /** A fact the memory rails blocked: not stored. */
-  'long_term_memory.fact.rejected': { key: string; category: string; codes: string[] };
-  'checkpoint.recovery.skip_corrupt': { version: number; reason: string };
-  'checkpoint.recovery.clean_start': { skipped: number };
-  'checkpoint.recovery.version_gap': {
-    expected_version: number;
-    found_version: number | null;
-    missing_versions: number;
-  };
   'NOC.001': { channel?: string; message_id?: string };
   AGENT_STARTED: { workflow_id: string };
   AGENT_COMPLETED: {
@@ -147,23 +91,6 @@ export interface EventPayloads {
     error: string;
     exception_type: string;
     duration_ms: number;
-  };
-  /** A tool call that failed: before it ran (`preparation`, with the error `code`) or at its server. */
-  'NOC.MCP_TOOL_FAILED': {
-    tool_name: string;
-    server?: string;
-    error: string;
-    stage: 'preparation' | 'execution';
-    code?: string;
-  };
-  'mcp.tool_call.completed': {
-    tool_name: string;
-    server: string;
-    ok: boolean;
-    /** `unavailable` and `timeout`: the server could not serve the call; `error`: the tool answered a failure. */
-    outcome?: McpCallOutcome;
-    error?: string | null;
-    latency_ms: number;
   };
   'llm.call': {
     profile: string;
@@ -240,31 +167,13 @@ export interface HandoffRequest {
   last_messages?: HandoffMessage[];
 }
 
-export type McpCallOutcome = 'ok' | 'unavailable' | 'timeout' | 'error';
-
 export type LlmCallOutcome =
   'ok' | 'timeout' | 'http_error' | 'invalid_response' | 'cancelled' | 'error' | 'not_configured';
 
-export type KnownEventName = keyof EventPayloads;
+/** Every event name, with the patterns of names that carry a part (`judge.<name>.evaluated`). */
+export type EventName = keyof EventPayloads;
 
-/**
- * Names with a dynamic part (`checkpoint.<op>.retry`, `GRL.*`, `judge.<name>.evaluated`, `mcp.parameter.*`)
- * are allowed alongside the fixed catalogue.
- */
-export type DynamicEventName =
-  | `checkpoint.${string}.retry`
-  | `GRL.${string}`
-  | `judge.${string}.evaluated`
-  | 'judges.completed'
-  | `mcp.${string}`
-  | `IC.${string}`
-  | `NOC.${string}`;
-
-export type EventName = KnownEventName | DynamicEventName;
-
-export type EventPayload<N extends EventName> = N extends KnownEventName
-  ? EventPayloads[N]
-  : Record<string, unknown>;
+export type EventPayload<N extends EventName> = EventPayloads[N];
 
 /** What an in-process listener receives after commit: the payload with the envelope every stored event has. */
 export type CommittedEvent<N extends EventName> = EventPayload<N> & EventEnvelope;

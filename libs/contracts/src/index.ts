@@ -2,6 +2,7 @@ export * from './agent-state';
 export * from './route-decision';
 export * from './transaction';
 export * from './events';
+export * from './conversation-key';
 export * from './llm-contracts';
 export * from './text-folding';
 export * from './content-screen';

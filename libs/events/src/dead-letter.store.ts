@@ -57,8 +57,10 @@ export class DeadLetterStore {
   ) {}
 
   /**
-   * Records the letter and forgets the event's attempts, in one statement. Nothing is recorded when the turn log
-   * row is gone: its conversation was purged (or aged out) while the event was being retried.
+   * Records the letter and forgets the event's attempts, in one statement. Nothing is recorded when the row that
+   * held the event is gone (its conversation was purged, or aged out, while the event was being retried): the turn
+   * log row of its version, or the failed run's record in `turn_failures`, the only row a failure on a
+   * conversation's first turn (version 0) has.
    */
   async record(
     letter: Omit<DeadLetter, 'id' | 'created_at' | 'redelivered_at'> & {
@@ -73,7 +75,8 @@ export class DeadLetterStore {
        INSERT INTO event_dead_letters
          (destination, tenant_id, conversation_key, event_id, event_name, body, attempts, last_error)
        SELECT $1, $2, $3, $4, $5, $6::jsonb, $7, $8
-        WHERE EXISTS (SELECT 1 FROM turn_log WHERE conversation_key = $3 AND version = $9)`,
+        WHERE EXISTS (SELECT 1 FROM turn_log WHERE conversation_key = $3 AND version = $9)
+           OR EXISTS (SELECT 1 FROM turn_failures WHERE conversation_key = $3 AND version = $9)`,
       [
         letter.destination,
         letter.tenant_id,

@@ -1,14 +1,18 @@
 import { CodedError } from '@agent/contracts';
-import type { StructuredFailureReason } from '@agent/llm';
+import type { NetworkCause, StructuredFailureReason } from '@agent/llm';
 
 export const GUARDRAILS_ERROR_CODES = ['RAIL_VERDICT_MISSING', 'RAIL_TIMEOUT', 'RAIL_CANCELLED'] as const;
 export type GuardrailsErrorCode = (typeof GUARDRAILS_ERROR_CODES)[number];
 
-/** The guardrail model gave no usable answer; `reason` is the structured call's failure reason. */
+/**
+ * The guardrail model gave no usable answer; `reason` is the structured call's failure reason, `networkCause`
+ * why nothing answered when the endpoint could not be reached (refused, dns, ...).
+ */
 export class ModelVerdictError extends CodedError<GuardrailsErrorCode> {
   constructor(
     readonly reason: StructuredFailureReason,
     detail: string,
+    readonly networkCause?: NetworkCause,
   ) {
     super('RAIL_VERDICT_MISSING', `no guardrail verdict (${reason}): ${detail}`);
   }

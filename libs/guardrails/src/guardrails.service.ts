@@ -14,6 +14,7 @@ import type {
   ContentScreen,
   ContentScreenRequest,
   ContentScreenResult,
+  EventName,
   RailDecision,
   ScreenedStage,
 } from '@agent/contracts';
@@ -66,9 +67,9 @@ export interface OutputGuardrailsResult {
   answer: string;
 }
 
-/** GRL event codes of the guardrail catalogue (listed in docs/api.md, events). */
-type GrlEvent = `GRL.${string}`;
-const GRL_BY_ACTION: Record<RailAction, GrlEvent> = {
+/** The per-rail GRL events of the guardrail catalogue (docs/api.md, events); GRL.009 summarises a stage. */
+type RailResultEvent = Exclude<Extract<EventName, `GRL.${string}`>, typeof GRL_SUMMARY>;
+const GRL_BY_ACTION: Record<RailAction, RailResultEvent> = {
   allow: 'GRL.002',
   sanitize: 'GRL.003',
   block: 'GRL.004',
@@ -76,8 +77,8 @@ const GRL_BY_ACTION: Record<RailAction, GrlEvent> = {
   handover: 'GRL.006',
   observe: 'GRL.007',
 };
-const GRL_FAIL_CLOSED: GrlEvent = 'GRL.008';
-const GRL_SUMMARY: GrlEvent = 'GRL.009';
+const GRL_FAIL_CLOSED: RailResultEvent = 'GRL.008';
+const GRL_SUMMARY = 'GRL.009';
 
 const SCREENED_STAGES: readonly ScreenedStage[] = ['retrieval', 'tool', 'memory'];
 

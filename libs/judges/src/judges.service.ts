@@ -5,13 +5,10 @@ import { foldText, type AgentState, type JudgeResult } from '@agent/contracts';
 import { LlmService } from '@agent/llm';
 import { EventBusService } from '@agent/observability';
 import { DEFAULT_THRESHOLDS, JudgeEntry, JUDGES_FILE, JudgesFile, judgesFileSchema } from './judges.config';
+import type { ReviewRule, ReviewViolation } from './judges.events';
 import { DETERMINISTIC_JUDGES, JudgeScore } from './judges/deterministic';
 import { buildJudgeContext, isTransactionalTurn, JudgeContext } from './judges/evidence';
 import { llmJudge } from './judges/llm-judge';
-
-type ReviewRule = JudgesFile['supervisor_review']['rules'][number];
-/** What the supervisor review objects to: a configured rule, or an enforced judge that failed. */
-type ReviewViolation = { rule: string; action: ReviewRule['action'] } | { judge: string; action: 'replace' };
 
 /** Injection token for the sampler's random source (tests pin it). */
 export const JUDGES_RANDOM = Symbol('JUDGES_RANDOM');

@@ -118,10 +118,18 @@ describe(LlmService.name, () => {
   });
 
   it("prices a profile at its model's price from llm_profiles.yaml, and knows when there is none", () => {
-    expect(service.llm.priceOf('router')).toEqual({ model: 'router', currency: 'USD', input: 2, output: 8 });
+    // Cached prompt tokens cost what input does unless the table says otherwise.
+    expect(service.llm.priceOf('router')).toEqual({
+      model: 'router',
+      currency: 'USD',
+      input: 2,
+      cached_input: 2,
+      output: 8,
+    });
+    expect(service.llm.priceOf('guardrail')).toMatchObject({ input: 0.4, cached_input: 0.1 });
     expect(service.llm.priceOf('agent')).toBeNull();
-    // A profile the file lacks calls `default`, whose model has no price.
-    expect(service.llm.priceOf('no_such_profile')).toBeNull();
+    // A profile the file lacks calls `default`, and is priced as its model.
+    expect(service.llm.priceOf('no_such_profile')).toMatchObject({ model: 'default', input: 0.4 });
   });
 
   it('falls back to the default profile for an unknown profile name', async () => {

@@ -111,6 +111,15 @@ export interface EmbedResult {
   promptTokens: number;
 }
 
+/** What a profile's model costs per million tokens, in the price table's currency. */
+export interface ModelPriceOf {
+  model: string;
+  currency: string;
+  input: number;
+  cached_input: number;
+  output: number;
+}
+
 export interface ResolvedProfile extends ProfileSettings {
   requested: string;
   name: string;
@@ -230,11 +239,18 @@ export class LlmService implements OnModuleInit, OnModuleDestroy {
    * What a call of `profile` costs per million tokens: the price llm_profiles.yaml gives the model the profile
    * calls now, or null when the file prices no such model (or the profile has none).
    */
-  priceOf(profile: string): { model: string; currency: string; input: number; output: number } | null {
+  priceOf(profile: string): ModelPriceOf | null {
     const prices = this.files.llmProfiles.prices;
     const model = this.resolveProfile(profile)?.model;
     const price = prices && model !== undefined ? prices.models[model] : undefined;
-    return prices && model !== undefined && price ? { model, currency: prices.currency, ...price } : null;
+    if (!prices || model === undefined || !price) return null;
+    return {
+      model,
+      currency: prices.currency,
+      input: price.input,
+      cached_input: price.cached_input ?? price.input,
+      output: price.output,
+    };
   }
 
   /** The profile a stage would use, or null when neither it nor `default` exists. */

@@ -10,9 +10,10 @@ import {
   PerAgent,
   ToolConfig,
 } from '@agent/config';
-import type { McpCallOutcome, ToolArguments } from '@agent/contracts';
+import type { ToolArguments } from '@agent/contracts';
 import { EventBusService, MetricsService, TracingService } from '@agent/observability';
 import { describeError, McpTimeoutError, McpUnavailableError } from './mcp.errors';
+import type { McpCallOutcome } from './mcp.events';
 import { McpConnection, McpServerHealth } from './mcp-connection';
 import { envKeyOf, McpServerConfig, McpServersFile, mcpServersFileSchema } from './mcp-servers.schema';
 import {

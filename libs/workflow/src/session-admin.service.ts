@@ -7,7 +7,7 @@ import {
   SessionStatus,
   turnSummary,
 } from '@agent/checkpoint';
-import type { AgentState, StoredEvent } from '@agent/contracts';
+import { conversationKeyOf, type AgentState, type ConversationKey, type StoredEvent } from '@agent/contracts';
 import { DeadLetterService, EventRelayService, HandoffClaim, HandoffDeskService } from '@agent/events';
 import { MemoryService } from '@agent/memory';
 import { EventBusService, TurnContext, TurnContextStore } from '@agent/observability';
@@ -66,14 +66,14 @@ export class SessionAdminService {
   ) {}
 
   /** The END_SESSION contract, source `admin`; ending an ended session changes nothing. */
-  end(conversationKey: string, requestId: string, reason: string): Promise<SessionAdminResult> {
+  end(conversationKey: ConversationKey, requestId: string, reason: string): Promise<SessionAdminResult> {
     return this.apply('end', conversationKey, requestId, (state) =>
       state.session_ended === true ? null : this.sessionNodes.endSession(state, 'admin', reason),
     );
   }
 
   /** The HUMAN_HANDOFF contract, source `admin` (held when HUMAN_HANDOFF_MODE=hold). */
-  handoff(conversationKey: string, requestId: string, reason: string): Promise<SessionAdminResult> {
+  handoff(conversationKey: ConversationKey, requestId: string, reason: string): Promise<SessionAdminResult> {
     return this.apply('handoff', conversationKey, requestId, (state, session) => {
       if (state.session_ended === true) {
         throw new SessionStateConflictError(
@@ -91,7 +91,11 @@ export class SessionAdminService {
    * A person takes a conversation waiting for one. Claiming one's own claim again changes nothing; a claim by
    * someone else is a conflict, as is a conversation that is not waiting.
    */
-  async claim(conversationKey: string, requestId: string, claimedBy: string): Promise<SessionAdminResult> {
+  async claim(
+    conversationKey: ConversationKey,
+    requestId: string,
+    claimedBy: string,
+  ): Promise<SessionAdminResult> {
     let claim: HandoffClaim | null = null;
     const result = await this.apply('claim', conversationKey, requestId, async (_state, session) => {
       if (session.status !== 'handoff') {
@@ -112,7 +116,7 @@ export class SessionAdminService {
   }
 
   /** Back to the bot after a human: clears a held (or pending) handoff. */
-  resume(conversationKey: string, requestId: string): Promise<SessionAdminResult> {
+  resume(conversationKey: ConversationKey, requestId: string): Promise<SessionAdminResult> {
     return this.apply('resume', conversationKey, requestId, async (state, session) => {
       if (state.session_ended === true) {
         throw new SessionStateConflictError(
@@ -138,7 +142,10 @@ export class SessionAdminService {
    * backlog goes before it, so a conversation that starts again under the same key is relayed from its start). Facts the subject's other sessions produced stay: a subject-wide
    * purge is `purgeSubject`.
    */
-  async delete(conversationKey: string, options: { keepMemory: boolean }): Promise<SessionDeleteResult> {
+  async delete(
+    conversationKey: ConversationKey,
+    options: { keepMemory: boolean },
+  ): Promise<SessionDeleteResult> {
     const lease = await this.lease(conversationKey);
     try {
       const { tenant_id, agent_id, session_id } = lease.session;
@@ -177,7 +184,7 @@ export class SessionAdminService {
 
   private async apply(
     action: SessionAdminAction,
-    conversationKey: string,
+    conversationKey: ConversationKey,
     requestId: string,
     decide: (
       state: AgentState,
@@ -232,7 +239,7 @@ export class SessionAdminService {
   }
 
   /** The conversation's lease, for a session that exists and has had a turn. */
-  private async lease(conversationKey: string): Promise<ConversationLease> {
+  private async lease(conversationKey: ConversationKey): Promise<ConversationLease> {
     const session = await this.checkpoints.getSession(conversationKey);
     if (!session || session.turn_count === 0) throw new SessionNotFoundError(conversationKey);
     const lease = await this.checkpoints.acquire(identityOf(session));
@@ -247,7 +254,7 @@ export class SessionAdminService {
 
 function identityOf(session: SessionRow): ConversationIdentity {
   return {
-    conversation_key: session.conversation_key,
+    conversation_key: conversationKeyOf(session.tenant_id, session.session_id),
     tenant_id: session.tenant_id,
     session_id: session.session_id,
     agent_id: session.agent_id,

@@ -12,6 +12,8 @@ import {
   AgentState,
   ClientMetadata,
   continuitySignalSchema,
+  conversationKeyOf,
+  ConversationKey,
   routeDecisionSchema,
   SESSION_CONTROLS,
   TRANSACTION_STATUSES,
@@ -96,10 +98,6 @@ function bodyFingerprint(input: TurnInput): string {
     .digest('hex');
 }
 
-export function conversationKeyOf(tenantId: string, sessionId: string): string {
-  return `${tenantId}:${sessionId}`;
-}
-
 /**
  * One turn end to end: idempotency, the conversation lease, checkpoint load, the graph, and the atomic commit
  * of checkpoint, session row, events and idempotency record.
@@ -120,9 +118,9 @@ export class TurnService {
     // stored hold the text as the personal-data policy left it, never the card number as sent.
     const masking = this.guardrails.protectMessage(sent.text, sent.tenant_id, sent.agent_id);
     const input: TurnInput = { ...sent, text: masking.text };
-    const conversationKey = conversationKeyOf(input.tenant_id, input.session_id);
+    const key = conversationKeyOf(input.tenant_id, input.session_id);
     const identity: ConversationIdentity = {
-      conversation_key: conversationKey,
+      conversation_key: key,
       tenant_id: input.tenant_id,
       session_id: input.session_id,
       agent_id: input.agent_id,
@@ -136,9 +134,9 @@ export class TurnService {
     if ('replay' in acquired) {
       const { response, fingerprint: stored } = acquired.replay;
       if (stored !== null && stored !== fingerprint) {
-        throw new IdempotencyKeyReusedError(conversationKey, input.message_id ?? '');
+        throw new IdempotencyKeyReusedError(key, input.message_id ?? '');
       }
-      return { response: storedTurnResponse(response, conversationKey), replayed: true };
+      return { response: storedTurnResponse(response, key), replayed: true };
     }
     const lease = acquired;
     try {
@@ -148,7 +146,7 @@ export class TurnService {
         tenant_id: input.tenant_id,
         agent_id: input.agent_id,
         session_id: input.session_id,
-        conversation_key: conversationKey,
+        conversation_key: key,
         turn,
         events: [],
         nodes: [],
@@ -158,7 +156,7 @@ export class TurnService {
         const loaded = await this.checkpoints.load(lease, 'carried over');
         const messageId = input.message_id ?? randomUUID();
         const initial: AgentState = {
-          ...this.initialState(loaded?.state ?? {}, input, conversationKey, turn, messageId),
+          ...this.initialState(loaded?.state ?? {}, input, key, turn, messageId),
           ...(masking.findings.length > 0 ? { personal_data_masked: masking.findings } : {}),
         };
         let final: AgentState;
@@ -174,7 +172,7 @@ export class TurnService {
         }
         const latencyMs = performance.now() - started;
         const unavailable = unavailableDependencies(context.events);
-        const response = this.response(final, conversationKey, messageId, turn, latencyMs, unavailable);
+        const response = this.response(final, key, messageId, turn, latencyMs, unavailable);
         await this.checkpoints.commit({
           identity,
           leaseToken: lease.token,
@@ -207,7 +205,7 @@ export class TurnService {
   private initialState(
     previous: AgentState,
     input: TurnInput,
-    conversationKey: string,
+    conversationKey: ConversationKey,
     turn: number,
     messageId: string,
   ): AgentState {
@@ -243,7 +241,7 @@ export class TurnService {
 
   private response(
     state: AgentState,
-    conversationKey: string,
+    conversationKey: ConversationKey,
     messageId: string,
     turn: number,
     latencyMs: number,

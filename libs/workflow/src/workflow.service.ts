@@ -3,7 +3,7 @@ import { ConfigType } from '@nestjs/config';
 import { randomUUID } from 'node:crypto';
 import { AgentsService } from '@agent/agents';
 import { checkpointConfig, ConfigFilesService, continuityConfig } from '@agent/config';
-import { ContinuityOutcome, ContinuityService } from '@agent/continuity';
+import { ContinuityService } from '@agent/continuity';
 import {
   AgentProfile,
   AgentState,
@@ -14,27 +14,19 @@ import {
   HistoryMessage,
   isDomainAgentNode,
   promptHistory,
-  RailDecision,
-  RouteDecision,
 } from '@agent/contracts';
-import { GuardrailsService, reportedCodes } from '@agent/guardrails';
+import { GuardrailsService } from '@agent/guardrails';
 import { JudgesService } from '@agent/judges';
 import { MemoryService } from '@agent/memory';
-import { EventBusService, NodeTelemetryService, TurnContext, TurnContextStore } from '@agent/observability';
+import { EventBusService, NodeTelemetryService, TurnContextStore } from '@agent/observability';
 import { RoutingService } from '@agent/routing';
 import { SessionControlService } from '@agent/session-control';
 import { openAnswerStream } from './answer-stream';
 import { SessionNodes } from './session-nodes';
+import { inputBlocked, RoutingChoreography } from './routing-choreography';
 import { END, nextNode, WorkflowNode } from './workflow.graph';
 
 type NodePatch = Partial<AgentState>;
-
-/** Work run in its own event buffer (see `WorkflowService.isolated`). */
-interface Isolated<T> {
-  result: T;
-  adopt(): void;
-  keepCostOnly(): void;
-}
 
 /** What a turn holds outside the state its nodes see. */
 interface TurnScope {
@@ -48,6 +40,7 @@ export class WorkflowService {
   private readonly nodes: Record<WorkflowNode, (state: AgentState, scope: TurnScope) => Promise<NodePatch>>;
   /** Retrieval and tool guardrails, handed to every agent run. */
   private readonly screen: ContentScreen;
+  private readonly choreography: RoutingChoreography;
 
   constructor(
     private readonly files: ConfigFilesService,
@@ -65,6 +58,12 @@ export class WorkflowService {
     private readonly judges: JudgesService,
   ) {
     this.screen = guardrails.contentScreen();
+    this.choreography = new RoutingChoreography({
+      guardrails,
+      continuity,
+      routing,
+      strategy: continuityEnv.ROUTE_STICKINESS_STRATEGY,
+    });
     const agentNode = (node: DomainAgentNode) => async (state: AgentState) => {
       const patch = await this.agents.run(node, state, this.screen);
       return { ...patch, ...this.routing.followUp(state, patch) };
@@ -72,7 +71,7 @@ export class WorkflowService {
     this.nodes = {
       input_guardrails: (s) => this.inputGuardrails(s),
       load_long_term_memory: (s) => this.loadLongTermMemory(s),
-      routing_decision: (s) => this.routingDecision(s),
+      routing_decision: (s) => this.choreography.decide(s),
       billing_agent: agentNode('billing_agent'),
       product_agent: agentNode('product_agent'),
       orders_agent: agentNode('orders_agent'),
@@ -196,139 +195,6 @@ export class WorkflowService {
     }
   }
 
-  /**
-   * The guardrail model's input verdict and routing start together. Routing's events wait in their own buffer:
-   * a BLOCK discards the routing result (only its model costs stay on record), so no agent, tool or memory
-   * write runs; otherwise routing's events join the turn and its decision applies.
-   */
-  private async routingDecision(state: AgentState): Promise<NodePatch> {
-    const routing = this.isolated(() => this.decide(state), 'input_guardrail_block');
-    // A blocked turn discards routing before it settles: never let it become an unhandled rejection.
-    routing.catch(() => undefined);
-    const verdict = await this.guardrails.inputVerdict(state);
-    const decisions = [...(state.guardrail_decisions ?? []), ...verdict.decisions];
-    if (verdict.blocked) {
-      void routing.then(
-        (run) => run.keepCostOnly(),
-        () => undefined,
-      );
-      return inputBlocked(state, verdict.message ?? '', decisions);
-    }
-    const run = await routing;
-    run.adopt();
-    return { ...this.routed(state, run.result), guardrail_decisions: decisions };
-  }
-
-  /**
-   * Continuity first (when enabled), so a person or the end of the session is always reachable; then the
-   * Enterprise Router (or the supervisor plan) exactly as if the feature were off.
-   */
-  private routed(
-    state: AgentState,
-    { outcome, routed }: { outcome: ContinuityOutcome | null; routed: RouteDecision | null },
-  ): NodePatch {
-    const decision = outcome?.decision ?? routed;
-    if (!decision) throw new Error('routing produced no decision');
-    if (outcome?.decision && outcome.signal.decision === 'CONTINUE' && this.continuity.shouldShadow()) {
-      const kept = outcome.decision.agent ?? '';
-      // Off the critical path: the shadow router never delays or changes the turn; it records agreement.
-      void this.continuity.runShadow(
-        state,
-        kept,
-        async () => (await this.isolatedRoute(state, 'shadow')).result,
-      );
-    }
-    const sessionControl = decision.metadata.session_control ?? '';
-    const interruption = decision.metadata.transaction_interruption;
-    return {
-      route: decision.route,
-      intent: decision.intent,
-      route_decision: decision,
-      domain: decision.domain ?? undefined,
-      mcp_tools: decision.mcp_tools,
-      next_state: decision.next_state,
-      active_agent: decision.agent ?? undefined,
-      route_bypassed: decision.method === 'continuity',
-      session_control: sessionControl,
-      human_handoff_requested: sessionControl === 'HUMAN_HANDOFF',
-      session_ended: sessionControl === 'END_SESSION',
-      continuity_signal: outcome?.signal,
-      ...(interruption === undefined ? {} : { transaction_interruption: interruption }),
-    };
-  }
-
-  /**
-   * Continuity first, then the Enterprise Router only when continuity did not decide (sequential); a ROUTE
-   * verdict that names an intent stands in for the router's model (`RoutingService.route`).
-   * Speculation starts the router together with the classifier: a ROUTE turn waits for max(classifier, router)
-   * instead of their sum; when continuity decides, or names the intent of a turn only the router's model would
-   * settle, the router's result is discarded and only the cost of its LLM calls stays on record. `speculative`
-   * does it on every turn; `adaptive` only when the router's model will decide the intent, since a keyword match
-   * or a pending state costs microseconds without it.
-   */
-  private async decide(
-    state: AgentState,
-  ): Promise<{ outcome: ContinuityOutcome | null; routed: RouteDecision | null }> {
-    if (!this.continuity.enabled) return { outcome: null, routed: await this.routing.route(state) };
-    const strategy = this.continuityEnv.ROUTE_STICKINESS_STRATEGY;
-    const settlement = this.routing.settlement(state);
-    const speculate = strategy === 'speculative' || (strategy === 'adaptive' && settlement === 'model');
-    if (!speculate) {
-      const outcome = await this.continuity.evaluate(state);
-      if (outcome?.decision) return { outcome, routed: null };
-      return { outcome, routed: await this.routing.route(state, outcome?.route ?? null) };
-    }
-    const speculative = this.isolatedRoute(state, 'speculative');
-    // The speculation may be discarded before it settles: never let it become an unhandled rejection.
-    speculative.catch(() => undefined);
-    const outcome = await this.continuity.evaluate(state);
-    const classified = settlement === 'model' ? (outcome?.route ?? null) : null;
-    if (outcome?.decision || classified) {
-      void speculative.then(
-        (run) => run.keepCostOnly(),
-        () => undefined,
-      );
-      return { outcome, routed: classified ? await this.routing.route(state, classified) : null };
-    }
-    const run = await speculative;
-    run.adopt();
-    return { outcome, routed: run.result };
-  }
-
-  /** The Enterprise Router in its own event buffer (see `isolated`). */
-  private isolatedRoute(
-    state: AgentState,
-    purpose: 'speculative' | 'shadow',
-  ): Promise<Isolated<RouteDecision>> {
-    return this.isolated(() => this.routing.route(state), purpose);
-  }
-
-  /**
-   * Runs `work` with its own event buffer, so a speculative, shadow or discarded decision never reads as the
-   * turn's. `adopt` moves its events into the turn; `keepCostOnly` keeps only its llm.call records, marked with
-   * the purpose they were discarded for.
-   */
-  private async isolated<T>(work: () => Promise<T>, purpose: string): Promise<Isolated<T>> {
-    const parent = TurnContextStore.current();
-    const child: TurnContext | undefined = parent ? { ...parent, events: [], nodes: [] } : undefined;
-    const result = child ? await TurnContextStore.run(child, work) : await work();
-    return {
-      result,
-      adopt: () => {
-        if (!parent || !child) return;
-        parent.events.push(...child.events);
-        // Work the adopted run left going (a discarded speculative router) records into the turn from now on.
-        child.events = parent.events;
-      },
-      keepCostOnly: () =>
-        parent?.events.push(
-          ...(child?.events ?? [])
-            .filter((e) => e.name === 'llm.call')
-            .map((e) => ({ ...e, payload: { ...e.payload, [purpose]: 'discarded' } })),
-        ),
-    };
-  }
-
   /** Agent-to-agent transfer: records it and hands the turn to the target agent. */
   private async agentHandoff(state: AgentState): Promise<NodePatch> {
     const decision = state.route_decision;
@@ -444,32 +310,4 @@ export class WorkflowService {
     const history = [...scope.storedHistory, ...turnMessages].slice(-this.checkpointEnv.MEMORY_HISTORY_LIMIT);
     return { final_answer: answer, history };
   }
-}
-
-/** The patch of a turn the input guardrails blocked: the safe message, and nothing routed. */
-function inputBlocked(state: AgentState, message: string, decisions: RailDecision[]): NodePatch {
-  const decision: RouteDecision = {
-    route: BLOCKED_ROUTE,
-    agent: null,
-    intent: 'input_guardrail_blocked',
-    domain: null,
-    mcp_tools: [],
-    confidence: 1,
-    method: 'guardrail',
-    reason: 'input guardrail blocked the message',
-    next_state: state.next_state ?? null,
-    route_bypassed: false,
-    metadata: { codes: reportedCodes(decisions.filter((d) => !d.allowed)) },
-  };
-  return {
-    blocked: true,
-    answer: message,
-    guardrail_decisions: decisions,
-    route: BLOCKED_ROUTE,
-    intent: 'input_guardrail_blocked',
-    route_decision: decision,
-    mcp_tools: [],
-    mcp_results: [],
-    judge_results: [],
-  };
 }

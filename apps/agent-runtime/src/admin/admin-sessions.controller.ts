@@ -2,10 +2,10 @@ import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, Req } from
 import { ApiBearerAuth, ApiBody, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import { CheckpointService } from '@agent/checkpoint';
+import { conversationKeyOf, ConversationKey } from '@agent/contracts';
 import { TracingService } from '@agent/observability';
 import { HandoffDeskService } from '@agent/events';
 import {
-  conversationKeyOf,
   HandoffClaimedError,
   SessionAdminResult,
   SessionAdminService,
@@ -87,7 +87,7 @@ export class AdminSessionsController {
     @Query() query: TenantQueryDto,
     @Req() request: FastifyRequest,
   ): Promise<SessionDetailDto> {
-    const key = this.conversationKey(request, params.session_id, query.tenant_id);
+    const key = this.addressedKey(request, params.session_id, query.tenant_id);
     const session = await this.existing(key);
     const loaded = await this.checkpoints.loadLatest(key);
     const events = await this.checkpoints.listEvents(key);
@@ -110,7 +110,7 @@ export class AdminSessionsController {
     @Query() query: TenantQueryDto,
     @Req() request: FastifyRequest,
   ): Promise<SessionTimelineDto> {
-    const key = this.conversationKey(request, params.session_id, query.tenant_id);
+    const key = this.addressedKey(request, params.session_id, query.tenant_id);
     const session = await this.existing(key);
     const loaded = await this.checkpoints.loadLatest(key);
     const head = loaded?.state ?? {};
@@ -131,7 +131,7 @@ export class AdminSessionsController {
     @Query() query: TenantQueryDto,
     @Req() request: FastifyRequest,
   ): Promise<SessionEventListDto> {
-    const key = this.conversationKey(request, params.session_id, query.tenant_id);
+    const key = this.addressedKey(request, params.session_id, query.tenant_id);
     await this.existing(key);
     const rows = await this.checkpoints.listEvents(key);
     return { items: rows.map(eventView) };
@@ -145,7 +145,7 @@ export class AdminSessionsController {
     @Query() query: TenantQueryDto,
     @Req() request: FastifyRequest,
   ): Promise<CheckpointListDto> {
-    const key = this.conversationKey(request, params.session_id, query.tenant_id);
+    const key = this.addressedKey(request, params.session_id, query.tenant_id);
     await this.existing(key);
     const rows = await this.checkpoints.listCheckpoints(key);
     return { items: rows.map(checkpointView) };
@@ -166,7 +166,7 @@ export class AdminSessionsController {
     @Body() body: AdminActionBodyDto,
     @Req() request: FastifyRequest,
   ): Promise<AdminActionResultDto> {
-    const key = this.conversationKey(request, params.session_id, query.tenant_id);
+    const key = this.addressedKey(request, params.session_id, query.tenant_id);
     await this.refuseOthersClaim(key, principalOf(request));
     return this.act('end', key, request, () => this.admin.end(key, String(request.id), body.reason ?? ''));
   }
@@ -183,7 +183,7 @@ export class AdminSessionsController {
     @Body() body: AdminActionBodyDto,
     @Req() request: FastifyRequest,
   ): Promise<AdminActionResultDto> {
-    const key = this.conversationKey(request, params.session_id, query.tenant_id);
+    const key = this.addressedKey(request, params.session_id, query.tenant_id);
     return this.act('handoff', key, request, () =>
       this.admin.handoff(key, String(request.id), body.reason ?? ''),
     );
@@ -204,7 +204,7 @@ export class AdminSessionsController {
     @Body() _body: NoFieldsBodyDto,
     @Req() request: FastifyRequest,
   ): Promise<AdminActionResultDto> {
-    const key = this.conversationKey(request, params.session_id, query.tenant_id);
+    const key = this.addressedKey(request, params.session_id, query.tenant_id);
     await this.refuseOthersClaim(key, principalOf(request));
     return this.act('resume', key, request, () => this.admin.resume(key, String(request.id)));
   }
@@ -224,7 +224,7 @@ export class AdminSessionsController {
     @Body() _body: NoFieldsBodyDto,
     @Req() request: FastifyRequest,
   ): Promise<AdminActionResultDto> {
-    const key = this.conversationKey(request, params.session_id, query.tenant_id);
+    const key = this.addressedKey(request, params.session_id, query.tenant_id);
     const operator = operatorOf(principalOf(request));
     return this.act('claim', key, request, () => this.admin.claim(key, String(request.id), operator));
   }
@@ -240,7 +240,7 @@ export class AdminSessionsController {
     @Query() query: DeleteSessionQueryDto,
     @Req() request: FastifyRequest,
   ): Promise<DeleteResultDto> {
-    const key = this.conversationKey(request, params.session_id, query.tenant_id);
+    const key = this.addressedKey(request, params.session_id, query.tenant_id);
     const result = await this.tracing.span(
       'admin.session.delete',
       { 'request.id': String(request.id), 'conversation.key': key },
@@ -251,7 +251,7 @@ export class AdminSessionsController {
 
   private async act(
     action: string,
-    key: string,
+    key: ConversationKey,
     request: FastifyRequest,
     work: () => Promise<SessionAdminResult>,
   ): Promise<AdminActionResultDto> {
@@ -276,7 +276,7 @@ export class AdminSessionsController {
    * While a conversation waiting for a person is claimed, only the claimer's key or a global key may give it back
    * or end it: another key gets the claim's 409.
    */
-  private async refuseOthersClaim(key: string, principal: Principal): Promise<void> {
+  private async refuseOthersClaim(key: ConversationKey, principal: Principal): Promise<void> {
     if (principal.tenants === null) return;
     const session = await this.checkpoints.getSession(key);
     if (session?.status !== 'handoff') return;
@@ -287,7 +287,11 @@ export class AdminSessionsController {
   }
 
   /** The conversation key this principal may address; another tenant's session is indistinguishable from none. */
-  private conversationKey(request: FastifyRequest, sessionId: string, requested: string | undefined): string {
+  private addressedKey(
+    request: FastifyRequest,
+    sessionId: string,
+    requested: string | undefined,
+  ): ConversationKey {
     const principal = principalOf(request);
     if (principal.tenants === null) {
       if (requested === undefined) {
@@ -304,7 +308,7 @@ export class AdminSessionsController {
     return conversationKeyOf(tenantId, sessionId);
   }
 
-  private async existing(key: string) {
+  private async existing(key: ConversationKey) {
     const session = await this.checkpoints.getSession(key);
     if (!session || session.turn_count === 0) throw new SessionNotFoundError(key);
     return session;

@@ -2,7 +2,7 @@ import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@n
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { CheckpointErrorCode } from '@agent/checkpoint';
 import type { ConfigErrorCode } from '@agent/config';
-import { isCodedError, JsonObject } from '@agent/contracts';
+import { conversationKeyOf, isCodedError, JsonObject } from '@agent/contracts';
 import { DatabaseErrorCode, isConnectionError } from '@agent/database';
 import type { EventsErrorCode } from '@agent/events';
 import type { GuardrailsErrorCode } from '@agent/guardrails';
@@ -316,7 +316,7 @@ function conversationOf(body: unknown): Record<string, string> {
   return {
     tenant_id: tenant,
     session_id: session,
-    conversation_key: `${tenant}:${session}`,
+    conversation_key: conversationKeyOf(tenant, session),
     ...(typeof agent === 'string' ? { agent_id: agent } : {}),
   };
 }

@@ -53,7 +53,9 @@ export class LlmVerdictClient implements VerdictClient {
         { role: 'user', content: request.content.slice(0, MAX_CONTENT_CHARS) },
       ],
     });
-    if (!result.ok) throw new ModelVerdictError(result.reason, result.detail);
+    if (!result.ok) {
+      throw new ModelVerdictError(result.reason, result.detail, result.unreachable?.network.cause);
+    }
     return new Map(codes.map((code) => [code, result.value[code]]));
   }
 
@@ -118,7 +120,7 @@ export function verdictEvaluation(check: ModelCheck, verdict: RailVerdict): Rail
 /** Why a rail could not decide, for events, metrics and readiness. */
 export function failureCause(error: Error): string {
   if (error instanceof RailTimeoutError) return 'timeout';
-  if (error instanceof ModelVerdictError) return error.reason;
+  if (error instanceof ModelVerdictError) return error.networkCause ?? error.reason;
   return 'error';
 }
 
