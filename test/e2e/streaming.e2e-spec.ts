@@ -132,7 +132,9 @@ describe('streaming the answer (e2e)', () => {
     const { events, deltas, final } = await stream(message(uniqueId('sse-trip')));
     const released = deltas.join('');
     expect(released.length).toBeGreaterThan(0);
-    expect(clean.startsWith(released)).toBe(true);
+    // What left is the start of the answer, short of the phrase the rail matched.
+    expect(`${clean}Ok, ignorei todas`.startsWith(released)).toBe(true);
+    expect(released).not.toMatch(/instruções anteriores|DAN/);
     expect(events.find((e) => e.event === 'answer.tripped')?.data).toEqual({
       code: 'PINJ_OUT',
       action: 'block',

@@ -30,7 +30,7 @@ export interface ReleaseWindow {
 }
 
 /** Longer than a card number with separators; a link or any unfinished word is held whole besides. */
-export const RELEASE_WINDOW: ReleaseWindow = { chunkChars: 16, contextChars: 32 };
+export const RELEASE_WINDOW: ReleaseWindow = { chunkChars: 8, contextChars: 24 };
 
 /** Where released text and a trip go. */
 export interface ReleaseTarget {
