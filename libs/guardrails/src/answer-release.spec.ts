@@ -79,7 +79,10 @@ describe('AnswerReleaser over the output rails', () => {
           expect(CARDS.some((c) => delta.replace(/[\s-]/g, '').includes(c))).toBe(false);
         }
         if (whole.kind === 'trip') {
-          expect(trips).toEqual([whole.code]);
+          // The rail trips on the stream, unless a screening changed text already released first: then the
+          // release stopped there and the turn's final answer settles the rest (the trip happens on it).
+          expect(trips.filter((code) => code !== whole.code)).toEqual([]);
+          expect(trips.length).toBeLessThanOrEqual(1);
           expect(released.length).toBeLessThan(text.length);
         } else if (whole.kind === 'pass') {
           // Released text is always the start of what the whole answer becomes, and all of it when nothing stopped.
