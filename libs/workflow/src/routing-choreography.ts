@@ -37,7 +37,11 @@ export class RoutingChoreography {
    * record), so no agent, tool or memory write runs; otherwise routing's events join the turn and its decision
    * applies.
    */
-  async decide(state: AgentState): Promise<NodePatch> {
+  /** `onShadow` hears the shadow comparison a CONTINUE turn starts (it never rejects), for the turn to await. */
+  async decide(
+    state: AgentState,
+    onShadow: (comparison: Promise<unknown>) => void = () => undefined,
+  ): Promise<NodePatch> {
     const routing = isolated(() => this.route(state), 'input_guardrail_block');
     // A blocked turn discards routing before it settles: never let it become an unhandled rejection.
     routing.catch(() => undefined);
@@ -52,21 +56,28 @@ export class RoutingChoreography {
     }
     const run = await routing;
     run.adopt();
-    return { ...this.routed(state, run.result), guardrail_decisions: decisions };
+    return { ...this.routed(state, run.result, onShadow), guardrail_decisions: decisions };
   }
 
   /**
    * Continuity first (when enabled), so a person or the end of the session is always reachable; then the
    * Enterprise Router (or the supervisor plan) exactly as if the feature were off.
    */
-  private routed(state: AgentState, { outcome, routed }: Routed): NodePatch {
+  private routed(
+    state: AgentState,
+    { outcome, routed }: Routed,
+    onShadow: (comparison: Promise<unknown>) => void,
+  ): NodePatch {
     const decision = outcome?.decision ?? routed;
     if (!decision) throw new Error('routing produced no decision');
     const { continuity } = this.ports;
     if (outcome?.decision && outcome.signal.decision === 'CONTINUE' && continuity.shouldShadow()) {
       const kept = outcome.decision.agent ?? '';
-      // Off the critical path: the shadow router never delays or changes the turn; it records agreement.
-      void continuity.runShadow(state, kept, async () => (await this.isolatedRoute(state, 'shadow')).result);
+      // Beside the agent: the shadow router never changes the turn; it records agreement in the turn's events,
+      // so the turn stores them only once it is done (see WorkflowService).
+      onShadow(
+        continuity.runShadow(state, kept, async () => (await this.isolatedRoute(state, 'shadow')).result),
+      );
     }
     const sessionControl = decision.metadata.session_control ?? '';
     const interruption = decision.metadata.transaction_interruption;

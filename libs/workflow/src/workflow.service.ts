@@ -40,6 +40,8 @@ interface TurnScope {
   storedHistory: HistoryMessage[];
   /** The agent's speculative first call, once the verdict allowed the turn and routing kept that agent. */
   draft?: AgentDraft;
+  /** The shadow router's comparison of a CONTINUE turn, which `persist` waits for so the turn stores it. */
+  shadow?: Promise<unknown>;
 }
 
 /** The turn graph (docs/architecture.md#the-turn); `runTurn` is its public entry point. */
@@ -116,6 +118,8 @@ export class WorkflowService {
       while (node !== END) {
         const current: WorkflowNode = node;
         running = current;
+        // A shadow comparison slower than the agent holds the turn here, so its record is stored with the turn.
+        if (current === 'persist') await scope.shadow;
         const patch = await this.telemetry.run(current, () =>
           isFixedNode(current) ? this.nodes[current](state, scope) : this.agentNode(current, state, scope),
         );
@@ -227,7 +231,9 @@ export class WorkflowService {
   private async routingDecision(state: AgentState, scope: TurnScope): Promise<NodePatch> {
     const draft = this.startDraft(state, scope);
     scope.draft = draft ?? undefined;
-    const patch = await this.choreography.decide(state);
+    const patch = await this.choreography.decide(state, (comparison) => {
+      scope.shadow = comparison;
+    });
     const agent = continuedAgent(state, (name) => this.files.isGraphAgent(name));
     if (agent && patch.continuity_signal && !patch.blocked) {
       this.continueShare.record(
