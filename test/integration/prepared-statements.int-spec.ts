@@ -1,4 +1,4 @@
-import { createDataSource, DatabaseService } from '@agent/database';
+import { createDataSource, DatabaseService, statement } from '@agent/database';
 import { scratchDatabase, ScratchDatabase } from '../support/scratch-database';
 
 /**
@@ -6,7 +6,7 @@ import { scratchDatabase, ScratchDatabase } from '../support/scratch-database';
  * column's type under statements the pool's connections have prepared).
  */
 const url = process.env.DATABASE_URL;
-const READ: { name: string; text: string } = { name: 'prepared_probe_read', text: 'SELECT v FROM probe' };
+const READ = statement<[], { v: string }>('prepared_probe_read', 'SELECT v FROM probe');
 
 if (url) {
   describe('named statements after a migration', () => {
@@ -30,8 +30,8 @@ if (url) {
         await Promise.all([db.run(READ, []), db.run(READ, []), db.run(READ, [])]);
         await dataSource.query(`ALTER TABLE probe ALTER COLUMN v TYPE varchar(10)`);
         // Every idle connection now holds a stale plan; each is dropped in turn until a fresh one prepares it.
-        expect(await db.run<{ v: string }>(READ, [])).toEqual([{ v: 'x' }]);
-        expect(await db.run<{ v: string }>(READ, [])).toEqual([{ v: 'x' }]);
+        expect(await db.run(READ, [])).toEqual([{ v: 'x' }]);
+        expect(await db.run(READ, [])).toEqual([{ v: 'x' }]);
         const prepared: { name: string }[] = await dataSource.query(
           'SELECT name FROM pg_prepared_statements',
         );

@@ -151,10 +151,8 @@ export class DatabaseService implements OnApplicationShutdown {
   async run<Params extends readonly unknown[], Row extends QueryResultRow>(
     statement: Statement<Params, Row>,
     params: Params,
-  ): Promise<Row[]>;
-  async run<T extends QueryResultRow>(statement: NamedStatement, params: unknown[]): Promise<T[]>;
-  async run<T extends QueryResultRow>(statement: NamedStatement, params: readonly unknown[]): Promise<T[]> {
-    return (await this.execute<T>(statement, params)).rows;
+  ): Promise<Row[]> {
+    return (await this.execute<Row>(statement, params)).rows;
   }
 
   /** Runs an UPDATE or a DELETE of the catalogue like `run`, and returns how many rows it changed. */
