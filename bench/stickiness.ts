@@ -39,7 +39,7 @@ import { generateTraffic } from './traffic';
  * start; and on with the default strategy and each agent speculation policy (AGENT_SPECULATIVE_START), `default`
  * being the service's defaults.
  */
-type ModeName = 'off' | 'sequential' | 'speculative' | 'adaptive' | 'default' | 'always';
+type ModeName = 'off' | 'sequential' | 'speculative' | 'adaptive' | 'default' | 'eager' | 'always';
 
 const STICKY_ON = { ENABLE_ROUTE_STICKINESS: 'true' };
 const MODES: { name: ModeName; env: Record<string, string> }[] = [
@@ -57,9 +57,14 @@ const MODES: { name: ModeName; env: Record<string, string> }[] = [
     env: { ...STICKY_ON, ROUTE_STICKINESS_STRATEGY: 'adaptive', AGENT_SPECULATIVE_START: 'off' },
   },
   { name: 'default', env: { ...STICKY_ON, AGENT_SPECULATIVE_START: 'adaptive' } },
+  // The adaptive policy content with a draft used one time in two: also on turns no keyword speaks to.
+  {
+    name: 'eager',
+    env: { ...STICKY_ON, AGENT_SPECULATIVE_START: 'adaptive', AGENT_SPECULATIVE_MIN_CONTINUE_SHARE: '0.5' },
+  },
   { name: 'always', env: { ...STICKY_ON, AGENT_SPECULATIVE_START: 'always' } },
 ];
-const STICKY: ModeName[] = ['sequential', 'speculative', 'adaptive', 'default', 'always'];
+const STICKY: ModeName[] = ['sequential', 'speculative', 'adaptive', 'default', 'eager', 'always'];
 /** The profile whose calls stickiness can avoid (generation `llm.router`), and the classifier's (`llm.route_continuity`). */
 const ROUTER = 'router';
 const CLASSIFIER = 'route_continuity';

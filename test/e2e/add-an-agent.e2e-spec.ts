@@ -8,10 +8,11 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { parse, stringify } from 'yaml';
 import { z } from 'zod/v3';
 import {
-  FakeChatRequest,
   FakeLlmServer,
   GUARDRAILS_ALLOW,
+  hasToolMessage,
   lastUserMessage,
+  offeredTools,
   requestText,
 } from '../support/fake-llm';
 import { REPO_ROOT, startTestApp, TestApp, uniqueId } from '../support/test-app';
@@ -101,10 +102,6 @@ async function readBody(req: IncomingMessage): Promise<string> {
   for await (const chunk of req) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks).toString('utf8');
 }
-
-const hasToolMessage = (request: FakeChatRequest) => request.messages.some((m) => m.role === 'tool');
-const offeredTools = (request: FakeChatRequest): string[] =>
-  ((request.body.tools as { function: { name: string } }[] | undefined) ?? []).map((t) => t.function.name);
 
 interface TurnBody {
   answer: string;

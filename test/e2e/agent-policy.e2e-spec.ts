@@ -7,7 +7,9 @@ import {
   FakeChatRequest,
   FakeLlmServer,
   GUARDRAILS_ALLOW,
+  hasToolMessage,
   lastUserMessage,
+  offeredTools,
   requestText,
 } from '../support/fake-llm';
 import { freePort, ReferenceMcpProcess } from '../support/reference-mcp';
@@ -108,9 +110,6 @@ interface Readiness {
 /** The customer's message in a router call (its payload also carries the intent catalogue). */
 const routedMessage = (request: FakeChatRequest) =>
   String((JSON.parse(lastUserMessage(request)) as { message?: unknown }).message);
-const hasToolMessage = (request: FakeChatRequest) => request.messages.some((m) => m.role === 'tool');
-const offeredTools = (request: FakeChatRequest): string[] =>
-  ((request.body.tools as { function: { name: string } }[] | undefined) ?? []).map((t) => t.function.name);
 
 describe('per-agent policy (e2e)', () => {
   let fake: FakeLlmServer;

@@ -8,7 +8,9 @@ import {
   FakeLlmServer,
   FakeReply,
   GUARDRAILS_ALLOW,
+  hasToolMessage,
   lastUserMessage,
+  offeredTools,
   requestText,
 } from '../support/fake-llm';
 import { ReferenceMcpProcess } from '../support/reference-mcp';
@@ -56,10 +58,6 @@ function routerReply(request: FakeChatRequest): FakeReply {
   const intent = topic ?? payload.transaction_context?.intent ?? 'retail_order_cancel';
   return { json: { intent, confidence: 0.95, reason: 'scripted' } };
 }
-
-const hasToolMessage = (request: FakeChatRequest) => request.messages.some((m) => m.role === 'tool');
-const offeredTools = (request: FakeChatRequest): string[] =>
-  ((request.body.tools as { function: { name: string } }[] | undefined) ?? []).map((t) => t.function.name);
 
 describe('domain agents with the reference MCP server', () => {
   let fake: FakeLlmServer;

@@ -1,4 +1,10 @@
-import { FakeChatRequest, FakeLlmServer, GUARDRAILS_ALLOW, lastUserMessage } from '../support/fake-llm';
+import {
+  FakeChatRequest,
+  FakeLlmServer,
+  GUARDRAILS_ALLOW,
+  lastUserMessage,
+  offeredTools,
+} from '../support/fake-llm';
 import { latestState, storedEvents } from '../support/stored-rows';
 import { startTestApp, TestApp, uniqueId } from '../support/test-app';
 
@@ -27,8 +33,6 @@ const CONVERSATIONS = {
 
 const payloadOf = (request: FakeChatRequest): Record<string, unknown> =>
   JSON.parse(lastUserMessage(request)) as Record<string, unknown>;
-const offered = (request: FakeChatRequest): string[] =>
-  ((request.body.tools as { function: { name: string } }[] | undefined) ?? []).map((t) => t.function.name);
 
 describe('several requests in one message (router mode)', () => {
   let fake: FakeLlmServer;
@@ -78,7 +82,7 @@ describe('several requests in one message (router mode)', () => {
     fake.script({
       model: 'agent',
       reply: (request) => ({
-        content: offered(request).includes('consultar_fatura')
+        content: offeredTools(request).includes('consultar_fatura')
           ? 'A segunda via da sua fatura foi enviada.'
           : 'Seu plano tem 30GB de internet.',
       }),

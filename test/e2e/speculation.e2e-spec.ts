@@ -4,6 +4,7 @@ import {
   FakeReply,
   guardrailVerdict,
   lastUserMessage,
+  offeredTools,
   requestText,
 } from '../support/fake-llm';
 import { latestState, storedEvents } from '../support/stored-rows';
@@ -187,6 +188,22 @@ describe('speculative agent start (e2e)', () => {
     const [guardrail] = speculative.fake.requestsFor('guardrail').slice(-1);
     const [draft] = speculative.fake.requestsFor('agent').slice(-1);
     expect(Math.abs(draft.at - guardrail.at)).toBeLessThan(200);
+  });
+
+  it("a keyword naming another intent of the active agent drafts with that intent's tools: the draft is used", async () => {
+    // Order tracking, then a cancellation: the same agent, another intent with other tools.
+    const text = 'quero cancelar o pedido 5932';
+    const { key, bodies } = await conversation(['onde está o meu pedido?', text]);
+    expect(bodies[1].speculative).toMatchObject({ route: 'orders_agent', intent: 'retail_order_cancel' });
+    expect(answerOf(bodies[1].speculative)).toEqual(answerOf(bodies[1].plain));
+    const events = await storedEvents(speculative.app.dataSource, key);
+    const calls = events.filter(
+      (e) => e.turn === 2 && e.name === 'llm.call' && e.payload.profile === 'agent',
+    );
+    expect(calls.map((e) => e.payload.speculative_agent)).toEqual(['used']);
+    const [draft] = speculative.fake.requestsFor('agent').filter((r) => lastUserMessage(r) === text);
+    const tools = offeredTools(draft).sort();
+    expect(tools).toEqual(['cancelar_pedido', 'consultar_pedido']);
   });
 
   it('a block cancels the draft: the blocked answer, no tool, nothing of the draft later', async () => {

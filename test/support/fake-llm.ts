@@ -1,5 +1,6 @@
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { z } from 'zod';
 
 /**
  * A real HTTP server speaking the OpenAI chat-completions API, scripted per test.
@@ -72,6 +73,18 @@ export interface FakeScript {
 /** The text of every message of a request, joined: handy in `when` predicates. */
 export function requestText(request: FakeChatRequest): string {
   return request.messages.map((m) => (typeof m.content === 'string' ? m.content : '')).join('\n');
+}
+
+const offeredToolsSchema = z.array(z.object({ function: z.object({ name: z.string() }) })).catch([]);
+
+/** The names of the tools a request offers the model. */
+export function offeredTools(request: FakeChatRequest): string[] {
+  return offeredToolsSchema.parse(request.body.tools ?? []).map((tool) => tool.function.name);
+}
+
+/** Whether a request carries a tool's result (the call after the model asked for a tool). */
+export function hasToolMessage(request: FakeChatRequest): boolean {
+  return request.messages.some((m) => m.role === 'tool');
 }
 
 /** The last user message of a request. */

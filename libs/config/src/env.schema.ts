@@ -330,6 +330,8 @@ export const continuityEnvSchema = z.object({
   ROUTE_STICKINESS_SHADOW_RATE: envNumber(0, { min: 0, max: 1 }),
   /** When the active agent's first model call starts beside the guardrail verdict and the classifier. */
   AGENT_SPECULATIVE_START: envEnum(['off', 'adaptive', 'always'], 'adaptive'),
+  /** `adaptive`: the share of unsettled turns the active agent keeps at which its first call starts early. */
+  AGENT_SPECULATIVE_MIN_CONTINUE_SHARE: envNumber(0.9, { min: 0, max: 1 }),
 });
 
 export const sessionControlEnvSchema = z.object({

@@ -1,4 +1,14 @@
-import { ContinueShare, shouldSpeculate, SpeculationSignals } from './speculation-policy';
+import {
+  ContinueShare,
+  shouldSpeculate,
+  SpeculationSettings,
+  SpeculationSignals,
+} from './speculation-policy';
+
+const mode = (
+  AGENT_SPECULATIVE_START: SpeculationSettings['AGENT_SPECULATIVE_START'],
+  AGENT_SPECULATIVE_MIN_CONTINUE_SHARE = 0.5,
+): SpeculationSettings => ({ AGENT_SPECULATIVE_START, AGENT_SPECULATIVE_MIN_CONTINUE_SHARE });
 
 const signals = (patch: Partial<SpeculationSignals> = {}): SpeculationSignals => ({
   agent: 'billing_agent',
@@ -11,36 +21,54 @@ const signals = (patch: Partial<SpeculationSignals> = {}): SpeculationSignals =>
 
 describe('shouldSpeculate', () => {
   it('never speculates when off, nor on a pending operation', () => {
-    expect(shouldSpeculate('off', signals())).toBe(false);
-    expect(shouldSpeculate('always', signals({ pending: true }))).toBe(false);
-    expect(shouldSpeculate('adaptive', signals({ pending: true }))).toBe(false);
+    expect(shouldSpeculate(mode('off'), signals())).toBe(false);
+    expect(shouldSpeculate(mode('always'), signals({ pending: true }))).toBe(false);
+    expect(shouldSpeculate(mode('adaptive'), signals({ pending: true }))).toBe(false);
   });
 
   it('always speculates otherwise when always, whatever the history', () => {
     expect(
-      shouldSpeculate('always', signals({ previousBlocked: true, history: { continued: 0, decided: 9 } })),
+      shouldSpeculate(
+        mode('always'),
+        signals({ previousBlocked: true, history: { continued: 0, decided: 9 } }),
+      ),
     ).toBe(true);
   });
 
   it('adaptive: not after a blocked turn', () => {
-    expect(shouldSpeculate('adaptive', signals({ previousBlocked: true }))).toBe(false);
+    expect(shouldSpeculate(mode('adaptive'), signals({ previousBlocked: true }))).toBe(false);
   });
 
   it('adaptive: a keyword of the agent alone says yes, keywords of other agents say no', () => {
     const cold = { continued: 0, decided: 10 };
     expect(
-      shouldSpeculate('adaptive', signals({ keywordAgents: new Set(['billing_agent']), history: cold })),
+      shouldSpeculate(
+        mode('adaptive'),
+        signals({ keywordAgents: new Set(['billing_agent']), history: cold }),
+      ),
     ).toBe(true);
-    expect(shouldSpeculate('adaptive', signals({ keywordAgents: new Set(['orders_agent']) }))).toBe(false);
+    expect(shouldSpeculate(mode('adaptive'), signals({ keywordAgents: new Set(['orders_agent']) }))).toBe(
+      false,
+    );
     expect(
-      shouldSpeculate('adaptive', signals({ keywordAgents: new Set(['billing_agent', 'orders_agent']) })),
+      shouldSpeculate(
+        mode('adaptive'),
+        signals({ keywordAgents: new Set(['billing_agent', 'orders_agent']) }),
+      ),
     ).toBe(false);
   });
 
   it('adaptive: without a keyword, the share of CONTINUE so far decides, a new agent starting at one in two', () => {
-    expect(shouldSpeculate('adaptive', signals())).toBe(true);
-    expect(shouldSpeculate('adaptive', signals({ history: { continued: 4, decided: 8 } }))).toBe(true);
-    expect(shouldSpeculate('adaptive', signals({ history: { continued: 3, decided: 8 } }))).toBe(false);
+    expect(shouldSpeculate(mode('adaptive'), signals())).toBe(true);
+    expect(shouldSpeculate(mode('adaptive'), signals({ history: { continued: 4, decided: 8 } }))).toBe(true);
+    expect(shouldSpeculate(mode('adaptive'), signals({ history: { continued: 3, decided: 8 } }))).toBe(false);
+  });
+
+  it('adaptive: the threshold is the configured share', () => {
+    const kept = { continued: 6, decided: 8 }; // (6 + 1) / (8 + 2) = 0.7
+    expect(shouldSpeculate(mode('adaptive', 0.7), signals({ history: kept }))).toBe(true);
+    expect(shouldSpeculate(mode('adaptive', 0.71), signals({ history: kept }))).toBe(false);
+    expect(shouldSpeculate(mode('adaptive', 0.51), signals())).toBe(false);
   });
 });
 

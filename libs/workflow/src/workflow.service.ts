@@ -229,17 +229,20 @@ export class WorkflowService {
    * of the session its request is cancelled and only its cost stays on record.
    */
   private async routingDecision(state: AgentState, scope: TurnScope): Promise<NodePatch> {
-    const draft = this.startDraft(state, scope);
+    const keywordAgents = this.routing.keywordAgents(state);
+    const draft = this.startDraft(state, keywordAgents, scope);
     scope.draft = draft ?? undefined;
     const patch = await this.choreography.decide(state, (comparison) => {
       scope.shadow = comparison;
     });
     const agent = continuedAgent(state, (name) => this.files.isGraphAgent(name));
-    if (agent && patch.continuity_signal && !patch.blocked) {
+    // The adaptive policy's record: how often the active agent keeps, as it was, a turn no keyword speaks to.
+    const signal = patch.continuity_signal;
+    if (agent && keywordAgents.size === 0 && signal && !patch.blocked) {
       this.continueShare.record(
         state.agent_id ?? '',
         agent,
-        patch.route_bypassed === true && patch.route === agent,
+        signal.decision === 'CONTINUE' && patch.route === agent,
       );
     }
     const kept =
@@ -254,31 +257,36 @@ export class WorkflowService {
 
   /**
    * The first call of the agent the turn most likely goes to, started now when stickiness is on and the policy
-   * says so; else null. A keyword that alone names another agent than the active one names the target (the
-   * state it would see carries that keyword decision's tools); otherwise the active agent, with the state a
-   * CONTINUE would give it (the tools of the decision that made it active).
+   * says so; else null. A keyword that alone names an agent names the target, with that keyword decision's
+   * intent and tools (routing takes them when it leaves the agent or moves it to the keyword's intent);
+   * otherwise the active agent, with the state a CONTINUE would give it (the tools of the decision that made it
+   * active).
    */
-  private startDraft(state: AgentState, scope: TurnScope): AgentDraft | null {
+  private startDraft(
+    state: AgentState,
+    keywordAgents: ReadonlySet<string>,
+    scope: TurnScope,
+  ): AgentDraft | null {
     if (!this.continuity.enabled) return null;
     const isAgent = (name: unknown): name is DomainAgentNode => this.files.isGraphAgent(name);
-    const active = continuedAgent(state, isAgent);
     const keyword = this.routing.keywordRoute(state);
-    const named = keyword && isAgent(keyword.agent) && keyword.agent !== active ? keyword : null;
-    const agent = named && isAgent(named.agent) ? named.agent : active;
+    const named =
+      keyword && isAgent(keyword.agent) ? { agent: keyword.agent, tools: keyword.mcp_tools } : null;
+    const agent = named?.agent ?? continuedAgent(state, isAgent);
     if (!agent) return null;
     const signals = {
       agent,
       pending: Boolean(state.active_transaction) || this.routing.settlement(state) === 'state_policy',
       previousBlocked: scope.storedHistory.at(-1)?.blocked === true,
-      keywordAgents: this.routing.keywordAgents(state),
+      keywordAgents,
       history: this.continueShare.of(state.agent_id ?? '', agent),
     };
-    if (!shouldSpeculate(this.continuityEnv.AGENT_SPECULATIVE_START, signals)) return null;
+    if (!shouldSpeculate(this.continuityEnv, signals)) return null;
     const predicted: AgentState = {
       ...state,
       route: agent,
       active_agent: agent,
-      ...(named ? { mcp_tools: named.mcp_tools } : {}),
+      ...(named ? { mcp_tools: named.tools } : {}),
     };
     return new AgentDraft(agent, (signal) => this.agents.speculate(agent, predicted, this.screen, signal));
   }
