@@ -8,6 +8,7 @@ import { startTestApp, TestApp, uniqueId } from '../support/test-app';
  * profile's deadline.
  */
 const CHANNEL_KEY = 'streaming-channel-key-0123456789';
+const ADMIN_KEY = 'streaming-admin-key-0123456789';
 
 interface StreamEvent {
   event: string;
@@ -20,7 +21,10 @@ describe('streaming the answer (e2e)', () => {
 
   beforeAll(async () => {
     fake = await FakeLlmServer.start();
-    app = await startTestApp({ fakeLlm: fake, env: { CHANNEL_API_KEYS: `acme:${CHANNEL_KEY}` } });
+    app = await startTestApp({
+      fakeLlm: fake,
+      env: { CHANNEL_API_KEYS: `acme:${CHANNEL_KEY}`, ADMIN_API_KEYS: ADMIN_KEY },
+    });
   });
 
   afterAll(async () => {
@@ -183,5 +187,38 @@ describe('streaming the answer (e2e)', () => {
     expect(final?.answer).toMatch(/Não consegui concluir sua solicitação/);
     expect(events.find((e) => e.event === 'answer.replaced')?.data).toEqual({ answer: final?.answer });
     expect(events.at(-1)?.event).toBe('turn.completed');
+  });
+
+  it('stores the time to first released text in the turn log and serves it in the timeline', async () => {
+    const answer = 'Sua fatura de março ficou em R$ 120,00 por causa do pacote de dados extra do dia 5.';
+    agentStreams({ content: answer });
+    const sessionId = uniqueId('sse-first-text');
+    const streamed = await stream(message(sessionId, 'm-1'));
+    expect(streamed.deltas.join('')).toBe(answer);
+    // The same conversation's next turn as JSON: nothing was streamed, so there is no time to first text.
+    agentStreams({ content: 'O pacote extra custou R$ 20,00.' });
+    const json = await app.post('/v1/channels/web/messages', message(sessionId, 'm-2'), {
+      authorization: `Bearer ${CHANNEL_KEY}`,
+    });
+    expect(json.status).toBe(200);
+    const stored = await app.dataSource.query<{ turn: number; first_text_ms: number | null }[]>(
+      'SELECT turn, first_text_ms FROM turn_log WHERE conversation_key = $1 ORDER BY version',
+      [`acme:${sessionId}`],
+    );
+    expect(stored.map((row) => row.turn)).toEqual([1, 2]);
+    const [first, second] = stored.map((row) => row.first_text_ms);
+    // The first text left before the turn's answer was complete, measured from the same start as its latency.
+    expect(first).toEqual(expect.any(Number));
+    expect(first).toBeLessThanOrEqual(Number(streamed.final?.latency_ms));
+    expect(second).toBeNull();
+    const timeline = await app.get<{ turns: { turn: number; first_text_ms: number | null }[] }>(
+      `/v1/admin/sessions/${sessionId}/timeline?tenant_id=acme`,
+      { authorization: `Bearer ${ADMIN_KEY}` },
+    );
+    expect(timeline.status).toBe(200);
+    expect(timeline.body.turns.map((turn) => [turn.turn, turn.first_text_ms])).toEqual([
+      [1, first],
+      [2, null],
+    ]);
   });
 });
