@@ -1,11 +1,14 @@
-import { FakeLlmServer, GUARDRAILS_ALLOW } from '../support/fake-llm';
+import { FakeChatRequest, FakeLlmServer, GUARDRAILS_ALLOW } from '../support/fake-llm';
+import { ReferenceMcpProcess } from '../support/reference-mcp';
 import { startTestApp, TestApp, uniqueId } from '../support/test-app';
+import { waitUntil } from '../support/wait-for';
 
 /**
  * The answer streamed over SSE with a streaming scripted model: the deltas add up to the final answer, a card
  * split across the model's pieces never leaves in clear, an obeyed injection trips mid-stream, a client that
- * goes away leaves a turn committed once that a retry replays, and a model stream that stalls ends at the
- * profile's deadline.
+ * goes away leaves a turn committed once that a retry replays, a turn that fails after its first delta ends
+ * with an `error` event and its retry runs it, the answer after a tool call (the reference MCP server's) streams
+ * too, a model stream that stalls ends at the profile's deadline, and the turn log keeps the time to first text.
  */
 const CHANNEL_KEY = 'streaming-channel-key-0123456789';
 const ADMIN_KEY = 'streaming-admin-key-0123456789';
@@ -17,19 +20,26 @@ interface StreamEvent {
 
 describe('streaming the answer (e2e)', () => {
   let fake: FakeLlmServer;
+  let mcp: ReferenceMcpProcess;
   let app: TestApp;
 
   beforeAll(async () => {
-    fake = await FakeLlmServer.start();
+    [fake, mcp] = await Promise.all([FakeLlmServer.start(), ReferenceMcpProcess.start()]);
     app = await startTestApp({
       fakeLlm: fake,
-      env: { CHANNEL_API_KEYS: `acme:${CHANNEL_KEY}`, ADMIN_API_KEYS: ADMIN_KEY },
+      env: {
+        CHANNEL_API_KEYS: `acme:${CHANNEL_KEY}`,
+        ADMIN_API_KEYS: ADMIN_KEY,
+        MCP_SERVER_TELECOM_URL: mcp.url,
+        RAG_INGEST_ON_START: 'false',
+      },
     });
   });
 
   afterAll(async () => {
-    await app.close();
-    await fake.stop();
+    await app?.close();
+    await fake?.stop();
+    await mcp?.stop();
   });
 
   /** Scripts the turn: the guardrail model allows, the router knows no intent, the agent streams `reply`. */
@@ -51,8 +61,20 @@ describe('streaming the answer (e2e)', () => {
     };
   }
 
-  /** POSTs with `Accept: text/event-stream` and reads the events; `stopAfter` disconnects once it holds. */
-  async function stream(body: unknown, stopAfter?: (events: StreamEvent[]) => boolean) {
+  /**
+   * POSTs with `Accept: text/event-stream` and reads the events; `stopAfter` disconnects once it holds, `meanwhile`
+   * runs (awaited) after each read while the stream stays open.
+   */
+  async function stream(
+    body: unknown,
+    {
+      stopAfter,
+      meanwhile,
+    }: {
+      stopAfter?: (events: StreamEvent[]) => boolean;
+      meanwhile?: (events: StreamEvent[]) => Promise<void>;
+    } = {},
+  ) {
     const controller = new AbortController();
     const response = await fetch(`${app.baseUrl}/v1/channels/web/messages`, {
       method: 'POST',
@@ -83,6 +105,7 @@ describe('streaming the answer (e2e)', () => {
         controller.abort();
         break;
       }
+      await meanwhile?.(events);
     }
     const deltas = events.filter((e) => e.event === 'answer.delta').map((e) => String(e.data.text));
     const final = events.find((e) => e.event === 'turn.completed')?.data;
@@ -153,9 +176,9 @@ describe('streaming the answer (e2e)', () => {
     agentStreams({ content: answer });
     fake.streaming = { firstTokenMs: 5, tokenIntervalMs: 15, chunkChars: 4 };
     const sessionId = uniqueId('sse-gone');
-    const gone = await stream(message(sessionId, 'm-gone'), (events) =>
-      events.some((e) => e.event === 'answer.delta'),
-    );
+    const gone = await stream(message(sessionId, 'm-gone'), {
+      stopAfter: (events) => events.some((e) => e.event === 'answer.delta'),
+    });
     expect(gone.final).toBeUndefined();
     const committed = async () =>
       (
@@ -164,13 +187,98 @@ describe('streaming the answer (e2e)', () => {
           [`acme:${sessionId}`],
         )
       )[0].n;
-    while ((await committed()) === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+    await waitUntil('the turn of the client that went away committed', async () => (await committed()) > 0);
     const retry = await stream(message(sessionId, 'm-gone'));
     expect(retry.response.headers.get('idempotent-replay')).toBe('true');
     expect(retry.deltas.join('')).toBe(answer);
     expect(retry.final).toMatchObject({ answer, turn: 1 });
     expect(await committed()).toBe(1);
     expect(fake.requestsFor('agent')).toHaveLength(1);
+  });
+
+  it('ends a stream whose turn fails after the first delta with an error event; the retry runs the turn', async () => {
+    const answer =
+      'Sua fatura de março ficou em R$ 120,00 por causa do pacote extra contratado no dia cinco.';
+    agentStreams({ content: answer });
+    fake.streaming = { firstTokenMs: 5, tokenIntervalMs: 15, chunkChars: 4 };
+    const sessionId = uniqueId('sse-fail');
+    const key = `acme:${sessionId}`;
+    // While the answer streams, another replica takes over the lapsed lease: this turn's commit is refused.
+    let leaseTaken = false;
+    const failed = await stream(message(sessionId, 'm-fail'), {
+      meanwhile: async (events) => {
+        if (leaseTaken || !events.some((e) => e.event === 'answer.delta')) return;
+        leaseTaken = true;
+        await app.dataSource.query(
+          `UPDATE sessions SET lease_owner = 'another-replica', lease_expires_at = now() WHERE conversation_key = $1`,
+          [key],
+        );
+      },
+    });
+    expect(failed.deltas.length).toBeGreaterThan(0);
+    expect(failed.final).toBeUndefined();
+    expect(failed.events.at(-1)).toEqual({
+      event: 'error',
+      data: {
+        error: { code: 'CONVERSATION_MOVED_ON', message: expect.any(String) },
+        request_id: failed.response.headers.get('x-request-id'),
+      },
+    });
+    const checkpoints = async () =>
+      (
+        await app.dataSource.query<{ n: number }[]>(
+          'SELECT count(*)::int AS n FROM checkpoints WHERE conversation_key = $1',
+          [key],
+        )
+      )[0].n;
+    expect(await checkpoints()).toBe(0);
+    // The message was not processed: its retry runs the turn and streams the whole answer.
+    const retry = await stream(message(sessionId, 'm-fail'));
+    expect(retry.response.headers.get('idempotent-replay')).toBeNull();
+    expect(retry.deltas.join('')).toBe(answer);
+    expect(retry.final).toMatchObject({ answer, turn: 1, message_id: 'm-fail' });
+    expect(await checkpoints()).toBe(1);
+    expect(fake.requestsFor('agent')).toHaveLength(2);
+  });
+
+  it('streams the answer the model writes after a tool call, with the tool result in it', async () => {
+    const hasToolMessage = (request: FakeChatRequest) => request.messages.some((m) => m.role === 'tool');
+    fake.reset();
+    fake.streaming = { firstTokenMs: 5, tokenIntervalMs: 2, chunkChars: 4 };
+    fake.script(GUARDRAILS_ALLOW);
+    fake.script({ model: 'router', reply: { json: { intent: 'unknown', confidence: 0 } } });
+    fake.script({
+      model: 'agent',
+      when: (request) => !hasToolMessage(request),
+      reply: {
+        content: null,
+        tool_calls: [{ name: 'consultar_fatura', arguments: { msisdn: '11999990001' } }],
+      },
+    });
+    fake.script({
+      model: 'agent',
+      when: hasToolMessage,
+      reply: (request) => {
+        const tool = request.messages.find((m) => m.role === 'tool');
+        const { invoice } = (
+          JSON.parse(String(tool?.content)) as {
+            result: { invoice: { invoice_id: string; amount: number; due_date: string } };
+          }
+        ).result;
+        return {
+          content: `Sua fatura ${invoice.invoice_id} está em R$ ${invoice.amount} e vence em ${invoice.due_date}. Posso ajudar em algo mais?`,
+        };
+      },
+    });
+    const { events, deltas, final } = await stream(message(uniqueId('sse-tool')));
+    const agentCalls = fake.requestsFor('agent');
+    expect(agentCalls.map((call) => call.body.stream)).toEqual([true, true]);
+    expect(agentCalls[1].messages.find((m) => m.role === 'tool')?.content).toContain('FAT-202603-0001');
+    expect(final?.answer).toContain('FAT-202603-0001');
+    // Released as the second reply streamed, not whole at the end, and nothing replaced.
+    expect(deltas.length).toBeGreaterThan(3);
+    expect(deltas.join('')).toBe(final?.answer);
+    expect(events.map((e) => e.event)).not.toContain('answer.replaced');
   });
 
   it('releases text as the model writes it, and ends a stream that stalls at the profile deadline', async () => {
