@@ -6,6 +6,7 @@ import { launchChromium, screenshot } from '../support/browser';
 import { FakeLlmServer } from '../support/fake-llm';
 import { scriptStages } from '../support/scripted-stages';
 import { startTestApp, TestApp, uniqueId } from '../support/test-app';
+import { streamTurn } from '../support/turn-stream-client';
 
 // Tenants of their own, so listings are exact even when other suites share the database.
 const TENANT = `con${Date.now().toString(36)}`;
@@ -94,22 +95,12 @@ describe('operator console in Chromium', () => {
 
   /** The same message with its answer streamed (server-sent events); returns once the stream ended. */
   const sayStreamed = async (sessionId: string, text: string) => {
-    const res = await fetch(`${app.baseUrl}/v1/channels/web/messages`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        accept: 'text/event-stream',
-        authorization: `Bearer ${CHANNEL_KEYS[TENANT]}`,
-      },
-      body: JSON.stringify({
-        tenant_id: TENANT,
-        agent_id: 'telecom_contas',
-        session_id: sessionId,
-        text,
-        user_id: 'user-1',
-      }),
-    });
-    expect(await res.text()).toContain('event: turn.completed');
+    const { final } = await streamTurn(
+      app.baseUrl,
+      { tenant_id: TENANT, agent_id: 'telecom_contas', session_id: sessionId, text, user_id: 'user-1' },
+      { headers: { authorization: `Bearer ${CHANNEL_KEYS[TENANT]}` } },
+    );
+    expect(final).toBeDefined();
   };
 
   const signIn = async (key: string) => {

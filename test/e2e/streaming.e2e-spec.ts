@@ -1,6 +1,7 @@
 import { FakeChatRequest, FakeLlmServer, GUARDRAILS_ALLOW } from '../support/fake-llm';
 import { ReferenceMcpProcess } from '../support/reference-mcp';
 import { startTestApp, TestApp, uniqueId } from '../support/test-app';
+import { streamTurn, TurnStreamOptions } from '../support/turn-stream-client';
 import { waitUntil } from '../support/wait-for';
 
 /**
@@ -12,11 +13,6 @@ import { waitUntil } from '../support/wait-for';
  */
 const CHANNEL_KEY = 'streaming-channel-key-0123456789';
 const ADMIN_KEY = 'streaming-admin-key-0123456789';
-
-interface StreamEvent {
-  event: string;
-  data: Record<string, unknown>;
-}
 
 describe('streaming the answer (e2e)', () => {
   let fake: FakeLlmServer;
@@ -61,56 +57,9 @@ describe('streaming the answer (e2e)', () => {
     };
   }
 
-  /**
-   * POSTs with `Accept: text/event-stream` and reads the events; `stopAfter` disconnects once it holds, `meanwhile`
-   * runs (awaited) after each read while the stream stays open.
-   */
-  async function stream(
-    body: unknown,
-    {
-      stopAfter,
-      meanwhile,
-    }: {
-      stopAfter?: (events: StreamEvent[]) => boolean;
-      meanwhile?: (events: StreamEvent[]) => Promise<void>;
-    } = {},
-  ) {
-    const controller = new AbortController();
-    const response = await fetch(`${app.baseUrl}/v1/channels/web/messages`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        accept: 'text/event-stream',
-        authorization: `Bearer ${CHANNEL_KEY}`,
-      },
-      body: JSON.stringify(body),
-      signal: controller.signal,
-    });
-    const events: StreamEvent[] = [];
-    const reader = response.body?.pipeThrough(new TextDecoderStream()).getReader();
-    let buffer = '';
-    while (reader) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      buffer += value;
-      let end: number;
-      while ((end = buffer.indexOf('\n\n')) >= 0) {
-        const block = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        const event = /^event: (.*)$/m.exec(block)?.[1] ?? 'message';
-        const data = /^data: (.*)$/m.exec(block)?.[1] ?? '{}';
-        events.push({ event, data: JSON.parse(data) as Record<string, unknown> });
-      }
-      if (stopAfter?.(events)) {
-        controller.abort();
-        break;
-      }
-      await meanwhile?.(events);
-    }
-    const deltas = events.filter((e) => e.event === 'answer.delta').map((e) => String(e.data.text));
-    const final = events.find((e) => e.event === 'turn.completed')?.data;
-    return { response, events, deltas, final };
-  }
+  /** Streams a turn with the channel's key (see `streamTurn`). */
+  const stream = (body: unknown, options: Omit<TurnStreamOptions, 'headers'> = {}) =>
+    streamTurn(app.baseUrl, body, { ...options, headers: { authorization: `Bearer ${CHANNEL_KEY}` } });
 
   it('streams route facts, then deltas that add up to the final answer, then the JSON body of the turn', async () => {
     const answer =
@@ -217,12 +166,10 @@ describe('streaming the answer (e2e)', () => {
     });
     expect(failed.deltas.length).toBeGreaterThan(0);
     expect(failed.final).toBeUndefined();
-    expect(failed.events.at(-1)).toEqual({
-      event: 'error',
-      data: {
-        error: { code: 'CONVERSATION_MOVED_ON', message: expect.any(String) },
-        request_id: failed.response.headers.get('x-request-id'),
-      },
+    expect(failed.events.at(-1)?.event).toBe('error');
+    expect(failed.events.at(-1)?.data).toEqual({
+      error: { code: 'CONVERSATION_MOVED_ON', message: expect.any(String) },
+      request_id: failed.response.headers.get('x-request-id'),
     });
     const checkpoints = async () =>
       (
