@@ -14,6 +14,7 @@ import { NodeTimingsOnce1765584000000 } from './1765584000000-node-timings-once'
 import { RelayBacklog1765670400000 } from './1765670400000-relay-backlog';
 import { CheckpointsKeyedByConversation1765756800000 } from './1765756800000-checkpoints-keyed-by-conversation';
 import { DeadLetterRedeliveryClaim1765843200000 } from './1765843200000-dead-letter-redelivery-claim';
+import { FirstTextInTurnLog1765929600000 } from './1765929600000-first-text-in-turn-log';
 
 /** Every migration, in order. Listed explicitly so compiled and test builds load the same set. */
 export const ALL_MIGRATIONS = [
@@ -33,4 +34,5 @@ export const ALL_MIGRATIONS = [
   RelayBacklog1765670400000,
   CheckpointsKeyedByConversation1765756800000,
   DeadLetterRedeliveryClaim1765843200000,
+  FirstTextInTurnLog1765929600000,
 ];

@@ -6,6 +6,7 @@ import { launchChromium, screenshot } from '../support/browser';
 import { FakeLlmServer } from '../support/fake-llm';
 import { scriptStages } from '../support/scripted-stages';
 import { startTestApp, TestApp, uniqueId } from '../support/test-app';
+import { streamTurn } from '../support/turn-stream-client';
 
 // Tenants of their own, so listings are exact even when other suites share the database.
 const TENANT = `con${Date.now().toString(36)}`;
@@ -90,6 +91,16 @@ describe('operator console in Chromium', () => {
     );
     expect(res.status).toBe(200);
     return res.body;
+  };
+
+  /** The same message with its answer streamed (server-sent events); returns once the stream ended. */
+  const sayStreamed = async (sessionId: string, text: string) => {
+    const { final } = await streamTurn(
+      app.baseUrl,
+      { tenant_id: TENANT, agent_id: 'telecom_contas', session_id: sessionId, text, user_id: 'user-1' },
+      { headers: { authorization: `Bearer ${CHANNEL_KEYS[TENANT]}` } },
+    );
+    expect(final).toBeDefined();
   };
 
   const signIn = async (key: string) => {
@@ -270,7 +281,15 @@ describe('operator console in Chromium', () => {
 
   it('opens a timeline with the continuity decision and route of each turn, and marks operator actions', async () => {
     const id = uniqueId('web');
-    for (const text of ['Qual é o meu plano?', 'e o que está incluso?']) await say(id, text);
+    await say(id, 'Qual é o meu plano?');
+    // The second turn's answer is streamed: the timeline shows when its first text left.
+    await sayStreamed(id, 'e o que está incluso?');
+    const served = await app.get<{ turns: { first_text_ms: number | null }[] }>(
+      `/v1/admin/sessions/${id}/timeline?tenant_id=${TENANT}`,
+      ADMIN,
+    );
+    const firstText = served.body.turns[1].first_text_ms;
+    expect(firstText).toEqual(expect.any(Number));
     // The third turn's agent model refuses the key: an outage the timeline names, not a verdict.
     fake.reset();
     fake.script({ model: 'agent', reply: { status: 401, rawBody: '{"error":{"message":"bad key"}}' } });
@@ -291,6 +310,8 @@ describe('operator console in Chromium', () => {
     expect(await text(2)).toContain('CONTINUE at 97.0 %, accepted');
     expect(await text(2)).toContain('continuity (router skipped)');
     expect(await text(2)).toContain('router skipped');
+    expect(await text(1)).toContain('First text—');
+    expect(await text(2)).toContain(`First text${Number(firstText).toFixed(0)} ms`);
     expect(await text(3)).toContain('billing_agent');
     expect(await text(3)).toContain(
       'CONTINUE at 40.0 %, overruled — fallback: confidence below the threshold',

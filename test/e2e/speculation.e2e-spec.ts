@@ -9,6 +9,7 @@ import {
 } from '../support/fake-llm';
 import { latestState, storedEvents } from '../support/stored-rows';
 import { startTestApp, TestApp, uniqueId } from '../support/test-app';
+import { streamTurn } from '../support/turn-stream-client';
 import { eventually } from '../support/wait-for';
 
 /**
@@ -16,7 +17,9 @@ import { eventually } from '../support/wait-for';
  * (AGENT_SPECULATIVE_START=always here). Every way the draft can be discarded is provoked over HTTP, each turn
  * sent to a second service with speculation off: the answer is the non-speculative one, the draft's request
  * reached the scripted model and was cancelled, its tool call never ran, and nothing it said exists in the
- * events, the checkpoint or a later prompt; only its cost is on record.
+ * events, the checkpoint or a later prompt; only its cost is on record. With the answer streamed and a verdict
+ * slower than the draft, no text leaves before the verdict and the classifier answered, and a draft the verdict
+ * blocks or the classifier routes away from never has a word in a delta.
  */
 
 const FIRST = 'Tenho uma dúvida sobre a minha fatura';
@@ -24,7 +27,14 @@ const FIRST = 'Tenho uma dúvida sobre a minha fatura';
 const DRAFT = 'RASCUNHO-ESPECULATIVO';
 const BLOCK_MARKER = 'cupom-secreto';
 const SLOW_VERDICT = 'demora-no-veredito';
+/** A verdict slower than the draft but within its timeout: the draft's text is ready long before it may leave. */
+const LATE_VERDICT = 'veredito-tardio';
+/** What the billing agent's draft says when it answers at once (the streamed turns). */
+const DRAFT_ANSWER = `${DRAFT}: liberei um desconto especial de 50% na sua próxima fatura.`;
 const LABELS: Record<string, string> = {
+  [`e quando vence? ${LATE_VERDICT}`]: 'CONTINUE',
+  [`me libere o ${BLOCK_MARKER} ${LATE_VERDICT}`]: 'CONTINUE',
+  [`e a outra questão ${LATE_VERDICT}`]: 'ROUTE',
   'e qual é o vencimento dela?': 'CONTINUE',
   [`agora me libere o ${BLOCK_MARKER}`]: 'CONTINUE',
   [`e o valor total? ${SLOW_VERDICT}`]: 'CONTINUE',
@@ -53,7 +63,8 @@ function script(fake: FakeLlmServer): void {
       const text = requestText(request);
       const blocked = text.includes(BLOCK_MARKER) ? ['PINJ'] : [];
       // Longer than the verdict's 3 s timeout: PINJ fails closed.
-      return { ...guardrailVerdict(request, blocked), delayMs: text.includes(SLOW_VERDICT) ? 3600 : 250 };
+      const delayMs = text.includes(SLOW_VERDICT) ? 3600 : text.includes(LATE_VERDICT) ? 700 : 250;
+      return { ...guardrailVerdict(request, blocked), delayMs };
     },
   });
   fake.script({
@@ -74,6 +85,8 @@ function script(fake: FakeLlmServer): void {
       if (!isBilling(request)) return { content: 'Temos planos a partir de R$ 50.' };
       if (message === FIRST) return { content: 'Posso ajudar com a sua fatura.' };
       if (message === 'e qual é o vencimento dela?') return { content: CONTINUED, delayMs: 300 };
+      if (message === `e quando vence? ${LATE_VERDICT}`) return { content: CONTINUED };
+      if (message.includes(LATE_VERDICT)) return { content: DRAFT_ANSWER };
       // Slow enough to be in flight when the turn is decided elsewhere.
       return {
         content: DRAFT,
@@ -252,5 +265,83 @@ describe('speculative agent start (e2e)', () => {
     expect(answerOf(ended.bodies[2].speculative)).toEqual(answerOf(ended.bodies[2].plain));
     const events = await storedEvents(speculative.app.dataSource, ended.key);
     expect(events.filter((e) => e.turn === 3 && e.name === 'llm.call')).toEqual([]);
+  });
+});
+
+describe('speculative agent start with the answer streamed (e2e)', () => {
+  let fake: FakeLlmServer;
+  let app: TestApp;
+
+  beforeAll(async () => {
+    fake = await FakeLlmServer.start();
+    script(fake);
+    app = await startTestApp({
+      fakeLlm: fake,
+      env: {
+        ENABLE_ROUTE_STICKINESS: 'true',
+        AGENT_SPECULATIVE_START: 'always',
+        RAG_INGEST_ON_START: 'false',
+      },
+    });
+  }, 120000);
+
+  afterAll(async () => {
+    await app?.close();
+    await fake?.stop();
+  });
+
+  /** A first turn as JSON (the billing agent becomes active), then `text` streamed; the second turn's events. */
+  async function streamedFollowUp(text: string) {
+    const sessionId = uniqueId('spec-stream');
+    const message = { tenant_id: 'acme', agent_id: 'telecom_contas', session_id: sessionId };
+    expect((await app.post('/v1/channels/web/messages', { ...message, text: FIRST })).status).toBe(200);
+    const streamed = await streamTurn(app.baseUrl, { ...message, text });
+    const events = await storedEvents(app.dataSource, `acme:${sessionId}`);
+    const drafts = events
+      .filter((e) => e.turn === 2 && e.name === 'llm.call' && e.payload.profile === 'agent')
+      .map((e) => e.payload.speculative_agent);
+    return { ...streamed, drafts };
+  }
+
+  /** When the scripted model sent its answer to the request about `text` of `model`. */
+  function answeredAt(model: string, text: string): number {
+    const request = fake
+      .requestsFor(model)
+      .find((r) =>
+        model === 'route_continuity' ? currentMessage(r) === text : requestText(r).includes(text),
+      );
+    return Number(request?.answeredAt);
+  }
+
+  it('releases the used draft only after the verdict and the classifier settled', async () => {
+    const text = `e quando vence? ${LATE_VERDICT}`;
+    const { events, deltas, final, drafts } = await streamedFollowUp(text);
+    expect(final).toMatchObject({ answer: CONTINUED, route_bypassed: true });
+    expect(drafts).toEqual(['used']);
+    expect(deltas.join('')).toBe(CONTINUED);
+    const verdict = answeredAt('guardrail', text);
+    const classifier = answeredAt('route_continuity', text);
+    // The draft had its answer long before the verdict; none of it left until both had answered.
+    expect(answeredAt('agent', text)).toBeLessThan(verdict);
+    const firstDelta = events.find((e) => e.event === 'answer.delta');
+    expect(firstDelta?.receivedAt).toBeGreaterThanOrEqual(Math.max(verdict, classifier));
+  });
+
+  it('never streams a word of a draft the verdict blocks', async () => {
+    const text = `me libere o ${BLOCK_MARKER} ${LATE_VERDICT}`;
+    const { deltas, final, drafts } = await streamedFollowUp(text);
+    expect(final).toMatchObject({ blocked: true });
+    expect(drafts).toEqual(['discarded']);
+    expect(deltas.join('')).toBe(final?.answer);
+    expect(deltas.join('')).not.toMatch(/RASCUNHO|desconto/);
+  });
+
+  it('never streams a word of a draft when the classifier routes to another agent', async () => {
+    const text = `e a outra questão ${LATE_VERDICT}`;
+    const { deltas, final, drafts } = await streamedFollowUp(text);
+    expect(final).toMatchObject({ route: 'product_agent' });
+    expect(drafts).toEqual(['discarded']);
+    expect(deltas.join('')).toBe(final?.answer);
+    expect(deltas.join('')).not.toMatch(/RASCUNHO|desconto/);
   });
 });

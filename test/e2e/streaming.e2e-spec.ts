@@ -1,31 +1,41 @@
-import { FakeLlmServer, GUARDRAILS_ALLOW } from '../support/fake-llm';
+import { FakeChatRequest, FakeLlmServer, GUARDRAILS_ALLOW } from '../support/fake-llm';
+import { ReferenceMcpProcess } from '../support/reference-mcp';
 import { startTestApp, TestApp, uniqueId } from '../support/test-app';
+import { streamTurn, TurnStreamOptions } from '../support/turn-stream-client';
+import { waitUntil } from '../support/wait-for';
 
 /**
  * The answer streamed over SSE with a streaming scripted model: the deltas add up to the final answer, a card
  * split across the model's pieces never leaves in clear, an obeyed injection trips mid-stream, a client that
- * goes away leaves a turn committed once that a retry replays, and a model stream that stalls ends at the
- * profile's deadline.
+ * goes away leaves a turn committed once that a retry replays, a turn that fails after its first delta ends
+ * with an `error` event and its retry runs it, the answer after a tool call (the reference MCP server's) streams
+ * too, a model stream that stalls ends at the profile's deadline, and the turn log keeps the time to first text.
  */
 const CHANNEL_KEY = 'streaming-channel-key-0123456789';
-
-interface StreamEvent {
-  event: string;
-  data: Record<string, unknown>;
-}
+const ADMIN_KEY = 'streaming-admin-key-0123456789';
 
 describe('streaming the answer (e2e)', () => {
   let fake: FakeLlmServer;
+  let mcp: ReferenceMcpProcess;
   let app: TestApp;
 
   beforeAll(async () => {
-    fake = await FakeLlmServer.start();
-    app = await startTestApp({ fakeLlm: fake, env: { CHANNEL_API_KEYS: `acme:${CHANNEL_KEY}` } });
+    [fake, mcp] = await Promise.all([FakeLlmServer.start(), ReferenceMcpProcess.start()]);
+    app = await startTestApp({
+      fakeLlm: fake,
+      env: {
+        CHANNEL_API_KEYS: `acme:${CHANNEL_KEY}`,
+        ADMIN_API_KEYS: ADMIN_KEY,
+        MCP_SERVER_TELECOM_URL: mcp.url,
+        RAG_INGEST_ON_START: 'false',
+      },
+    });
   });
 
   afterAll(async () => {
-    await app.close();
-    await fake.stop();
+    await app?.close();
+    await fake?.stop();
+    await mcp?.stop();
   });
 
   /** Scripts the turn: the guardrail model allows, the router knows no intent, the agent streams `reply`. */
@@ -47,43 +57,9 @@ describe('streaming the answer (e2e)', () => {
     };
   }
 
-  /** POSTs with `Accept: text/event-stream` and reads the events; `stopAfter` disconnects once it holds. */
-  async function stream(body: unknown, stopAfter?: (events: StreamEvent[]) => boolean) {
-    const controller = new AbortController();
-    const response = await fetch(`${app.baseUrl}/v1/channels/web/messages`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        accept: 'text/event-stream',
-        authorization: `Bearer ${CHANNEL_KEY}`,
-      },
-      body: JSON.stringify(body),
-      signal: controller.signal,
-    });
-    const events: StreamEvent[] = [];
-    const reader = response.body?.pipeThrough(new TextDecoderStream()).getReader();
-    let buffer = '';
-    while (reader) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      buffer += value;
-      let end: number;
-      while ((end = buffer.indexOf('\n\n')) >= 0) {
-        const block = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        const event = /^event: (.*)$/m.exec(block)?.[1] ?? 'message';
-        const data = /^data: (.*)$/m.exec(block)?.[1] ?? '{}';
-        events.push({ event, data: JSON.parse(data) as Record<string, unknown> });
-      }
-      if (stopAfter?.(events)) {
-        controller.abort();
-        break;
-      }
-    }
-    const deltas = events.filter((e) => e.event === 'answer.delta').map((e) => String(e.data.text));
-    const final = events.find((e) => e.event === 'turn.completed')?.data;
-    return { response, events, deltas, final };
-  }
+  /** Streams a turn with the channel's key (see `streamTurn`). */
+  const stream = (body: unknown, options: Omit<TurnStreamOptions, 'headers'> = {}) =>
+    streamTurn(app.baseUrl, body, { ...options, headers: { authorization: `Bearer ${CHANNEL_KEY}` } });
 
   it('streams route facts, then deltas that add up to the final answer, then the JSON body of the turn', async () => {
     const answer =
@@ -149,9 +125,9 @@ describe('streaming the answer (e2e)', () => {
     agentStreams({ content: answer });
     fake.streaming = { firstTokenMs: 5, tokenIntervalMs: 15, chunkChars: 4 };
     const sessionId = uniqueId('sse-gone');
-    const gone = await stream(message(sessionId, 'm-gone'), (events) =>
-      events.some((e) => e.event === 'answer.delta'),
-    );
+    const gone = await stream(message(sessionId, 'm-gone'), {
+      stopAfter: (events) => events.some((e) => e.event === 'answer.delta'),
+    });
     expect(gone.final).toBeUndefined();
     const committed = async () =>
       (
@@ -160,13 +136,96 @@ describe('streaming the answer (e2e)', () => {
           [`acme:${sessionId}`],
         )
       )[0].n;
-    while ((await committed()) === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+    await waitUntil('the turn of the client that went away committed', async () => (await committed()) > 0);
     const retry = await stream(message(sessionId, 'm-gone'));
     expect(retry.response.headers.get('idempotent-replay')).toBe('true');
     expect(retry.deltas.join('')).toBe(answer);
     expect(retry.final).toMatchObject({ answer, turn: 1 });
     expect(await committed()).toBe(1);
     expect(fake.requestsFor('agent')).toHaveLength(1);
+  });
+
+  it('ends a stream whose turn fails after the first delta with an error event; the retry runs the turn', async () => {
+    const answer =
+      'Sua fatura de março ficou em R$ 120,00 por causa do pacote extra contratado no dia cinco.';
+    agentStreams({ content: answer });
+    fake.streaming = { firstTokenMs: 5, tokenIntervalMs: 15, chunkChars: 4 };
+    const sessionId = uniqueId('sse-fail');
+    const key = `acme:${sessionId}`;
+    // While the answer streams, another replica takes over the lapsed lease: this turn's commit is refused.
+    let leaseTaken = false;
+    const failed = await stream(message(sessionId, 'm-fail'), {
+      meanwhile: async (events) => {
+        if (leaseTaken || !events.some((e) => e.event === 'answer.delta')) return;
+        leaseTaken = true;
+        await app.dataSource.query(
+          `UPDATE sessions SET lease_owner = 'another-replica', lease_expires_at = now() WHERE conversation_key = $1`,
+          [key],
+        );
+      },
+    });
+    expect(failed.deltas.length).toBeGreaterThan(0);
+    expect(failed.final).toBeUndefined();
+    expect(failed.events.at(-1)?.event).toBe('error');
+    expect(failed.events.at(-1)?.data).toEqual({
+      error: { code: 'CONVERSATION_MOVED_ON', message: expect.any(String) },
+      request_id: failed.response.headers.get('x-request-id'),
+    });
+    const checkpoints = async () =>
+      (
+        await app.dataSource.query<{ n: number }[]>(
+          'SELECT count(*)::int AS n FROM checkpoints WHERE conversation_key = $1',
+          [key],
+        )
+      )[0].n;
+    expect(await checkpoints()).toBe(0);
+    // The message was not processed: its retry runs the turn and streams the whole answer.
+    const retry = await stream(message(sessionId, 'm-fail'));
+    expect(retry.response.headers.get('idempotent-replay')).toBeNull();
+    expect(retry.deltas.join('')).toBe(answer);
+    expect(retry.final).toMatchObject({ answer, turn: 1, message_id: 'm-fail' });
+    expect(await checkpoints()).toBe(1);
+    expect(fake.requestsFor('agent')).toHaveLength(2);
+  });
+
+  it('streams the answer the model writes after a tool call, with the tool result in it', async () => {
+    const hasToolMessage = (request: FakeChatRequest) => request.messages.some((m) => m.role === 'tool');
+    fake.reset();
+    fake.streaming = { firstTokenMs: 5, tokenIntervalMs: 2, chunkChars: 4 };
+    fake.script(GUARDRAILS_ALLOW);
+    fake.script({ model: 'router', reply: { json: { intent: 'unknown', confidence: 0 } } });
+    fake.script({
+      model: 'agent',
+      when: (request) => !hasToolMessage(request),
+      reply: {
+        content: null,
+        tool_calls: [{ name: 'consultar_fatura', arguments: { msisdn: '11999990001' } }],
+      },
+    });
+    fake.script({
+      model: 'agent',
+      when: hasToolMessage,
+      reply: (request) => {
+        const tool = request.messages.find((m) => m.role === 'tool');
+        const { invoice } = (
+          JSON.parse(String(tool?.content)) as {
+            result: { invoice: { invoice_id: string; amount: number; due_date: string } };
+          }
+        ).result;
+        return {
+          content: `Sua fatura ${invoice.invoice_id} está em R$ ${invoice.amount} e vence em ${invoice.due_date}. Posso ajudar em algo mais?`,
+        };
+      },
+    });
+    const { events, deltas, final } = await stream(message(uniqueId('sse-tool')));
+    const agentCalls = fake.requestsFor('agent');
+    expect(agentCalls.map((call) => call.body.stream)).toEqual([true, true]);
+    expect(agentCalls[1].messages.find((m) => m.role === 'tool')?.content).toContain('FAT-202603-0001');
+    expect(final?.answer).toContain('FAT-202603-0001');
+    // Released as the second reply streamed, not whole at the end, and nothing replaced.
+    expect(deltas.length).toBeGreaterThan(3);
+    expect(deltas.join('')).toBe(final?.answer);
+    expect(events.map((e) => e.event)).not.toContain('answer.replaced');
   });
 
   it('releases text as the model writes it, and ends a stream that stalls at the profile deadline', async () => {
@@ -183,5 +242,38 @@ describe('streaming the answer (e2e)', () => {
     expect(final?.answer).toMatch(/Não consegui concluir sua solicitação/);
     expect(events.find((e) => e.event === 'answer.replaced')?.data).toEqual({ answer: final?.answer });
     expect(events.at(-1)?.event).toBe('turn.completed');
+  });
+
+  it('stores the time to first released text in the turn log and serves it in the timeline', async () => {
+    const answer = 'Sua fatura de março ficou em R$ 120,00 por causa do pacote de dados extra do dia 5.';
+    agentStreams({ content: answer });
+    const sessionId = uniqueId('sse-first-text');
+    const streamed = await stream(message(sessionId, 'm-1'));
+    expect(streamed.deltas.join('')).toBe(answer);
+    // The same conversation's next turn as JSON: nothing was streamed, so there is no time to first text.
+    agentStreams({ content: 'O pacote extra custou R$ 20,00.' });
+    const json = await app.post('/v1/channels/web/messages', message(sessionId, 'm-2'), {
+      authorization: `Bearer ${CHANNEL_KEY}`,
+    });
+    expect(json.status).toBe(200);
+    const stored = await app.dataSource.query<{ turn: number; first_text_ms: number | null }[]>(
+      'SELECT turn, first_text_ms FROM turn_log WHERE conversation_key = $1 ORDER BY version',
+      [`acme:${sessionId}`],
+    );
+    expect(stored.map((row) => row.turn)).toEqual([1, 2]);
+    const [first, second] = stored.map((row) => row.first_text_ms);
+    // The first text left before the turn's answer was complete, measured from the same start as its latency.
+    expect(first).toEqual(expect.any(Number));
+    expect(first).toBeLessThanOrEqual(Number(streamed.final?.latency_ms));
+    expect(second).toBeNull();
+    const timeline = await app.get<{ turns: { turn: number; first_text_ms: number | null }[] }>(
+      `/v1/admin/sessions/${sessionId}/timeline?tenant_id=acme`,
+      { authorization: `Bearer ${ADMIN_KEY}` },
+    );
+    expect(timeline.status).toBe(200);
+    expect(timeline.body.turns.map((turn) => [turn.turn, turn.first_text_ms])).toEqual([
+      [1, first],
+      [2, null],
+    ]);
   });
 });

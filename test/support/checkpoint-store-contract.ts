@@ -311,13 +311,14 @@ export function describeCheckpointStoreContract(
         ]);
       });
 
-      it('stores one turn log row per commit: the summary and the events as one document', async () => {
+      it('stores one turn log row per commit: the summary, the events as one document, the time to first text', async () => {
         const who = identity();
         const token = await seed(who, 1);
         const state: AgentState = { user_text: 'two', route: 'billing_agent' };
         await store.commitTurn(
           turnCommit(who, token, 2, state, {
             summary: turnSummary(state, 'turn', 12.4),
+            firstTextMs: 7,
             events: [
               { name: 'NOC.001', payload: { a: 1 }, at: new Date().toISOString() },
               { name: 'AGENT_COMPLETED', payload: { b: 'x\u0000' }, at: new Date().toISOString() },
@@ -337,9 +338,9 @@ export function describeCheckpointStoreContract(
           { name: 'AGENT_COMPLETED', payload: { b: 'x\ufffd' } },
         ]);
         const events = await store.listEvents(who.conversation_key);
-        expect(events.map((e) => [e.turn, e.seq, e.name])).toEqual([
-          [2, 1, 'NOC.001'],
-          [2, 2, 'AGENT_COMPLETED'],
+        expect(events.map((e) => [e.turn, e.seq, e.name, e.first_text_ms])).toEqual([
+          [2, 1, 'NOC.001', 7],
+          [2, 2, 'AGENT_COMPLETED', 7],
         ]);
         expect(Number(events[0].id)).toBeLessThan(Number(events[1].id));
       });

@@ -35,6 +35,7 @@ export interface TurnLogRow {
   events: TurnLogEvent[];
   /** The response of the processed message this row committed. */
   response: Record<string, unknown> | null;
+  first_text_ms: number | null;
   created_at: Date;
 }
 
@@ -246,6 +247,7 @@ export class InMemoryCheckpointStore extends CheckpointStore {
       summary: commit.summary ? asJsonb(commit.summary) : null,
       events: asJsonb(turnLogEvents(commit)),
       response: commit.idempotency ? asJsonb(commit.idempotency.response) : null,
+      first_text_ms: commit.firstTextMs ?? null,
       created_at: now,
     });
     if (commit.idempotency) {
@@ -320,6 +322,7 @@ export class InMemoryCheckpointStore extends CheckpointStore {
           // As the database's turn_log_events function gives the envelope back.
           payload: { ...rowEnvelope(row), ...event.payload },
           created_at: row.created_at,
+          first_text_ms: row.first_text_ms,
         })),
       ),
     );

@@ -131,6 +131,10 @@ export class TurnLogEntity {
   @Column({ type: 'text', nullable: true })
   response!: string | null;
 
+  /** Streamed turns: ms from the turn's start to the first released answer text (null: none was released). */
+  @Column({ type: 'integer', nullable: true })
+  first_text_ms!: number | null;
+
   @Column({ type: 'timestamptz', default: () => 'now()' })
   created_at!: Date;
 }
@@ -232,6 +236,10 @@ export class SessionEventView {
 
   @ViewColumn()
   created_at!: Date;
+
+  /** The turn log row's `first_text_ms`, the same for every event of the row. */
+  @ViewColumn()
+  first_text_ms!: number | null;
 }
 
 export const CHECKPOINT_ENTITIES = [

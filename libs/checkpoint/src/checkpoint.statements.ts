@@ -106,6 +106,7 @@ export const COMMIT = statement<
     response: string | null,
     fingerprint: string | null,
     keep: number,
+    firstTextMs: number | null,
   ],
   { committed: number }
 >(
@@ -121,8 +122,10 @@ export const COMMIT = statement<
          INSERT INTO checkpoints (conversation_key, version, parent_version, state, format, checksum, size_bytes)
          SELECT conversation_key, $3::integer, $12::integer, $13::text, 2, $14::text, $15::integer FROM fenced
        ), turn_row AS (
-         INSERT INTO turn_log (conversation_key, version, turn, tenant_id, agent_id, summary, events, response)
-         SELECT conversation_key, $3::integer, $4::integer, $16::text, $17::text, $18::jsonb, $19::text, $21::text
+         INSERT INTO turn_log (conversation_key, version, turn, tenant_id, agent_id, summary, events, response,
+                               first_text_ms)
+         SELECT conversation_key, $3::integer, $4::integer, $16::text, $17::text, $18::jsonb, $19::text, $21::text,
+                $24::integer
            FROM fenced
        ), processed AS (
          INSERT INTO processed_messages (conversation_key, message_id, turn, version, fingerprint)

@@ -100,6 +100,8 @@ export interface TurnCommit {
   status: SessionStatus;
   /** What the commit decided, stored in its turn log row (null when absent). */
   summary?: TurnSummary;
+  /** Streamed turns: ms from the turn's start to the first released answer text (null or absent: none). */
+  firstTextMs?: number | null;
   events: StoredEvent[];
   idempotency?: { message_id: string; response: Record<string, unknown>; fingerprint?: string };
 }
@@ -151,6 +153,8 @@ export interface StoredEventRow {
   name: string;
   payload: Record<string, unknown>;
   created_at: Date;
+  /** The turn log row's time to first released text (TurnCommit.firstTextMs). */
+  first_text_ms: number | null;
 }
 
 export interface SessionListFilter {

@@ -203,6 +203,7 @@ export class PostgresCheckpointStore extends CheckpointStore {
       commit.idempotency ? jsonbText(commit.idempotency.response) : null,
       commit.idempotency?.fingerprint ?? null,
       write.keep,
+      commit.firstTextMs ?? null,
     ]);
     if (rows[0]?.committed !== 1) throw new CheckpointFencingError(key, write.expectedHead);
     return version;
@@ -261,13 +262,14 @@ export class PostgresCheckpointStore extends CheckpointStore {
       where: { conversation_key: conversationKey },
       order: { id: 'ASC' },
     });
-    return rows.map(({ id, turn, seq, name, payload, created_at }) => ({
+    return rows.map(({ id, turn, seq, name, payload, created_at, first_text_ms }) => ({
       id,
       turn,
       seq,
       name,
       payload,
       created_at,
+      first_text_ms,
     }));
   }
 

@@ -173,6 +173,7 @@ export class TurnService {
             state: final,
             status: statusOf(final),
             summary: turnSummary(final, 'turn', latencyMs),
+            firstTextMs: firstTextMs(input.stream, started),
             idempotency: input.message_id
               ? { message_id: input.message_id, response, fingerprint }
               : undefined,
@@ -256,4 +257,10 @@ function statusOf(state: AgentState): SessionStatus {
   if (state.session_ended) return 'ended';
   if (state.human_handoff_requested) return 'handoff';
   return 'active';
+}
+
+/** Time to the first released answer text, from the turn's start as its latency; null when none was released. */
+function firstTextMs(stream: TurnStream | undefined, started: number): number | null {
+  const released = stream?.firstReleasedAt;
+  return released === undefined ? null : Math.round(released - started);
 }

@@ -303,6 +303,14 @@ export class TurnDecisionDto {
 
   @ApiProperty({ type: Number, nullable: true, description: 'Workflow latency of the turn' })
   latency_ms!: number | null;
+
+  @ApiProperty({
+    type: Number,
+    nullable: true,
+    description:
+      "Streamed turns: ms from the turn's start to the first released answer text (null: not streamed, or no text released before the turn completed)",
+  })
+  first_text_ms!: number | null;
 }
 
 export class AdminActionRecordDto {

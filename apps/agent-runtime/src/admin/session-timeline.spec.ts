@@ -2,7 +2,12 @@ import type { StoredEventRow } from '@agent/checkpoint';
 import { oldestMessageTurn, timelineTurns } from './session-timeline';
 
 let id = 0;
-function event(turn: number, name: string, payload: Record<string, unknown> = {}): StoredEventRow {
+function event(
+  turn: number,
+  name: string,
+  payload: Record<string, unknown> = {},
+  firstTextMs: number | null = null,
+): StoredEventRow {
   id++;
   return {
     id: String(id),
@@ -11,6 +16,7 @@ function event(turn: number, name: string, payload: Record<string, unknown> = {}
     name,
     payload: { at: `2025-01-01T00:00:0${turn}.000Z`, turn, ...payload },
     created_at: new Date('2025-01-01T00:00:00.000Z'),
+    first_text_ms: firstTextMs,
   };
 }
 

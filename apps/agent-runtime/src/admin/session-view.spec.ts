@@ -2,7 +2,12 @@ import type { StoredEventRow } from '@agent/checkpoint';
 import { adminActions, isoOf, sessionSummary, turnDecisions } from './session-view';
 
 let id = 0;
-function event(turn: number, name: string, payload: Record<string, unknown> = {}): StoredEventRow {
+function event(
+  turn: number,
+  name: string,
+  payload: Record<string, unknown> = {},
+  firstTextMs: number | null = null,
+): StoredEventRow {
   id++;
   return {
     id: String(id),
@@ -11,21 +16,24 @@ function event(turn: number, name: string, payload: Record<string, unknown> = {}
     name,
     payload: { at: `2025-01-01T00:00:0${turn}.000Z`, turn, ...payload },
     created_at: new Date('2025-01-01T00:00:00.000Z'),
+    first_text_ms: firstTextMs,
   };
 }
 
 describe('turnDecisions', () => {
   it('derives route, method, confidence and latency from the router and completion events', () => {
     const decisions = turnDecisions([
-      event(1, 'NOC.001'),
-      event(1, 'AGENT_STARTED'),
-      event(1, 'router.decision', {
-        route: 'billing_agent',
-        intent: 'fatura',
-        method: 'keyword',
-        confidence: 0.8,
-      }),
-      event(1, 'AGENT_COMPLETED', { route: 'billing_agent', intent: 'fatura', latency_ms: 42 }),
+      event(1, 'NOC.001', {}, 17),
+      event(1, 'AGENT_STARTED', {}, 17),
+      event(
+        1,
+        'router.decision',
+        { route: 'billing_agent', intent: 'fatura', method: 'keyword', confidence: 0.8 },
+        17,
+      ),
+      event(1, 'AGENT_COMPLETED', { route: 'billing_agent', intent: 'fatura', latency_ms: 42 }, 17),
+      // A later row under the same turn (an operator action's) has no time to first text.
+      event(1, 'admin.note'),
     ]);
     expect(decisions).toEqual([
       {
@@ -40,6 +48,7 @@ describe('turnDecisions', () => {
         session_control: null,
         blocked: false,
         latency_ms: 42,
+        first_text_ms: 17,
       },
     ]);
   });

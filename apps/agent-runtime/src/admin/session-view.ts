@@ -166,6 +166,8 @@ export function turnDecision(turn: number, list: StoredEventRow[]): TurnDecision
       endedByUser || rejectedAfterEnd ? 'END_SESSION' : handedOff || heldForHuman ? 'HUMAN_HANDOFF' : null,
     blocked: inputBlocked || outputBlocked || rejectedAfterEnd || heldForHuman,
     latency_ms: numberOr(completed?.latency_ms),
+    // The turn log row's column; an operator action's row under the same turn has none.
+    first_text_ms: list.find((event) => event.first_text_ms !== null)?.first_text_ms ?? null,
   };
 }
 

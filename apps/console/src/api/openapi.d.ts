@@ -698,6 +698,8 @@ export interface components {
             blocked: boolean;
             /** @description Workflow latency of the turn */
             latency_ms: number | null;
+            /** @description Streamed turns: ms from the turn's start to the first released answer text (null: not streamed, or no text released before the turn completed) */
+            first_text_ms: number | null;
         };
         AdminActionRecordDto: {
             /** @enum {string} */
@@ -806,6 +808,8 @@ export interface components {
             blocked: boolean;
             /** @description Workflow latency of the turn */
             latency_ms: number | null;
+            /** @description Streamed turns: ms from the turn's start to the first released answer text (null: not streamed, or no text released before the turn completed) */
+            first_text_ms: number | null;
             /** @description The customer's message; null once it left the bounded history */
             user_message: string | null;
             /** @description The answer sent; null once it left the history */

@@ -196,6 +196,10 @@ function TurnCard({ turn }: { turn: TimelineTurn }) {
             <dd>{turn.latency_ms !== null ? `${turn.latency_ms.toFixed(0)} ms` : '—'}</dd>
           </div>
           <div>
+            <dt>First text</dt>
+            <dd>{turn.first_text_ms !== null ? `${turn.first_text_ms.toFixed(0)} ms` : '—'}</dd>
+          </div>
+          <div>
             <dt>Model tokens</dt>
             <dd>
               {usage.prompt} in · {usage.completion} out ({usage.calls} calls)
