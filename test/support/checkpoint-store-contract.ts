@@ -11,6 +11,7 @@ import {
   turnSummary,
 } from '@agent/checkpoint';
 import { conversationKeyOf, type AgentState } from '@agent/contracts';
+import { eventually } from './wait-for';
 
 /** One turn log row as stored (the columns the contract reads). */
 export interface StoredTurnLogRow {
@@ -172,16 +173,27 @@ export function describeCheckpointStoreContract(
         // Its last renewal was for 1 ms and it never renewed again: however slow the machine, the lease is over
         // once that millisecond has passed (a short lease taken above could run out before the refusal).
         expect(await store.renewLease(who.conversation_key, 'crashed:1', 1)).toBe(true);
-        await new Promise((resolve) => setTimeout(resolve, 20));
-        expect((await take(who, 'b:1', 60000))?.lease_owner).toBe('b:1');
+        const taken = await eventually(
+          'the expired lease to be taken',
+          async () => (await take(who, 'b:1', 60000)) ?? undefined,
+          5000,
+        );
+        expect(taken.lease_owner).toBe('b:1');
       });
 
       it('renews only for the holder', async () => {
         const who = identity();
+        const control = identity();
         await take(who, 'a:1', 150);
+        // Taken after it for as long and never renewed: once this one has expired, so would have the first.
+        await take(control, 'a:1', 150);
         expect(await store.renewLease(who.conversation_key, 'b:1', 60000)).toBe(false);
         expect(await store.renewLease(who.conversation_key, 'a:1', 60000)).toBe(true);
-        await new Promise((resolve) => setTimeout(resolve, 300));
+        await eventually(
+          'the unrenewed lease to expire',
+          async () => (await take(control, 'b:1', 60000)) ?? undefined,
+          5000,
+        );
         // Renewed to a minute: still held.
         expect(await take(who, 'b:1', 60000)).toBeNull();
       });

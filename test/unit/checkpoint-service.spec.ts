@@ -14,6 +14,7 @@ import {
   storeWith,
 } from '../support/checkpoint-turns';
 import { InMemoryCheckpointStore } from '../support/in-memory-checkpoint-store';
+import { waitUntil } from '../support/wait-for';
 
 /**
  * CheckpointService on the in-memory store (which passes the same contract as the Postgres one): integrity and
@@ -329,7 +330,14 @@ describe('CheckpointService', () => {
   describe('one writer per conversation', () => {
     it('makes a second instance wait for the lease, bounded by TURN_LOCK_TIMEOUT_MS', async () => {
       const a = checkpointServiceFor(store);
-      const b = checkpointServiceFor(store, { TURN_LOCK_TIMEOUT_MS: '5000' });
+      let attemptsOfB = 0;
+      const storeOfB = storeWith(store, {
+        acquireLease: (identity, request) => {
+          attemptsOfB++;
+          return store.acquireLease(identity, request);
+        },
+      });
+      const b = checkpointServiceFor(storeOfB, { TURN_LOCK_TIMEOUT_MS: '5000' });
       const impatient = checkpointServiceFor(store, { TURN_LOCK_TIMEOUT_MS: '150' });
       const who = conversationIdentity();
       const held = await a.service.acquire(who);
@@ -338,10 +346,12 @@ describe('CheckpointService', () => {
       expect((refused as TurnLockTimeoutError).retryAfterSeconds).toBeGreaterThanOrEqual(1);
 
       const waiting = b.service.acquire(who);
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      // A second attempt means the first was refused: b waits for the lease a holds.
+      await waitUntil('b to be refused the lease', () => attemptsOfB >= 2, 5000);
       await held.release();
       const lease = await waiting;
-      expect(lease.waitedMs).toBeGreaterThanOrEqual(250);
+      expect(attemptsOfB).toBeGreaterThanOrEqual(2);
+      expect(lease.waitedMs).toBeGreaterThan(0);
       await lease.release();
     });
 
