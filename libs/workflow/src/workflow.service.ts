@@ -280,7 +280,9 @@ export class WorkflowService {
       active_agent: agent,
       ...(named ? { mcp_tools: named.mcp_tools } : {}),
     };
-    return new AgentDraft(agent, (signal) => this.agents.speculate(agent, predicted, this.screen, signal));
+    return new AgentDraft(agent, (signal, onText) =>
+      this.agents.speculate(agent, predicted, this.screen, signal, onText),
+    );
   }
 
   private async dropDraft(scope: TurnScope): Promise<void> {
