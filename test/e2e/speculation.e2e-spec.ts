@@ -31,8 +31,13 @@ const SLOW_VERDICT = 'demora-no-veredito';
 const LATE_VERDICT = 'veredito-tardio';
 /** What the billing agent's draft says when it answers at once (the streamed turns). */
 const DRAFT_ANSWER = `${DRAFT}: liberei um desconto especial de 50% na sua próxima fatura.`;
+/** A draft answer long enough to be still streaming when the late verdict allows the turn. */
+const STILL_WRITING =
+  'Na sua fatura vêm a mensalidade do plano, o pacote de dados extra do dia cinco, as ligações para fora da ' +
+  'sua região e os serviços digitais assinados, cada item com a data e o valor cobrado, e o total no fim.';
 const LABELS: Record<string, string> = {
   [`e quando vence? ${LATE_VERDICT}`]: 'CONTINUE',
+  [`e o que mais vem na fatura? ${LATE_VERDICT}`]: 'CONTINUE',
   [`me libere o ${BLOCK_MARKER} ${LATE_VERDICT}`]: 'CONTINUE',
   [`e a outra questão ${LATE_VERDICT}`]: 'ROUTE',
   'e qual é o vencimento dela?': 'CONTINUE',
@@ -86,6 +91,7 @@ function script(fake: FakeLlmServer): void {
       if (message === FIRST) return { content: 'Posso ajudar com a sua fatura.' };
       if (message === 'e qual é o vencimento dela?') return { content: CONTINUED, delayMs: 300 };
       if (message === `e quando vence? ${LATE_VERDICT}`) return { content: CONTINUED };
+      if (message === `e o que mais vem na fatura? ${LATE_VERDICT}`) return { content: STILL_WRITING };
       if (message.includes(LATE_VERDICT)) return { content: DRAFT_ANSWER };
       // Slow enough to be in flight when the turn is decided elsewhere.
       return {
@@ -275,6 +281,8 @@ describe('speculative agent start with the answer streamed (e2e)', () => {
   beforeAll(async () => {
     fake = await FakeLlmServer.start();
     script(fake);
+    // About 2 s for the long draft: still writing when the late verdict answers.
+    fake.streaming = { firstTokenMs: 0, tokenIntervalMs: 40, chunkChars: 4 };
     app = await startTestApp({
       fakeLlm: fake,
       env: {
@@ -325,6 +333,19 @@ describe('speculative agent start with the answer streamed (e2e)', () => {
     expect(answeredAt('agent', text)).toBeLessThan(verdict);
     const firstDelta = events.find((e) => e.event === 'answer.delta');
     expect(firstDelta?.receivedAt).toBeGreaterThanOrEqual(Math.max(verdict, classifier));
+  });
+
+  it('passes on a used draft still writing as its model writes it, from the verdict on', async () => {
+    const text = `e o que mais vem na fatura? ${LATE_VERDICT}`;
+    const { events, deltas, final, drafts } = await streamedFollowUp(text);
+    expect(final).toMatchObject({ answer: STILL_WRITING, route_bypassed: true });
+    expect(drafts).toEqual(['used']);
+    expect(deltas.join('')).toBe(STILL_WRITING);
+    const firstDelta = events.find((e) => e.event === 'answer.delta');
+    expect(firstDelta?.receivedAt).toBeGreaterThanOrEqual(answeredAt('guardrail', text));
+    // Released while the draft's model was still writing, in several pieces, not whole once it finished.
+    expect(firstDelta?.receivedAt).toBeLessThan(answeredAt('agent', text));
+    expect(deltas.length).toBeGreaterThan(3);
   });
 
   it('never streams a word of a draft the verdict blocks', async () => {

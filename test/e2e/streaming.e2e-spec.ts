@@ -244,6 +244,21 @@ describe('streaming the answer (e2e)', () => {
     expect(events.at(-1)?.event).toBe('turn.completed');
   });
 
+  it('replaces what left of a model stream cut before its end, instead of passing the cut text as the answer', async () => {
+    const written =
+      'Sua fatura de março ficou mais alta por causa de um serviço extra contratado no dia cinco.';
+    agentStreams({
+      content: `${written} E o restante se perde no caminho.`,
+      endAfterChunks: Math.floor(written.length / 4),
+    });
+    const { events, deltas, final } = await stream(message(uniqueId('sse-cut')));
+    expect(deltas.length).toBeGreaterThan(0);
+    expect(written.startsWith(deltas.join(''))).toBe(true);
+    expect(final?.answer).toMatch(/Não consegui concluir sua solicitação/);
+    expect(events.find((e) => e.event === 'answer.replaced')?.data).toEqual({ answer: final?.answer });
+    expect(events.at(-1)?.event).toBe('turn.completed');
+  });
+
   it('stores the time to first released text in the turn log and serves it in the timeline', async () => {
     const answer = 'Sua fatura de março ficou em R$ 120,00 por causa do pacote de dados extra do dia 5.';
     agentStreams({ content: answer });

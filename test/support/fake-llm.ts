@@ -40,6 +40,8 @@ export interface FakeReply {
   chunks?: string[];
   /** A streamed request: after this many content pieces the server stops sending and keeps the connection open. */
   stallAfterChunks?: number;
+  /** A streamed request: after this many content pieces the server ends the response, with no finish reason. */
+  endAfterChunks?: number;
 }
 
 /** How a streamed answer is paced: a time to the first token, then one piece every `tokenIntervalMs`. */
@@ -390,6 +392,10 @@ export class FakeLlmServer {
     for (const [n, piece] of pieces.entries()) {
       if (res.destroyed) return;
       if (reply.stallAfterChunks !== undefined && n >= reply.stallAfterChunks) return;
+      if (reply.endAfterChunks !== undefined && n >= reply.endAfterChunks) {
+        res.end();
+        return;
+      }
       if (n === 0) this.firstTokenAt[index] = performance.now();
       res.write(chunk({ content: piece }));
       if (n < pieces.length - 1) await pause(tokenIntervalMs);

@@ -11,7 +11,16 @@ import {
   type ToolArguments,
   turnText,
 } from '@agent/contracts';
-import { ChatMessage, ChatRequest, ChatResult, ChatTool, LlmError, LlmService, ToolCall } from '@agent/llm';
+import {
+  ChatMessage,
+  ChatRequest,
+  ChatResult,
+  ChatTool,
+  LlmError,
+  LlmService,
+  TextListener,
+  ToolCall,
+} from '@agent/llm';
 import { McpService, McpToolResult, ToolDescriptor } from '@agent/mcp';
 import { EventBusService, TurnContextStore } from '@agent/observability';
 import { formatPassages, RagContext, RagService } from '@agent/rag';
@@ -29,10 +38,12 @@ export interface SpeculatedCall {
 
 /**
  * What `run` asks for its first model call before calling the model itself: the speculative reply when it was
- * made for exactly `request`, else null (the draft is then dropped).
+ * made for exactly `request`, else null (the draft is then dropped). `onText` hears the reply's text: what the
+ * model wrote so far at once, the rest as it arrives (the whole text at the end when the call did not stream).
+ * A draft that fails after `onText` heard some of it also answers null.
  */
 export interface FirstReplyDraft {
-  take(request: ChatRequest): Promise<ChatResult | null>;
+  take(request: ChatRequest, onText?: TextListener): Promise<ChatResult | null>;
 }
 
 /** History messages an agent sees. */
@@ -105,18 +116,19 @@ export class AgentsService {
   /**
    * Starts now, with `signal`, the first model call `run` would make for `state`, and says which request it
    * sent; null when `run` would not start with the agent's model (a transaction to resume or interrupt). Nothing
-   * else of the turn runs: no tool is called and no state is written.
+   * else of the turn runs: no tool is called and no state is written. With `onText` the call streams to it.
    */
   async speculate(
     node: DomainAgentNode,
     state: AgentState,
     screen: ContentScreen,
     signal: AbortSignal,
+    onText?: TextListener,
   ): Promise<SpeculatedCall | null> {
     if (this.transactions.resumable(state)) return null;
     const { request } = await this.prepare(node, state, null, screen);
     if (signal.aborted) return null;
-    const reply = this.llm.chat({ ...request, signal });
+    const reply = this.llm.chat({ ...request, signal, ...(onText ? { onText } : {}) });
     // The caller may drop the call without waiting for it.
     reply.catch(() => undefined);
     return { request, reply };
@@ -216,11 +228,17 @@ export class AgentsService {
     try {
       for (let step = 0; ; step++) {
         const request = requestAt(step);
-        streamed?.begin((raw) => stripAgentPrefix(raw, this.prompts.answerPrefix));
-        // A speculative first call counts only when it sent exactly this request. It was not streamed: its text
-        // reaches the stream only now, after the verdict and the classifier allowed the turn.
-        const drafted = step === 0 && guarded.draft ? await guarded.draft.take(request) : null;
-        if (drafted?.content && streamed) streamed.write(drafted.content);
+        const begin = () => streamed?.begin((raw) => stripAgentPrefix(raw, this.prompts.answerPrefix));
+        begin();
+        // A speculative first call counts only when it sent exactly this request. Its text reaches the stream
+        // only now, after the verdict and the classifier allowed the turn: what it wrote so far, then the rest
+        // as it arrives.
+        const draft = step === 0 ? guarded.draft : undefined;
+        const drafted = draft
+          ? await draft.take(request, streamed ? (delta) => streamed.write(delta) : undefined)
+          : null;
+        // A draft that failed after some of its text was written is not this call's beginning.
+        if (draft && !drafted) begin();
         const reply =
           drafted ??
           (await this.llm.chat(

@@ -58,4 +58,13 @@ describe(streamedCompletion.name, () => {
     ).rejects.toMatchObject({ name: 'TimeoutError' });
     expect(heard).toEqual(['Sua ']);
   });
+
+  it('a stream that ends before its finish reason fails instead of passing for complete', async () => {
+    fake.script({ model: 'agent', reply: { chunks: ['Sua ', 'fatura ', 'vence'], endAfterChunks: 2 } });
+    const heard: string[] = [];
+    await expect(streamedCompletion(client, params, { timeout: 2000 }, (d) => heard.push(d))).rejects.toThrow(
+      'the model stream ended before its finish reason',
+    );
+    expect(heard).toEqual(['Sua ', 'fatura ']);
+  });
 });

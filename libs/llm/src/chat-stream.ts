@@ -14,7 +14,7 @@ export type TextListener = (delta: string) => void;
  * folded back into the completion a non-streamed call returns, so the caller reads one shape either way;
  * `onText` hears every content piece as it arrives. The SDK's own timeout stops at the response headers and
  * an aborted stream ends its iteration quietly: the profile's deadline here covers the whole body, and a
- * stream cut by it or by the caller's signal throws instead of passing for complete.
+ * stream cut by it, by the caller's signal or before its finish reason throws instead of passing for complete.
  */
 export async function streamedCompletion(
   client: OpenAI,
@@ -71,6 +71,9 @@ export async function streamedCompletion(
     error.name = deadline.aborted ? 'TimeoutError' : 'AbortError';
     throw error;
   }
+  // The SDK ends its iteration quietly when the body ends: a stream cut before its last chunk (a proxy, a
+  // provider that went away) has no finish reason, and its text is not the whole answer.
+  if (finishReason === null) throw new Error('the model stream ended before its finish reason');
   return {
     id,
     object: 'chat.completion',
@@ -80,7 +83,7 @@ export async function streamedCompletion(
       {
         index: 0,
         logprobs: null,
-        finish_reason: finishReason ?? 'stop',
+        finish_reason: finishReason,
         message: {
           role: 'assistant',
           content,

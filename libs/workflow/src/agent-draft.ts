@@ -1,7 +1,8 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { FirstReplyDraft, SpeculatedCall } from '@agent/agents';
 import type { DomainAgentNode } from '@agent/contracts';
-import type { ChatRequest, ChatResult } from '@agent/llm';
+import type { ChatRequest, ChatResult, TextListener } from '@agent/llm';
+import { TurnContextStore } from '@agent/observability';
 import { isolated, Isolated } from './event-fork';
 
 /** How the llm.call records of a speculative agent call are marked: `speculative_agent: used | discarded`. */
@@ -12,22 +13,29 @@ export const SPECULATIVE_AGENT = 'speculative_agent';
  * event buffer. Until the agent run takes it (`take`, after the verdict allowed the turn and routing kept the
  * agent), nothing it produced reaches the turn: no tool runs, no event, state or memory comes from it. `discard`
  * cancels its HTTP request and keeps only its cost on record; so does `take` when the run's own request differs.
+ * In a streamed turn the call streams: its text is held here until `take` hands it on, then passed as it arrives.
  */
 export class AgentDraft implements FirstReplyDraft {
   private readonly controller = new AbortController();
   private readonly started: Promise<Isolated<SpeculatedCall | null>>;
+  private readonly streams: boolean;
+  /** The text written before the run took the draft; then who hears the rest. */
+  private held = '';
+  private listener: TextListener | null = null;
   private settled = false;
 
   constructor(
     readonly node: DomainAgentNode,
-    start: (signal: AbortSignal) => Promise<SpeculatedCall | null>,
+    start: (signal: AbortSignal, onText: TextListener | undefined) => Promise<SpeculatedCall | null>,
   ) {
-    this.started = isolated(() => start(this.controller.signal), SPECULATIVE_AGENT);
+    this.streams = TurnContextStore.current()?.stream !== undefined;
+    const onText = this.streams ? (delta: string) => this.hear(delta) : undefined;
+    this.started = isolated(() => start(this.controller.signal, onText), SPECULATIVE_AGENT);
     // A draft discarded before it started must not become an unhandled rejection.
     this.started.catch(() => undefined);
   }
 
-  async take(request: ChatRequest): Promise<ChatResult | null> {
+  async take(request: ChatRequest, onText?: TextListener): Promise<ChatResult | null> {
     if (this.settled) return null;
     const run = await this.started.catch(() => null);
     const call = run?.result;
@@ -36,15 +44,26 @@ export class AgentDraft implements FirstReplyDraft {
       return null;
     }
     this.settled = true;
+    if (onText && this.streams) {
+      if (this.held !== '') onText(this.held);
+      this.held = '';
+      this.listener = onText;
+    }
     try {
       const reply = await call.reply;
       run.keepCostOnly('used');
+      if (onText && !this.streams && reply.content) onText(reply.content);
       return reply;
     } catch {
       // A failed speculation says nothing the run's own call would: the run calls the model itself.
       run.keepCostOnly('discarded');
       return null;
     }
+  }
+
+  private hear(delta: string): void {
+    if (this.listener) this.listener(delta);
+    else this.held += delta;
   }
 
   /**

@@ -6,8 +6,8 @@ import type { TurnAgents, WorkflowNode } from './workflow.graph';
 /**
  * Once routing decided, a streamed turn tells its client the routing facts and, when one agent serves the
  * turn, opens the release of its answer through the output rails (docs/adr/0015-streaming-through-the-rails.md).
- * Nothing of any answer leaves before this point: an agent run that started earlier (nothing here does) writes
- * nowhere. The supervisor's several agents, a handoff to a person and the end of a session answer with the
+ * Nothing of any answer leaves before this point: a speculative draft started earlier holds its text until the
+ * agent run takes it (AgentDraft), and only that run writes here. The supervisor's several agents, a handoff to a person and the end of a session answer with the
  * turn's final event instead.
  */
 export function openAnswerStream(

@@ -288,7 +288,9 @@ export class WorkflowService {
       active_agent: agent,
       ...(named ? { mcp_tools: named.tools } : {}),
     };
-    return new AgentDraft(agent, (signal) => this.agents.speculate(agent, predicted, this.screen, signal));
+    return new AgentDraft(agent, (signal, onText) =>
+      this.agents.speculate(agent, predicted, this.screen, signal, onText),
+    );
   }
 
   private async dropDraft(scope: TurnScope): Promise<void> {
