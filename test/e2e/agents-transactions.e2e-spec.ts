@@ -16,6 +16,7 @@ import {
 import { ReferenceMcpProcess } from '../support/reference-mcp';
 import { TcpProxy } from '../support/tcp-proxy';
 import { startTestApp, TestApp, uniqueId } from '../support/test-app';
+import { waitUntil } from '../support/wait-for';
 
 /**
  * Domain agents against the real reference MCP server process: a read-only tool call, the whole
@@ -578,10 +579,16 @@ describe('domain agents with the reference MCP server', () => {
     } finally {
       await mcp.restart();
     }
-    // Past the short reconnect back-off, the same app reaches the restarted server.
-    await new Promise((resolve) => setTimeout(resolve, 2100));
-    const back = await send(uniqueId('back'), 'Qual o valor da minha fatura?', 'telecom_contas');
-    expect(back.body.answer).toBe('Sua fatura está disponível.');
+    // Once its short reconnect back-off is over, the same app reaches the restarted server.
+    await waitUntil(
+      'a tool call through the restarted server',
+      async () => {
+        const back = await send(uniqueId('back'), 'Qual o valor da minha fatura?', 'telecom_contas');
+        return back.body.answer === 'Sua fatura está disponível.';
+      },
+      15000,
+      200,
+    );
   }, 180000);
 
   it('costs a tool call MCP_CALL_TIMEOUT_MS while the server hangs, and calls it again once it answers', async () => {

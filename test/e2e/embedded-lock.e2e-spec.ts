@@ -10,6 +10,7 @@ import {
 } from '../support/app-process';
 import { embeddedDataDir, processAlive } from '../support/embedded-servers';
 import { REPO_ROOT } from '../support/test-app';
+import { waitUntil } from '../support/wait-for';
 
 const MAIN = 'apps/agent-runtime/src/main.ts';
 const INGEST = 'apps/agent-runtime/src/cli/rag-ingest.ts';
@@ -81,12 +82,12 @@ describe('one process per embedded data directory', () => {
       .server_pid;
     await stopAppProcess(holder, 'SIGKILL');
     expect(existsSync(join(dataDir, LOCK_FILE))).toBe(true);
-    for (const deadline = Date.now() + 30000; serverPid !== undefined && processAlive(serverPid);) {
-      if (Date.now() > deadline) {
-        throw new Error(`the killed holder's database child ${serverPid} did not exit`);
-      }
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    await waitUntil(
+      `the killed holder's database child ${serverPid} to exit`,
+      () => serverPid === undefined || !processAlive(serverPid),
+      30000,
+      100,
+    );
     const next = await startApp();
     expect((JSON.parse(readFileSync(join(dataDir, LOCK_FILE), 'utf8')) as { pid: number }).pid).toBe(
       next.child.pid,

@@ -9,7 +9,7 @@ import {
 } from '../support/nats';
 import { TcpProxy } from '../support/tcp-proxy';
 import { startTestApp, TestApp, uniqueId } from '../support/test-app';
-import { eventually } from '../support/wait-for';
+import { eventually, waitUntil } from '../support/wait-for';
 
 /**
  * Committed events reach a NATS JetStream stream through the relay: complete, once per id, in each
@@ -114,16 +114,18 @@ describe('event relay to NATS JetStream', () => {
       await runTurns(app, tenant, 4, 3);
       expected = await expectedEventIds((sql, params) => app.dataSource.query(sql, params), tenant);
       // The lag is visible (and readiness still passes) while the events wait.
-      let lag = 0;
-      for (const deadline = Date.now() + 20000; lag === 0 && Date.now() < deadline;) {
-        const ready = await app.get<{ details: { events: { destinations: { lag_events: number }[] } } }>(
-          '/health/ready',
-        );
-        expect(ready.status).toBe(200);
-        lag = ready.body.details.events.destinations[0].lag_events;
-        if (lag === 0) await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-      expect(lag).toBeGreaterThan(0);
+      await waitUntil(
+        'the relay lag on /health/ready',
+        async () => {
+          const ready = await app.get<{ details: { events: { destinations: { lag_events: number }[] } } }>(
+            '/health/ready',
+          );
+          expect(ready.status).toBe(200);
+          return ready.body.details.events.destinations[0].lag_events > 0;
+        },
+        20000,
+        100,
+      );
       const metrics = await app.get<string>('/metrics');
       expect(metrics.body).toMatch(/agent_events_relay_lag_events\{destination="nats:T_[^"]+"\} [1-9]/);
 

@@ -1,6 +1,7 @@
 import { rmSync } from 'node:fs';
 import { portAnswers } from '../support/app-process';
-import { NpmStart, npmStart, processesOf, waitUntil } from '../support/npm-start';
+import { NpmStart, npmStart, processesOf } from '../support/npm-start';
+import { waitUntil } from '../support/wait-for';
 
 /**
  * `npm start` as a user runs it: the build from dist/ (swc, path aliases, decorator metadata), the embedded
@@ -60,19 +61,22 @@ describe('npm start', () => {
     expect(processes.filter(({ cmdline }) => cmdline.includes('pglite-server'))).toHaveLength(1);
     expect(processes.filter(({ cmdline }) => cmdline.includes('agent-runtime/src/main.js'))).toHaveLength(1);
     run.npm.kill('SIGTERM');
-    expect(await waitUntil(() => processesOf(run.dataDir).length === 0, 30000)).toBe(true);
+    await waitUntil(
+      'every process of npm start to be gone',
+      () => processesOf(run.dataDir).length === 0,
+      30000,
+    );
     expect(await portAnswers(run.port)).toBe(false);
   }, 240000);
 
   it('SIGINT to the server pid stops it, its database and npm; LOG_FORMAT=pretty logs readable lines', async () => {
     const run = await npmStart({ LOG_FORMAT: 'pretty' });
     started.push(run);
-    expect(
-      await waitUntil(
-        () => new RegExp(`INFO: \\[Main\\] agent-runtime listening on port ${run.port}`).test(run.output()),
-        10000,
-      ),
-    ).toBe(true);
+    await waitUntil(
+      'the pretty "listening" line',
+      () => new RegExp(`INFO: \\[Main\\] agent-runtime listening on port ${run.port}`).test(run.output()),
+      10000,
+    );
     expect(
       run
         .output()
@@ -84,7 +88,11 @@ describe('npm start', () => {
     );
     if (!server) throw new Error(`no server process among ${JSON.stringify(processesOf(run.dataDir))}`);
     process.kill(server.pid, 'SIGINT');
-    expect(await waitUntil(() => processesOf(run.dataDir).length === 0, 30000)).toBe(true);
+    await waitUntil(
+      'every process of npm start to be gone',
+      () => processesOf(run.dataDir).length === 0,
+      30000,
+    );
     expect(await portAnswers(run.port)).toBe(false);
   }, 240000);
 });

@@ -5,7 +5,8 @@ import { promisify } from 'node:util';
 import { MODEL_VARIABLES } from '../../apps/agent-runtime/src/quick-start/demo-model.start';
 import { REFERENCE_MCP_PORT } from '../../apps/agent-runtime/src/quick-start/reference-mcp.companion';
 import { portAnswers } from '../support/app-process';
-import { NpmStart, npmStart, processesOf, waitUntil } from '../support/npm-start';
+import { NpmStart, npmStart, processesOf } from '../support/npm-start';
+import { waitUntil } from '../support/wait-for';
 import { REPO_ROOT } from '../support/repo-root';
 
 /**
@@ -131,7 +132,7 @@ describe("the README's quick start", () => {
     // Ctrl-C's signal: the service, its database and the reference MCP server all stop.
     run.npm.kill('SIGINT');
     const dataDir = run.dataDir;
-    expect(await waitUntil(() => processesOf(dataDir).length === 0, 30000)).toBe(true);
+    await waitUntil('every process of npm start to be gone', () => processesOf(dataDir).length === 0, 30000);
     expect(await portAnswers(port)).toBe(false);
     expect(await portAnswers(REFERENCE_MCP_PORT)).toBe(false);
   }, 480000);

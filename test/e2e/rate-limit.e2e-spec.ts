@@ -1,6 +1,9 @@
 import Redis from 'ioredis';
-import { AddressInfo, createServer } from 'node:net';
+import { AddressInfo, createServer, Socket } from 'node:net';
+import { RATE_LIMIT_STORAGE, RateLimitStorage } from '../../apps/agent-runtime/src/auth/auth.module';
+import { SharedRateLimitStorage } from '../../apps/agent-runtime/src/auth/shared-rate-limit.storage';
 import { startTestApp, TestApp } from '../support/test-app';
+import { waitUntil } from '../support/wait-for';
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const TENANT = `rl${Date.now().toString(36)}`;
@@ -73,17 +76,29 @@ describe('rate limits across replicas', () => {
   });
 
   it('answers 503 with Retry-After, not an unlimited pass, when Redis is unreachable', async () => {
-    // A "Redis" that drops every connection at once: the client keeps trying, and the test sees each try.
+    // A "Redis" that drops every connection at once: the client keeps trying, and the test sees each try. Once
+    // told to, it keeps the connections and answers OK to everything, enough for the client's ready check.
     let attempts = 0;
-    const dropping = createServer((socket) => {
+    let answering = false;
+    const kept: Socket[] = [];
+    const standIn = createServer((socket) => {
       attempts += 1;
-      socket.destroy();
+      if (answering) {
+        kept.push(socket);
+        socket.on('data', () => socket.write('+OK\r\n'));
+      } else {
+        socket.destroy();
+      }
     });
-    await new Promise<void>((resolve) => dropping.listen(0, '127.0.0.1', resolve));
-    const { port } = dropping.address() as AddressInfo;
+    await new Promise<void>((resolve) => standIn.listen(0, '127.0.0.1', resolve));
+    const { port } = standIn.address() as AddressInfo;
     const app = await startTestApp({
       env: { ADMIN_API_KEYS: KEY, REDIS_URL: `redis://127.0.0.1:${port}`, RAG_INGEST_ON_START: 'false' },
     });
+    const storage = app.app.get<RateLimitStorage>(RATE_LIMIT_STORAGE);
+    if (!(storage instanceof SharedRateLimitStorage)) {
+      throw new Error('REDIS_URL set, yet no shared rate limit');
+    }
     try {
       const res = await app.get<ErrorBody>(`/v1/admin/sessions?tenant_id=${TENANT}`, bearer(KEY));
       expect(res.status).toBe(503);
@@ -91,15 +106,16 @@ describe('rate limits across replicas', () => {
       expect(res.headers.get('retry-after')).toBe('5');
       // Probes are not rate limited, so they still answer.
       expect((await app.get('/health/live')).status).toBe(200);
+      expect(attempts).toBeGreaterThan(0);
+      answering = true;
+      await waitUntil('the client to be ready again', () => storage.redis.status === 'ready');
     } finally {
       await app.close();
     }
-    // Closing the app stops the client's reconnecting (it retries at least every 2 s while it runs).
-    expect(attempts).toBeGreaterThan(0);
-    const atClose = attempts;
-    await new Promise((resolve) => setTimeout(resolve, 2500));
-    expect(attempts).toBe(atClose);
-    await new Promise<void>((resolve) => dropping.close(() => resolve()));
+    // Closing the app ends the client: it hangs up and never reconnects.
+    await waitUntil('the rate limit client to end', () => storage.redis.status === 'end');
+    for (const socket of kept) socket.destroy();
+    await new Promise<void>((resolve) => standIn.close(() => resolve()));
   });
 
   it('believes X-Forwarded-For only from a proxy named in TRUST_PROXY (item 4)', async () => {

@@ -1,8 +1,10 @@
+import { CheckpointStore } from '@agent/checkpoint';
 import { EventEmitter2 } from '@nestjs/event-emitter';
 import { Client } from 'pg';
 import { FakeChatRequest, FakeLlmServer, GUARDRAILS_ALLOW, lastUserMessage } from '../support/fake-llm';
 import { TcpProxy } from '../support/tcp-proxy';
 import { startTestApp, TestApp, uniqueId } from '../support/test-app';
+import { eventually, waitUntil } from '../support/wait-for';
 
 /**
  * Failures only a real Postgres server can produce: the app's connection killed mid-save (pg_terminate_backend),
@@ -131,16 +133,17 @@ if (!DATABASE_URL) {
     /** The backend whose statement waits on a lock `locker` holds: the app's connection, caught mid-save. */
     async function backendBlockedBy(locker: Client): Promise<number> {
       const lockerPid = (await locker.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
-      const deadline = Date.now() + 15000;
-      while (Date.now() < deadline) {
-        const blocked = await admin.query<{ pid: number }>(
-          'SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))',
-          [lockerPid],
-        );
-        if (blocked.rows.length === 1) return blocked.rows[0].pid;
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-      throw new Error('the app never blocked on the test lock');
+      return eventually(
+        'the app to block on the test lock',
+        async () => {
+          const blocked = await admin.query<{ pid: number }>(
+            'SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))',
+            [lockerPid],
+          );
+          return blocked.rows.length === 1 ? blocked.rows[0].pid : undefined;
+        },
+        15000,
+      );
     }
 
     describe('the database connection killed mid-save', () => {
@@ -176,7 +179,11 @@ if (!DATABASE_URL) {
             victim,
           ]);
           expect(killed.rows[0].ok).toBe(true);
-          await new Promise((resolve) => setTimeout(resolve, 20));
+          // Gone before the lock is let go, so the killed statement never gets to run.
+          await waitUntil('the killed backend to go', async () => {
+            const alive = await admin.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [victim]);
+            return alive.rowCount === 0;
+          });
           await locker.query('ROLLBACK');
         } finally {
           await locker.end();
@@ -309,10 +316,25 @@ if (!DATABASE_URL) {
       let first: TestApp;
       let second: TestApp;
 
+      /** The second instance's lease statements: asked twice for one conversation, it was refused once. */
+      let secondLeaseAttempts: jest.SpiedFunction<CheckpointStore['acquireLease']>;
+
       beforeAll(async () => {
         first = await startTestApp({ env: { LLM_BASE_URL: llmUrl, DATABASE_URL } });
         second = await startTestApp({ env: { LLM_BASE_URL: llmUrl, DATABASE_URL } });
+        secondLeaseAttempts = jest.spyOn(second.app.get(CheckpointStore), 'acquireLease');
       });
+
+      /** Waits until the second instance was refused the lease of `sessionId`: it waits behind the first. */
+      async function refusedOnSecond(sessionId: string): Promise<void> {
+        await waitUntil(
+          `the second instance to be refused the lease of ${sessionId}`,
+          () =>
+            secondLeaseAttempts.mock.calls.filter(
+              ([identity]) => identity.conversation_key === key(sessionId),
+            ).length >= 2,
+        );
+      }
 
       afterAll(async () => {
         await first?.close();
@@ -325,7 +347,7 @@ if (!DATABASE_URL) {
         const a = send(first, sessionId, 'na instância A');
         await inFlight;
         const b = send(second, sessionId, 'na instância B');
-        await new Promise((resolve) => setTimeout(resolve, 300));
+        await refusedOnSecond(sessionId);
         llmProxy.release();
         const [resA, resB] = await Promise.all([a, b]);
         expect([resA.status, resB.status]).toEqual([200, 200]);
@@ -362,7 +384,7 @@ if (!DATABASE_URL) {
         const a = send(first, sessionId, 'entregue duas vezes', { message_id: 'twice' });
         await inFlight;
         const b = send(second, sessionId, 'entregue duas vezes', { message_id: 'twice' });
-        await new Promise((resolve) => setTimeout(resolve, 300));
+        await refusedOnSecond(sessionId);
         llmProxy.release();
         const [resA, resB] = await Promise.all([a, b]);
         expect([resA.status, resB.status]).toEqual([200, 200]);

@@ -1,10 +1,11 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { freePort } from '../support/app-process';
+import { freePort, waitUntilReady } from '../support/app-process';
 import { FakeLlmServer, GUARDRAILS_ALLOW, lastUserMessage } from '../support/fake-llm';
 import { compiledEntry } from '../support/repo-root';
 import { REPO_ROOT, TEST_LLM_PROFILES, uniqueId } from '../support/test-app';
+import { waitUntil } from '../support/wait-for';
 
 /**
  * One writer per conversation across real OS processes: two app processes (the compiled entry point) on one
@@ -36,18 +37,8 @@ async function startProcess(port: number, fake: FakeLlmServer): Promise<ChildPro
     },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
-  const deadline = Date.now() + 120000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`app process exited with ${child.exitCode}`);
-    const ready = await fetch(`http://127.0.0.1:${port}/health/ready`).then(
-      (r) => r.status === 200,
-      () => false,
-    );
-    if (ready) return child;
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-  child.kill('SIGKILL');
-  throw new Error('app process did not become ready');
+  await waitUntilReady({ child, output: () => '(its stderr goes to the test output)' }, port);
+  return child;
 }
 
 function stopProcess(child: ChildProcess): Promise<void> {
@@ -164,11 +155,11 @@ describeWithPostgres('two app processes on one database', () => {
     expect((await post(ports[0], { session_id: sessionId, text: 'primeira mensagem' })).status).toBe(200);
     // The second process takes the lease for a turn whose agent call hangs, and dies holding it.
     const doomed = post(ports[1], { session_id: sessionId, text: HANGS }).catch(() => null);
-    const deadline = Date.now() + 30000;
-    while (!fake.requestsFor('agent').some((request) => lastUserMessage(request) === HANGS)) {
-      if (Date.now() > deadline) throw new Error('the hanging turn never reached the agent');
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    await waitUntil(
+      'the hanging turn to reach the agent',
+      () => fake.requestsFor('agent').some((request) => lastUserMessage(request) === HANGS),
+      30000,
+    );
     const held = await db.query<{ lease_owner: string | null }>(
       'SELECT lease_owner FROM sessions WHERE conversation_key = $1',
       [`procs:${sessionId}`],

@@ -1,8 +1,10 @@
+import { ConversationLeases } from '@agent/checkpoint';
 import { checkpointEnvSchema } from '@agent/config';
 import { FakeChatRequest, FakeLlmServer, GUARDRAILS_ALLOW, lastUserMessage } from '../support/fake-llm';
 import { TcpProxy } from '../support/tcp-proxy';
 import { rowsForConversation } from '../support/stored-rows';
 import { startTestApp, TestApp, uniqueId } from '../support/test-app';
+import { eventually, waitUntil } from '../support/wait-for';
 
 /**
  * Conversation reliability over HTTP, on the embedded default or on Postgres (DATABASE_URL): corrupt checkpoints,
@@ -34,6 +36,8 @@ describe('conversation reliability', () => {
   /** Between the app and the fake LLM: holds an agent answer so a turn stays in flight as long as a test needs. */
   let llmProxy: TcpProxy;
   let app: TestApp;
+  /** The app's requests for a conversation's lease. */
+  let leaseRequests: jest.SpiedFunction<ConversationLeases['acquire']>;
 
   beforeAll(async () => {
     fake = await FakeLlmServer.start();
@@ -46,6 +50,7 @@ describe('conversation reliability', () => {
         MEMORY_HISTORY_LIMIT: String(HISTORY_LIMIT),
       },
     });
+    leaseRequests = jest.spyOn(app.app.get(ConversationLeases), 'acquire');
   }, 240000);
 
   afterAll(async () => {
@@ -83,9 +88,17 @@ describe('conversation reliability', () => {
     return { inFlight: arrival };
   }
 
-  /** Lets the held turn finish once `waiter` has had time to reach the server and queue for the lease. */
-  async function releaseAfterQueued(): Promise<void> {
-    await new Promise((resolve) => setTimeout(resolve, 300));
+  /**
+   * Lets the held turn of `sessionId` finish once a second turn of it has asked for the lease: asking queues it
+   * behind the held one at once.
+   */
+  async function releaseAfterQueued(sessionId: string): Promise<void> {
+    await waitUntil(
+      `a second turn of ${sessionId} to queue for the lease`,
+      () =>
+        leaseRequests.mock.calls.filter(([identity]) => identity.conversation_key === key(sessionId))
+          .length >= 2,
+    );
     llmProxy.release();
   }
 
@@ -250,7 +263,7 @@ describe('conversation reliability', () => {
       const first = send(sessionId, 'chegou primeiro');
       await firstInFlight;
       const second = send(sessionId, 'chegou depois');
-      await releaseAfterQueued();
+      await releaseAfterQueued(sessionId);
       const [a, b] = await Promise.all([first, second]);
       expect([a.status, b.status]).toEqual([200, 200]);
       expect([a.body.turn, b.body.turn]).toEqual([1, 2]);
@@ -339,7 +352,7 @@ describe('conversation reliability', () => {
       const first = send(sessionId, 'entrega dupla', { message_id: 'dup-1' });
       await firstInFlight;
       const duplicate = send(sessionId, 'entrega dupla', { message_id: 'dup-1' });
-      await releaseAfterQueued();
+      await releaseAfterQueued(sessionId);
       const [a, b] = await Promise.all([first, duplicate]);
       expect([a.status, b.status]).toEqual([200, 200]);
       expect(b.body).toEqual(a.body);
@@ -407,16 +420,13 @@ describe('conversation reliability', () => {
       const res = await send(sessionId, `mensagem número ${turn % 10} sobre a fatura`);
       expect(res.status).toBe(200);
       // Compaction runs in batches off the turn path: it catches up within a few intervals.
-      let rows: { size_bytes: number }[] = [];
-      for (let wait = 0; wait < 40; wait++) {
-        rows = await app.dataSource.query(
+      const rows = await eventually(`at most ${RETENTION} checkpoints after turn ${turn}`, async () => {
+        const stored: { size_bytes: number }[] = await app.dataSource.query(
           'SELECT size_bytes FROM checkpoints WHERE conversation_key = $1 ORDER BY version DESC',
           [key(sessionId)],
         );
-        if (rows.length <= RETENTION) break;
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-      expect(rows.length).toBeLessThanOrEqual(RETENTION);
+        return stored.length <= RETENTION ? stored : undefined;
+      });
       sizes.push(rows[0].size_bytes);
     }
     expect((await headHistory(sessionId)).length).toBe(HISTORY_LIMIT);

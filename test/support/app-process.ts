@@ -2,6 +2,7 @@ import { ChildProcess, spawn } from 'node:child_process';
 import { connect, createServer } from 'node:net';
 import { join } from 'node:path';
 import { compiledEntry } from './repo-root';
+import { waitUntil } from './wait-for';
 import { REPO_ROOT, TEST_LLM_PROFILES } from './test-app';
 
 /**
@@ -77,22 +78,36 @@ export function spawnAppProcess(entry: string, args: string[], env: Record<strin
   return { child, output: () => output, exited };
 }
 
-/** Waits until the app process answers /health/ready with 200; fails if it exits first. */
-export async function waitUntilReady(app: AppProcess, port: number, timeoutMs = 120000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (app.child.exitCode !== null) {
-      throw new Error(`app process exited with ${app.child.exitCode}:\n${app.output()}`);
-    }
-    const ready = await fetch(`http://127.0.0.1:${port}/health/ready`).then(
-      (r) => r.status === 200,
-      () => false,
+/**
+ * Waits until the process answers /health/ready on `port` with 200; fails at once if it exits first, and kills it
+ * if it is not ready in time. Both failures show what it wrote (`output`).
+ */
+export async function waitUntilReady(
+  app: Pick<AppProcess, 'child' | 'output'>,
+  port: number,
+  timeoutMs = 120000,
+): Promise<void> {
+  try {
+    await waitUntil(
+      `the process to answer /health/ready on port ${port}`,
+      async () => {
+        if (app.child.exitCode !== null) {
+          throw new Error(`process exited with ${app.child.exitCode}:\n${app.output()}`);
+        }
+        return fetch(`http://127.0.0.1:${port}/health/ready`).then(
+          (r) => r.status === 200,
+          () => false,
+        );
+      },
+      timeoutMs,
+      250,
     );
-    if (ready) return;
-    await new Promise((resolve) => setTimeout(resolve, 250));
+  } catch (error) {
+    // An exit already says what the process wrote.
+    if (app.child.exitCode !== null) throw error;
+    app.child.kill('SIGKILL');
+    throw new Error(`${error instanceof Error ? error.message : String(error)}:\n${app.output()}`);
   }
-  app.child.kill('SIGKILL');
-  throw new Error(`app process did not become ready:\n${app.output()}`);
 }
 
 /** Stops the process (SIGTERM, or the given signal) and waits until it is gone. */

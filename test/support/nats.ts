@@ -12,6 +12,7 @@ import {
 } from '@nats-io/jetstream';
 import { connect, NatsConnection } from '@nats-io/transport-node';
 import { portAnswers } from './app-process';
+import { waitUntil } from './wait-for';
 
 /** The NATS JetStream server of CI and the development machines. */
 export const NATS_URL = process.env.TEST_NATS_URL ?? 'nats://127.0.0.1:4222';
@@ -26,8 +27,6 @@ export interface ReceivedEvent {
   /** When the stream stored it (server clock, ms since the epoch). */
   storedAt: number;
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * A durable pull consumer of one subject filter, created once the relay has created the stream, reading and
@@ -95,20 +94,25 @@ export class DurableReader {
 
   private async ensureConsumer(deadline: number): Promise<void> {
     const manager = await jetstreamManager(this.connection);
-    for (;;) {
-      try {
-        await manager.consumers.add(this.stream, {
-          durable_name: this.durable,
-          ack_policy: AckPolicy.Explicit,
-          filter_subject: this.filter,
-        });
-        return;
-      } catch (error) {
-        // The relay creates the stream with its first delivery.
-        if (!(error instanceof JetStreamApiError) || Date.now() > deadline) throw error;
-        await sleep(100);
-      }
-    }
+    await waitUntil(
+      `the stream ${this.stream} (the relay creates it with its first delivery)`,
+      () =>
+        manager.consumers
+          .add(this.stream, {
+            durable_name: this.durable,
+            ack_policy: AckPolicy.Explicit,
+            filter_subject: this.filter,
+          })
+          .then(
+            () => true,
+            (error: unknown) => {
+              if (!(error instanceof JetStreamApiError)) throw error;
+              return false;
+            },
+          ),
+      Math.max(0, deadline - Date.now()),
+      100,
+    );
   }
 }
 
@@ -129,11 +133,7 @@ export class NatsServerProcess {
       ['-a', '127.0.0.1', '-p', String(this.port), '-js', '-sd', this.storeDir],
       { stdio: 'ignore' },
     );
-    const deadline = Date.now() + 10000;
-    while (!(await portAnswers(this.port))) {
-      if (Date.now() > deadline) throw new Error(`nats-server did not listen on ${this.port}`);
-      await sleep(50);
-    }
+    await waitUntil(`nats-server to listen on ${this.port}`, () => portAnswers(this.port), 10000, 50);
   }
 
   async stop(): Promise<void> {

@@ -1,6 +1,6 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { freePort } from './app-process';
+import { freePort, waitUntilReady } from './app-process';
 import { embeddedDataDir } from './embedded-servers';
 import { REPO_ROOT } from './repo-root';
 
@@ -31,18 +31,8 @@ export async function npmStart(
   let output = '';
   npm.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   npm.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (npm.exitCode !== null) throw new Error(`npm start exited with ${npm.exitCode}:\n${output}`);
-    const ready = await fetch(`http://127.0.0.1:${port}/health/ready`).then(
-      (response) => response.status === 200,
-      () => false,
-    );
-    if (ready) return { npm, port, dataDir, output: () => output };
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-  npm.kill('SIGKILL');
-  throw new Error(`npm start was not ready in time:\n${output}`);
+  await waitUntilReady({ child: npm, output: () => output }, port, timeoutMs);
+  return { npm, port, dataDir, output: () => output };
 }
 
 function procText(pid: string, file: 'cmdline' | 'environ'): string {
@@ -69,13 +59,4 @@ export function processesOf(dataDir: string): { pid: number; cmdline: string }[]
       );
     })
     .map(({ pid, cmdline }) => ({ pid: Number(pid), cmdline: cmdline.replace(/\0/g, ' ') }));
-}
-
-export async function waitUntil(condition: () => boolean, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (condition()) return true;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  return condition();
 }
