@@ -1,6 +1,6 @@
 import { AgentsService } from '@agent/agents';
-import { decisionOf } from '../support/states';
-import type { AgentState } from '@agent/contracts';
+import { decisionOf, turnStateOf } from '../support/states';
+import { conversationKeyOf, type AgentState } from '@agent/contracts';
 import { GuardrailsService } from '@agent/guardrails';
 import { TurnContextStore } from '@agent/observability';
 import {
@@ -307,8 +307,9 @@ describe('domain agents with the reference MCP server', () => {
       () =>
         agents.run(
           'orders_agent',
-          {
+          turnStateOf({
             ...waiting,
+            conversation_key: conversationKeyOf(tenant, sessionId),
             user_text: 'sim, pode cancelar',
             sanitized_input: 'sim, pode cancelar',
             turn: 3,
@@ -318,7 +319,7 @@ describe('domain agents with the reference MCP server', () => {
               intent: 'state:WAITING_ORDER_CONFIRMATION',
               method: 'state_policy',
             }),
-          },
+          }),
           app.app.get(GuardrailsService).contentScreen(),
         ),
     );

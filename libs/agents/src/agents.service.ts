@@ -9,6 +9,8 @@ import {
   type RagOutcome,
   type SelectedToolCall,
   type ToolArguments,
+  type TurnPatch,
+  type TurnState,
   turnText,
 } from '@agent/contracts';
 import { ChatMessage, ChatRequest, ChatResult, ChatTool, LlmError, LlmService, ToolCall } from '@agent/llm';
@@ -69,13 +71,13 @@ export class AgentsService {
    */
   async run(
     node: DomainAgentNode,
-    state: AgentState,
+    state: TurnState,
     screen: ContentScreen,
     draft?: FirstReplyDraft,
-  ): Promise<Partial<AgentState>> {
+  ): Promise<TurnPatch> {
     const tools = new ScreenedTools(this.mcp, screen, state);
     const resumable = this.transactions.resumable(state);
-    let interruption: Partial<AgentState> = {};
+    let interruption: TurnPatch = {};
     let interruptedNote: string | null = null;
     if (resumable) {
       const shifted = state.transaction_interruption === 'intent_shift';
@@ -98,7 +100,7 @@ export class AgentsService {
   }
 
   /** A person or the end of the session took the turn: the operation waiting for the customer ends unrun. */
-  interruptPending(state: AgentState, reason: 'human_handoff' | 'end_session'): Partial<AgentState> {
+  interruptPending(state: AgentState, reason: 'human_handoff' | 'end_session'): TurnPatch {
     return this.transactions.interruptPending(state, reason);
   }
 
@@ -109,7 +111,7 @@ export class AgentsService {
    */
   async speculate(
     node: DomainAgentNode,
-    state: AgentState,
+    state: TurnState,
     screen: ContentScreen,
     signal: AbortSignal,
   ): Promise<SpeculatedCall | null> {
@@ -123,7 +125,7 @@ export class AgentsService {
   }
 
   /** A new answer for the same turn, following the output supervisor's guidance; null when it cannot. */
-  async regenerate(node: DomainAgentNode, state: AgentState, guidance: string): Promise<string | null> {
+  async regenerate(node: DomainAgentNode, state: TurnState, guidance: string): Promise<string | null> {
     const graphAgent = this.files.agents.graph_agents[node];
     const toolFacts = (state.mcp_results ?? []).length
       ? [`Resultados de ferramentas deste turno (JSON): ${JSON.stringify(state.mcp_results)}`]
@@ -148,14 +150,14 @@ export class AgentsService {
   }
 
   /** The system prompt of a graph agent for the state's agent_id (kept for callers of the old facade). */
-  systemPrompt(node: DomainAgentNode, state: AgentState): string {
+  systemPrompt(node: DomainAgentNode, state: TurnState): string {
     return this.prompts.systemPrompt(node, state);
   }
 
   /** The agent's tools, retrieval and prompt for the turn, and the request of its first model call. */
   private async prepare(
     node: DomainAgentNode,
-    state: AgentState,
+    state: TurnState,
     interruptedNote: string | null,
     screen: ContentScreen,
   ) {
@@ -187,7 +189,7 @@ export class AgentsService {
 
   private async answer(
     node: DomainAgentNode,
-    state: AgentState,
+    state: TurnState,
     interruptedNote: string | null,
     guarded: {
       tools: ScreenedTools;
@@ -195,7 +197,7 @@ export class AgentsService {
       replaced: ActiveTransaction | null;
       draft: FirstReplyDraft | undefined;
     },
-  ): Promise<Partial<AgentState>> {
+  ): Promise<TurnPatch> {
     const { allowed, rag, messages, requestAt } = await this.prepare(
       node,
       state,
@@ -203,7 +205,7 @@ export class AgentsService {
       guarded.screen,
     );
     const results: McpToolResult[] = [];
-    const base: Partial<AgentState> = {
+    const base: TurnPatch = {
       available_mcp_tools: allowed,
       rag_results: rag && 'documents' in rag ? rag.documents : [],
       context: { ...state.context, agent: node, ...(rag ? { rag: withoutDocuments(rag) } : {}) },
@@ -289,7 +291,7 @@ export class AgentsService {
     call: ToolCall,
     args: ToolArguments | null,
     allowed: readonly string[],
-    state: AgentState,
+    state: TurnState,
     tools: ScreenedTools,
   ): Promise<McpToolResult> {
     if (!allowed.includes(call.name)) {
@@ -320,7 +322,7 @@ export class AgentsService {
    * The intent's mcp_tools, restricted to declared, non-internal tools and to the agent_id's tool policy: the
    * allowlist offered to the model.
    */
-  private allowedTools(state: AgentState): string[] {
+  private allowedTools(state: TurnState): string[] {
     const policy = this.files.toolPolicies.for(state.agent_id).allowed_tools;
     return [...new Set(state.mcp_tools ?? [])].filter((name) => {
       const config = this.mcp.toolConfig(name);
@@ -332,7 +334,7 @@ export class AgentsService {
   private async retrieve(
     domain: string,
     namespace: string,
-    state: AgentState,
+    state: TurnState,
     screen: ContentScreen,
   ): Promise<RagContext> {
     const context = await this.screenedContext(
@@ -360,7 +362,7 @@ export class AgentsService {
   private async screenedContext(
     context: RagContext,
     screen: ContentScreen,
-    state: AgentState,
+    state: TurnState,
   ): Promise<RagContext> {
     if (context.status !== 'executed') return context;
     const documents = await screenPassages(context.documents, screen, state);
@@ -375,8 +377,8 @@ export class AgentsService {
     };
   }
 
-  private history(state: AgentState): ChatMessage[] {
-    return (state.history ?? [])
+  private history(state: TurnState): ChatMessage[] {
+    return state.history
       .slice(-HISTORY_WINDOW)
       .map((m): ChatMessage => ({ role: m.role, content: m.content }));
   }

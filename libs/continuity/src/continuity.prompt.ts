@@ -1,4 +1,4 @@
-import { AgentState, DomainAgentNode, HistoryMessage, TransactionStatus } from '@agent/contracts';
+import { DomainAgentNode, HistoryMessage, TransactionStatus, TurnState } from '@agent/contracts';
 
 /**
  * The history the classifier sees, in estimated tokens: the newest messages first, each cut to at most
@@ -82,7 +82,7 @@ function capabilityOf(intent: IntentCapability): string {
  */
 export function targetIntent(
   target: string | null | undefined,
-  state: AgentState,
+  state: TurnState,
   enabledIntents: readonly IntentCapability[],
 ): string | null {
   const wanted = (target ?? '').trim().toLowerCase();
@@ -163,7 +163,7 @@ export function recentHistory(
   return kept;
 }
 export function buildPayload(
-  state: AgentState,
+  state: TurnState,
   activeAgent: string,
   capabilities: Map<string, string[]>,
   currentMessage: string,
@@ -193,7 +193,7 @@ export function buildPayload(
  * older catalogue), otherwise ''.
  */
 export function classifierInput(
-  state: AgentState,
+  state: TurnState,
   enabledIntents: readonly IntentCapability[],
   currentMessage: string,
   historyTurns: number,
@@ -206,7 +206,7 @@ export function classifierInput(
 }
 
 /** The labels and agents of `pending_topics`, when there are any. */
-function pendingTopics(state: AgentState): Pick<ContinuityPayload, 'pending_topics'> {
+function pendingTopics(state: TurnState): Pick<ContinuityPayload, 'pending_topics'> {
   const topics = (state.pending_topics ?? []).flatMap((topic) =>
     typeof topic.label === 'string' && typeof topic.agent === 'string'
       ? [{ topic: topic.label, agent: topic.agent }]
@@ -220,11 +220,11 @@ function pendingTopics(state: AgentState): Pick<ContinuityPayload, 'pending_topi
  * no other one waits.
  */
 function finishedOperation(
-  state: AgentState,
+  state: TurnState,
   activeAgent: string,
 ): Pick<ContinuityPayload, 'finished_operation'> {
   const last = state.last_transaction;
-  const previousTurn = state.turn === undefined ? null : state.turn - 1;
+  const previousTurn = state.turn - 1;
   if (
     !last ||
     last.finished_turn !== previousTurn ||

@@ -19,12 +19,23 @@ export interface TurnFrame {
   user_text: string;
 }
 
-/** The state a turn runs on: the conversation's state with the turn's frame required. */
-export type TurnState = AgentState & TurnFrame;
+/**
+ * Keys the turn service sets on every turn's state before the graph runs (carried over or re-derived each turn):
+ * unlike the frame's, nodes may change them.
+ */
+export type TurnBasis = Required<
+  Pick<AgentState, 'history' | 'metadata' | 'session_control' | 'human_handoff_requested'>
+>;
+
+/** The state a turn runs on: the conversation's state with the turn's frame and basis required. */
+export type TurnState = AgentState & TurnFrame & TurnBasis;
+
+/** What a stage of a turn changes: never the turn's frame. */
+export type TurnPatch = Partial<Omit<AgentState, keyof TurnFrame>>;
 
 /** The turn's text: the input rails' sanitized message once they ran, else the message as received. */
-export function turnText(state: Pick<AgentState, 'sanitized_input' | 'user_text'>): string {
-  return state.sanitized_input ?? state.user_text ?? '';
+export function turnText(state: Pick<TurnState, 'sanitized_input' | 'user_text'>): string {
+  return state.sanitized_input ?? state.user_text;
 }
 
 /** The turn's answer: the released answer once the output rails ran, else the agent's draft. */

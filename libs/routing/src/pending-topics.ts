@@ -1,8 +1,8 @@
-import type { AgentState, PendingTopic } from '@agent/contracts';
+import type { PendingTopic, TurnState } from '@agent/contracts';
 import type { IntentCatalogue } from './intent-catalogue';
 
 /** The state's pending topics that still name an enabled intent. */
-export function readPendingTopics(state: AgentState, catalogue: IntentCatalogue): PendingTopic[] {
+export function readPendingTopics(state: TurnState, catalogue: IntentCatalogue): PendingTopic[] {
   return (state.pending_topics ?? []).filter((topic) => catalogue.intent(topic.intent));
 }
 
