@@ -6,12 +6,15 @@ import {
   type AgentState,
   type ContentScreen,
   type DomainAgentNode,
+  draftAnswer,
   type RagOutcome,
+  routeTools,
   type SelectedToolCall,
   type ToolArguments,
   type TurnPatch,
   type TurnState,
   turnText,
+  turnToolResults,
 } from '@agent/contracts';
 import { ChatMessage, ChatRequest, ChatResult, ChatTool, LlmError, LlmService, ToolCall } from '@agent/llm';
 import { McpService, McpToolResult, ToolDescriptor } from '@agent/mcp';
@@ -127,14 +130,14 @@ export class AgentsService {
   /** A new answer for the same turn, following the output supervisor's guidance; null when it cannot. */
   async regenerate(node: DomainAgentNode, state: TurnState, guidance: string): Promise<string | null> {
     const graphAgent = this.files.agents.graph_agents[node];
-    const toolFacts = (state.mcp_results ?? []).length
+    const toolFacts = turnToolResults(state).length
       ? [`Resultados de ferramentas deste turno (JSON): ${JSON.stringify(state.mcp_results)}`]
       : [];
     const messages: ChatMessage[] = [
       { role: 'system', content: this.prompts.systemPrompt(node, state, toolFacts) },
       ...this.history(state),
       { role: 'user', content: turnText(state) },
-      { role: 'assistant', content: state.answer ?? '' },
+      { role: 'assistant', content: draftAnswer(state) },
       {
         role: 'system',
         content: `Reescreva a resposta anterior seguindo esta orientação de supervisão: ${guidance}`,
@@ -324,7 +327,7 @@ export class AgentsService {
    */
   private allowedTools(state: TurnState): string[] {
     const policy = this.files.toolPolicies.for(state.agent_id).allowed_tools;
-    return [...new Set(state.mcp_tools ?? [])].filter((name) => {
+    return [...new Set(routeTools(state))].filter((name) => {
       const config = this.mcp.toolConfig(name);
       return config !== null && !config.internal && (policy?.includes(name) ?? true);
     });

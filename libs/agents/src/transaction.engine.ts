@@ -10,6 +10,7 @@ import {
   DomainAgentNode,
   McpToolResult,
   PendingToolCall,
+  routeTools,
   ToolArguments,
   TurnState,
   turnText,
@@ -262,7 +263,7 @@ export class TransactionEngine {
     state: TurnState,
     transaction: ActiveTransaction,
   ): { name: string; description: string }[] {
-    return [...new Set(state.mcp_tools ?? [])].flatMap((name) => {
+    return [...new Set(routeTools(state))].flatMap((name) => {
       const config = this.mcp.toolConfig(name);
       return name !== transaction.tool_name && config?.operation_type === 'transactional' && !config.internal
         ? [{ name, description: `${this.wording.operation(name)}: ${config.description}` }]

@@ -1,4 +1,10 @@
-import { DomainAgentNode, HistoryMessage, TransactionStatus, TurnState } from '@agent/contracts';
+import {
+  DomainAgentNode,
+  HistoryMessage,
+  pendingTopicsOf,
+  TransactionStatus,
+  TurnState,
+} from '@agent/contracts';
 
 /**
  * The history the classifier sees, in estimated tokens: the newest messages first, each cut to at most
@@ -89,7 +95,7 @@ export function targetIntent(
   if (wanted === '') return null;
   const same = (text: string) => text.trim().toLowerCase() === wanted;
   const enabled = new Set(enabledIntents.map((intent) => intent.name));
-  const pending = (state.pending_topics ?? []).find(
+  const pending = pendingTopicsOf(state).find(
     (topic) => typeof topic.label === 'string' && same(topic.label) && enabled.has(topic.intent),
   );
   if (pending) return pending.intent;
@@ -207,7 +213,7 @@ export function classifierInput(
 
 /** The labels and agents of `pending_topics`, when there are any. */
 function pendingTopics(state: TurnState): Pick<ContinuityPayload, 'pending_topics'> {
-  const topics = (state.pending_topics ?? []).flatMap((topic) =>
+  const topics = pendingTopicsOf(state).flatMap((topic) =>
     typeof topic.label === 'string' && typeof topic.agent === 'string'
       ? [{ topic: topic.label, agent: topic.agent }]
       : [],

@@ -1,4 +1,4 @@
-import type { AgentState } from './agent-state';
+import type { AgentState, McpResult, RailDecision } from './agent-state';
 import type { ConversationKey } from './conversation-key';
 
 /**
@@ -40,5 +40,20 @@ export function turnText(state: Pick<TurnState, 'sanitized_input' | 'user_text'>
 
 /** The turn's answer: the released answer once the output rails ran, else the agent's draft. */
 export function turnAnswer(state: Pick<AgentState, 'final_answer' | 'answer'>): string {
-  return state.final_answer ?? state.answer ?? '';
+  return state.final_answer ?? draftAnswer(state);
+}
+
+/** The agent's draft answer: empty until a node answered. */
+export function draftAnswer(state: Pick<AgentState, 'answer'>): string {
+  return state.answer ?? '';
+}
+
+/** The turn's tool results so far: none until an agent called a tool. */
+export function turnToolResults(state: Pick<AgentState, 'mcp_results'>): McpResult[] {
+  return state.mcp_results ?? [];
+}
+
+/** The turn's rail decisions so far: none until the input rails ran. */
+export function turnRailDecisions(state: Pick<AgentState, 'guardrail_decisions'>): RailDecision[] {
+  return state.guardrail_decisions ?? [];
 }

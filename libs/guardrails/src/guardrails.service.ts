@@ -13,10 +13,12 @@ import {
   type ContentScreen,
   type ContentScreenRequest,
   type ContentScreenResult,
+  draftAnswer,
   type EventName,
   type RailDecision,
   type ScreenedStage,
   type TurnPatch,
+  turnRailDecisions,
   type TurnState,
   turnText,
 } from '@agent/contracts';
@@ -350,7 +352,7 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
     const outcome = await modelStage.run(asked, { stage: 'input', text, state, signal });
     const decisions = decisionsOf(outcome);
     const blocking = outcome.results.filter((r) => !isApproving(r.action));
-    this.emitInputCompleted([...(state.guardrail_decisions ?? []), ...decisions], blocking);
+    this.emitInputCompleted([...turnRailDecisions(state), ...decisions], blocking);
     return {
       blocked: blocking.length > 0,
       decisions,
@@ -405,7 +407,7 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
     regenerate: (guidance: string, rejectedAnswer: string) => Promise<string | null>,
   ): Promise<TurnPatch> {
     if (!this.env.ENABLE_OUTPUT_SUPERVISOR) return {};
-    const original = state.answer ?? '';
+    const original = draftAnswer(state);
     if (isSessionControlTurn(state)) {
       this.events.emit('output_supervisor.completed', { action: RailAction.ALLOW, attempt: 0, results: [] });
       return {
@@ -494,7 +496,7 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
 
   /** Classic output guardrails (ENABLE_OUTPUT_SUPERVISOR=false): one pass, a failing answer is replaced. */
   async runOutput(state: TurnState): Promise<OutputGuardrailsResult> {
-    const answer = state.answer ?? '';
+    const answer = draftAnswer(state);
     if (isSessionControlTurn(state)) return { blocked: false, decisions: [], answer };
     const outcome = await this.runStage({ stage: 'output', text: answer, state });
     const decisions = decisionsOf(outcome);

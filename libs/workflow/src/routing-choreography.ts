@@ -1,7 +1,14 @@
 import type { ConfigType } from '@nestjs/config';
 import type { continuityConfig } from '@agent/config';
 import type { ContinuityOutcome, ContinuityService } from '@agent/continuity';
-import { BLOCKED_ROUTE, RailDecision, RouteDecision, TurnPatch, TurnState } from '@agent/contracts';
+import {
+  BLOCKED_ROUTE,
+  RailDecision,
+  RouteDecision,
+  TurnPatch,
+  turnRailDecisions,
+  TurnState,
+} from '@agent/contracts';
 import { GuardrailsService, reportedCodes } from '@agent/guardrails';
 import type { RoutingService } from '@agent/routing';
 import { isolated, Isolated } from './event-fork';
@@ -46,7 +53,7 @@ export class RoutingChoreography {
     // A blocked turn discards routing before it settles: never let it become an unhandled rejection.
     routing.catch(() => undefined);
     const verdict = await this.ports.guardrails.inputVerdict(state);
-    const decisions = [...(state.guardrail_decisions ?? []), ...verdict.decisions];
+    const decisions = [...turnRailDecisions(state), ...verdict.decisions];
     if (verdict.blocked) {
       void routing.then(
         (run) => run.keepCostOnly(),

@@ -10,11 +10,13 @@ import {
   BLOCKED_ROUTE,
   ContentScreen,
   DomainAgentNode,
+  draftAnswer,
   HandoffTransfer,
   HistoryMessage,
   promptHistory,
   turnAnswer,
   TurnFrame,
+  turnRailDecisions,
   TurnState,
   turnText,
 } from '@agent/contracts';
@@ -326,8 +328,8 @@ export class WorkflowService {
       : this.files.isGraphAgent(state.active_agent)
         ? state.active_agent
         : null;
-    const answer = this.guardrails.boundAnswer(state.answer ?? '');
-    const bounded: NodePatch = answer === (state.answer ?? '') ? {} : { answer };
+    const answer = this.guardrails.boundAnswer(draftAnswer(state));
+    const bounded: NodePatch = answer === draftAnswer(state) ? {} : { answer };
     const patch = await this.guardrails.superviseOutput(
       { ...state, ...bounded },
       async (guidance, rejected) => {
@@ -348,7 +350,7 @@ export class WorkflowService {
     return {
       final_answer: result.answer,
       blocked: result.blocked,
-      guardrail_decisions: [...(state.guardrail_decisions ?? []), ...result.decisions],
+      guardrail_decisions: [...turnRailDecisions(state), ...result.decisions],
     };
   }
 

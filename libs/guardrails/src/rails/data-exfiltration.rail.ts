@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { TurnState } from '@agent/contracts';
+import { type TurnState, turnToolResults } from '@agent/contracts';
 import {
   findPersonalData,
   partialMask,
@@ -85,7 +85,7 @@ function knownPersonalData(state: Readonly<TurnState>): Set<string> {
   const texts = [
     state.user_text,
     ...state.history.map((m) => m.content),
-    ...(state.mcp_results ?? []).map((r) => JSON.stringify(r)),
+    ...turnToolResults(state).map((r) => JSON.stringify(r)),
     ...(state.rag_results ?? []).map((r) => r.content),
   ];
   return new Set(texts.flatMap((t) => findPersonalData(t).map((m) => `${m.type}:${m.normalized}`)));

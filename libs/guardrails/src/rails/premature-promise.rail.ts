@@ -5,6 +5,7 @@ import {
   type McpToolResult,
   type TransactionEvidence,
   type TurnState,
+  turnToolResults,
 } from '@agent/contracts';
 import { RailAction, RailEvaluation } from '../rail.types';
 import { sentences } from '../text';
@@ -62,7 +63,9 @@ export function operationEvidence(state: Readonly<TurnState>): (TransactionEvide
     ...(state.relevant_transaction_evidence ?? []),
     ...(state.last_transaction_evidence ? [state.last_transaction_evidence] : []),
     // A request for parameters ran nothing; a failed call confirms nothing.
-    ...(state.mcp_results ?? []).filter(isToolCallResult).filter((result) => result.ok),
+    ...turnToolResults(state)
+      .filter(isToolCallResult)
+      .filter((result) => result.ok),
   ];
 }
 

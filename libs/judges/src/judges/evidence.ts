@@ -6,6 +6,7 @@ import {
   turnAnswer,
   type TurnState,
   turnText,
+  turnToolResults,
 } from '@agent/contracts';
 
 /** What the judges see: the answer, the user's message and the turn's evidence. */
@@ -25,7 +26,7 @@ export function buildJudgeContext(state: Readonly<TurnState>): JudgeContext {
     userText: turnText(state),
     route: state.route ?? null,
     intent: state.intent ?? null,
-    mcpResults: state.mcp_results ?? [],
+    mcpResults: turnToolResults(state),
     ragResults: state.rag_results ?? [],
     transactionEvidence: [
       ...(state.relevant_transaction_evidence ?? []),
@@ -54,5 +55,5 @@ export function isTransactionalTurn(state: Readonly<TurnState>): boolean {
   if (state.confirmation_required === true || state.confirmation_received === true) return true;
   if (state.pending_tool_call || state.selected_tool_call || state.tool_policy_result) return true;
   // A transactional tool asked for its parameters this turn.
-  return (state.mcp_results ?? []).some((result) => !isToolCallResult(result));
+  return turnToolResults(state).some((result) => !isToolCallResult(result));
 }
