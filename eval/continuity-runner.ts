@@ -1,13 +1,14 @@
-import { AgentState, HistoryMessage } from '@agent/contracts';
+import { HistoryMessage, TurnState } from '@agent/contracts';
 import type { ContinuityService } from '@agent/continuity';
 import type { DatasetCatalogue, ContinuityDataset, DatasetConversation } from './continuity-dataset';
 import type { TurnOutcome } from './continuity-metrics';
 import { CaseRun, pool, PriceOf, runCase } from './stage';
+import { turnStateOf } from '../test/support/states';
 
 interface PreparedTurn {
   conversation: DatasetConversation;
   index: number;
-  state: AgentState;
+  state: TurnState;
 }
 
 /** The state ContinuityService receives for turn `index`: the labelled context and the real previous turns. */
@@ -15,22 +16,22 @@ export function stateForTurn(
   conversation: DatasetConversation,
   index: number,
   catalogue: DatasetCatalogue,
-): AgentState {
+): TurnState {
   const turn = conversation.turns[index];
   const history: HistoryMessage[] = conversation.turns.slice(0, index).flatMap((previous, i) => [
     { role: 'user' as const, content: previous.user, turn: i + 1 },
     { role: 'assistant' as const, content: previous.assistant ?? '', turn: i + 1 },
   ]);
-  const state: AgentState = {
+  const state = turnStateOf({
     tenant_id: 'eval',
     agent_id: 'eval',
     session_id: conversation.id,
-    conversation_key: `eval:${conversation.id}`,
+    turn: index + 1,
     user_text: turn.user,
     sanitized_input: turn.user,
     history,
     next_state: turn.next_state ?? null,
-  };
+  });
   if (turn.active_agent !== null && turn.previous_intent !== null) {
     const tools = catalogue.intents.find((i) => i.name === turn.previous_intent)?.mcp_tools ?? [];
     state.active_agent = turn.active_agent;

@@ -4,7 +4,7 @@
  * every rail that asks), each verdict under its rail's min_confidence and fail_closed.
  */
 import { ConfigFilesService } from '@agent/config';
-import type { AgentState, RailDecision } from '@agent/contracts';
+import type { RailDecision } from '@agent/contracts';
 import { GUARDRAILS_FILE, guardrailsFileSchema, GuardrailsService } from '@agent/guardrails';
 import { LlmService } from '@agent/llm';
 import { GuardrailCase, LoadedSet } from '../datasets';
@@ -12,6 +12,7 @@ import { formatRate, table } from '../markdown';
 import { ratio } from '../metrics';
 import { CaseOutcome, pool, runCase, StageResult, StageThreshold, summarizeStage } from '../stage';
 import { datasetInfo, limited, StageRunOptions, stageModels } from './common';
+import { turnStateOf } from '../../test/support/states';
 
 export const GUARDRAIL_LABELS = ['attack', 'ordinary'] as const;
 
@@ -82,15 +83,12 @@ export async function runGuardrailStage(
   const outcomes = new Array<GuardrailOutcome | undefined>(cases.length);
   let done = 0;
   await pool(cases, options.concurrency, async (item, index) => {
-    const state: AgentState = {
+    const state = turnStateOf({
       tenant_id: 'eval',
       agent_id: 'eval',
       session_id: item.id,
-      conversation_key: `eval:${item.id}`,
-      turn: 1,
       user_text: item.text,
-      history: [],
-    };
+    });
     const run = await runCase(item.id, options.priceOf, async () => {
       const input = await guardrails.runInput(state);
       if (input.blocked) return { input, verdict: null };

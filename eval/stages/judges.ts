@@ -3,7 +3,7 @@
  * `llm` judge (its threshold, profile and context cap as configured), one judgment per judge and case.
  */
 import { ConfigFilesService } from '@agent/config';
-import type { AgentState, JudgeResult, McpToolResult } from '@agent/contracts';
+import type { JudgeResult, McpToolResult, TurnState } from '@agent/contracts';
 import { JUDGE_NAMES, JUDGES_FILE, judgesFileSchema, JudgesService } from '@agent/judges';
 import { LlmService } from '@agent/llm';
 import { FALLBACK_INTENT, JudgeCase, judgeCaseLabel, LoadedSet } from '../datasets';
@@ -22,6 +22,7 @@ import {
   Usage,
 } from '../stage';
 import { datasetInfo, limited, StageRunOptions, stageModels } from './common';
+import { turnStateOf } from '../../test/support/states';
 
 export const JUDGE_LABELS = ['pass', 'fail'] as const;
 
@@ -54,7 +55,7 @@ export function judgeThreshold(judge: string, configured: number): StageThreshol
   };
 }
 
-function judgeState(item: JudgeCase, files: ConfigFilesService): AgentState {
+function judgeState(item: JudgeCase, files: ConfigFilesService): TurnState {
   const intent = item.intent ? files.routing.intents.find((i) => i.name === item.intent) : undefined;
   const evidence: McpToolResult[] = item.evidence.map((e) => ({
     tool_name: e.tool,
@@ -64,12 +65,10 @@ function judgeState(item: JudgeCase, files: ConfigFilesService): AgentState {
     error: null,
     latency_ms: 0,
   }));
-  return {
+  return turnStateOf({
     tenant_id: 'eval',
     agent_id: 'eval',
     session_id: item.id,
-    conversation_key: `eval:${item.id}`,
-    turn: 1,
     user_text: item.message,
     sanitized_input: item.message,
     route: intent?.agent ?? FALLBACK_INTENT,
@@ -77,8 +76,7 @@ function judgeState(item: JudgeCase, files: ConfigFilesService): AgentState {
     answer: item.answer,
     final_answer: item.answer,
     mcp_results: evidence,
-    history: [],
-  };
+  });
 }
 
 /** A case's calls serve every judge at once: each judgment carries its share. */

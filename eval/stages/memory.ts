@@ -19,6 +19,7 @@ import {
   summarizeStage,
 } from '../stage';
 import { datasetInfo, limited, StageRunOptions, stageModels } from './common';
+import { turnStateOf } from '../../test/support/states';
 
 export const MEMORY_LABELS = ['FACTS', 'NONE'] as const;
 
@@ -100,11 +101,10 @@ function memoryState(item: MemoryCase): Parameters<MemoryService['persistTurn']>
     created_at: now,
     updated_at: now,
   }));
-  return {
+  return turnStateOf({
     tenant_id: 'eval',
     agent_id: 'eval',
     session_id: item.id,
-    conversation_key: `eval:${item.id}`,
     turn: 2,
     long_term_memory_subject_key: item.id,
     user_text: item.message,
@@ -113,7 +113,7 @@ function memoryState(item: MemoryCase): Parameters<MemoryService['persistTurn']>
       ? [{ role: 'assistant', content: item.previous_assistant, turn: 1 }]
       : [],
     long_term_memories: known,
-  };
+  });
 }
 
 export async function runMemoryStage(

@@ -4,7 +4,7 @@
  * model with its `more_intents`; supervisor mode: the planner).
  */
 import { ConfigFilesService } from '@agent/config';
-import type { AgentState, RouteDecision } from '@agent/contracts';
+import type { RouteDecision, TurnState } from '@agent/contracts';
 import { LlmService } from '@agent/llm';
 import { RoutingService } from '@agent/routing';
 import { FALLBACK_INTENT, LoadedSet, RouterCase, routerLabel } from '../datasets';
@@ -22,6 +22,7 @@ import {
   summarizeStage,
 } from '../stage';
 import { datasetInfo, limited, StageRunOptions, stageModels } from './common';
+import { turnStateOf } from '../../test/support/states';
 
 type RouterDetail = {
   /** The stage that decided: keyword, llm, fallback or supervisor. */
@@ -50,17 +51,15 @@ export interface RouterRun {
 const text = (value: unknown): string | null => (typeof value === 'string' ? value : null);
 const number = (value: unknown): number | null => (typeof value === 'number' ? value : null);
 
-function stateOf(item: RouterCase, files: ConfigFilesService): AgentState {
-  const state: AgentState = {
+function stateOf(item: RouterCase, files: ConfigFilesService): TurnState {
+  const state = turnStateOf({
     tenant_id: 'eval',
     agent_id: 'eval',
     session_id: item.id,
-    conversation_key: `eval:${item.id}`,
     turn: item.context ? 2 : 1,
     user_text: item.text,
     sanitized_input: item.text,
-    history: [],
-  };
+  });
   const previous = item.context
     ? files.routing.intents.find((intent) => intent.name === item.context?.previous_intent)
     : undefined;

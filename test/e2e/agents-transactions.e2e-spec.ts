@@ -1,6 +1,6 @@
 import { AgentsService } from '@agent/agents';
-import { decisionOf } from '../support/states';
-import type { AgentState } from '@agent/contracts';
+import { decisionOf, turnStateOf } from '../support/states';
+import { conversationKeyOf, type AgentState } from '@agent/contracts';
 import { GuardrailsService } from '@agent/guardrails';
 import { TurnContextStore } from '@agent/observability';
 import {
@@ -306,8 +306,9 @@ describe('domain agents with the reference MCP server', () => {
       () =>
         agents.run(
           'orders_agent',
-          {
+          turnStateOf({
             ...waiting,
+            conversation_key: conversationKeyOf(tenant, sessionId),
             user_text: 'sim, pode cancelar',
             sanitized_input: 'sim, pode cancelar',
             turn: 3,
@@ -317,7 +318,7 @@ describe('domain agents with the reference MCP server', () => {
               intent: 'state:WAITING_ORDER_CONFIRMATION',
               method: 'state_policy',
             }),
-          },
+          }),
           app.app.get(GuardrailsService).contentScreen(),
         ),
     );

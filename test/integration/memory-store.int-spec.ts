@@ -1,6 +1,6 @@
 import { rmSync } from 'node:fs';
 import { parseEnvNamespace } from '@agent/config';
-import type { AgentState, ContentScreen } from '@agent/contracts';
+import type { ContentScreen, TurnState } from '@agent/contracts';
 import { createDataSource, DatabaseService, EmbeddedPostgres } from '@agent/database';
 import type { LlmService } from '@agent/llm';
 import {
@@ -14,6 +14,7 @@ import {
 import { embeddedDataDir } from '../support/embedded-servers';
 import { FakeLlmServer, FakeReply } from '../support/fake-llm';
 import { describeLongTermMemoryStoreContract } from '../support/long-term-memory-store-contract';
+import { turnStateOf } from '../support/states';
 import { createTestLlm } from '../support/test-llm';
 
 /**
@@ -102,17 +103,16 @@ function scriptedLlm(reply: FakeReply | null) {
   return { llm: createTestLlm(reply ? fake : null).llm, requests: fake.requests };
 }
 
-function stateFor(who: MemorySubject, extra: AgentState = {}): AgentState {
-  return {
+function stateFor(who: MemorySubject, extra: Partial<TurnState> = {}): TurnState {
+  return turnStateOf({
     tenant_id: who.tenant_id,
     agent_id: who.agent_id,
     session_id: 'session-1',
     message_id: 'message-1',
-    turn: 1,
     long_term_memory_subject_key: who.subject_key,
     user_text: 'pode me chamar de Ana, prefiro contato por email',
     ...extra,
-  };
+  });
 }
 
 /** A memory screen that lets every fact through unchanged. */

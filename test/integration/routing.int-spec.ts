@@ -2,12 +2,12 @@ import { Test, TestingModule } from '@nestjs/testing';
 import { EventEmitter2 } from '@nestjs/event-emitter';
 import { join } from 'node:path';
 import { AppConfigModule } from '@agent/config';
-import type { AgentState, DomainAgentNode, RouteDecision } from '@agent/contracts';
+import type { DomainAgentNode, RouteDecision, TurnState } from '@agent/contracts';
 import { LlmModule } from '@agent/llm';
 import { ObservabilityModule } from '@agent/observability';
 import { RoutingModule, RoutingService } from '@agent/routing';
 import { FakeChatRequest, FakeLlmServer, FakeReply } from '../support/fake-llm';
-import { activeTransactionOf } from '../support/states';
+import { activeTransactionOf, turnStateOf } from '../support/states';
 import { REPO_ROOT, TEST_LLM_PROFILES } from '../support/test-app';
 import { withEnv } from '../support/with-env';
 
@@ -320,7 +320,9 @@ describe('Enterprise Router over the shipped catalogue (fake LLM)', () => {
     const expected: string[] = [];
     for (const example of CATALOGUE_CASES) {
       const before = fake.requestsFor('router').length;
-      const decision = await router.route({ user_text: example.text, sanitized_input: example.text });
+      const decision = await router.route(
+        turnStateOf({ user_text: example.text, sanitized_input: example.text }),
+      );
       const asked = fake.requestsFor('router').length - before;
       outcomes.push(
         `${example.text} → ${decision.route} ${decision.intent} ${decision.method} llm_calls=${asked}`,
@@ -335,7 +337,7 @@ describe('Enterprise Router over the shipped catalogue (fake LLM)', () => {
 
   it('publishes complete decisions with the intent domain and tools, and why the LLM was not accepted', async () => {
     llmAnswers.set('Bom dia', { json: { intent: 'weather', confidence: 0.99 } });
-    const keyword = await router.route({ user_text: 'quero cancelar meu pedido' });
+    const keyword = await router.route(turnStateOf({ user_text: 'quero cancelar meu pedido' }));
     expect(keyword).toMatchObject({
       route: 'orders_agent',
       agent: 'orders_agent',
@@ -345,7 +347,7 @@ describe('Enterprise Router over the shipped catalogue (fake LLM)', () => {
       route_bypassed: false,
       metadata: { matched_keyword: 'cancelar pedido', keyword_match_strategy: 'ordered_tokens' },
     });
-    const fallback = await router.route({ user_text: 'Bom dia' });
+    const fallback = await router.route(turnStateOf({ user_text: 'Bom dia' }));
     expect(fallback).toMatchObject({
       intent: 'fallback',
       domain: null,
@@ -365,7 +367,9 @@ describe('Enterprise Router over the shipped catalogue (fake LLM)', () => {
 
   it('sends the router prompt with the catalogue and the minimal session context', async () => {
     llmAnswers.set('e aí?', { json: { intent: 'none', confidence: 0 } });
-    await router.route({ user_text: 'e aí?', active_agent: 'orders_agent', intent: 'retail_order_tracking' });
+    await router.route(
+      turnStateOf({ user_text: 'e aí?', active_agent: 'orders_agent', intent: 'retail_order_tracking' }),
+    );
     const [request] = fake.requestsFor('router');
     expect(request.body).toMatchObject({ temperature: 0, response_format: { type: 'json_object' } });
     const payload = JSON.parse(request.messages[1].content ?? '') as {
@@ -387,7 +391,7 @@ describe('Enterprise Router over the shipped catalogue (fake LLM)', () => {
 
   it('falls back when the router LLM times out (profile timeout 1 s)', async () => {
     llmAnswers.set('ok então', { json: { intent: 'retail_order_tracking', confidence: 0.9 }, delayMs: 1500 });
-    const decision = await router.route({ user_text: 'ok então' });
+    const decision = await router.route(turnStateOf({ user_text: 'ok então' }));
     expect(decision).toMatchObject({
       route: 'billing_agent',
       method: 'fallback',
@@ -396,7 +400,7 @@ describe('Enterprise Router over the shipped catalogue (fake LLM)', () => {
   });
 
   describe('state policy', () => {
-    const collecting = (missing: string[]): AgentState => ({
+    const collecting = (missing: string[]): Partial<TurnState> => ({
       next_state: 'COLLECTING_BILLING_PARAMETERS',
       active_agent: 'billing_agent',
       intent: 'billing_invoice_explanation',
@@ -424,12 +428,12 @@ describe('Enterprise Router over the shipped catalogue (fake LLM)', () => {
 
     it('keeps a short parameter answer ("TIM Music", low confidence for another intent) in the transaction', async () => {
       llmAnswers.set('TIM Music', { json: { intent: 'product_services_information', confidence: 0.3 } });
-      expectHeld(await router.route({ user_text: 'TIM Music', ...collecting(['servico']) }));
+      expectHeld(await router.route(turnStateOf({ user_text: 'TIM Music', ...collecting(['servico']) })));
     });
 
     it('keeps a currency value ("R$ 71,99", the same intent) as the pending parameter', async () => {
       llmAnswers.set('R$ 71,99', { json: { intent: 'billing_invoice_explanation', confidence: 0.95 } });
-      expectHeld(await router.route({ user_text: 'R$ 71,99', ...collecting(['valor']) }));
+      expectHeld(await router.route(turnStateOf({ user_text: 'R$ 71,99', ...collecting(['valor']) })));
     });
 
     it('lets a clear new question with confidence 0.96 interrupt the transaction', async () => {
@@ -437,10 +441,12 @@ describe('Enterprise Router over the shipped catalogue (fake LLM)', () => {
         json: { intent: 'product_services_information', confidence: 0.96, reason: 'nova pergunta' },
       });
       for (const missing of [['servico'], ['valor']]) {
-        const decision = await router.route({
-          user_text: 'quais são meus serviços?',
-          ...collecting(missing),
-        });
+        const decision = await router.route(
+          turnStateOf({
+            user_text: 'quais são meus serviços?',
+            ...collecting(missing),
+          }),
+        );
         expect(decision).toMatchObject({
           route: 'product_agent',
           intent: 'product_services_information',
@@ -461,10 +467,12 @@ describe('Enterprise Router over the shipped catalogue (fake LLM)', () => {
         json: { intent: 'product_services_information', confidence: 0.96 },
         delayMs: 1500,
       });
-      const decision = await router.route({
-        user_text: 'quais são meus serviços?',
-        ...collecting(['valor']),
-      });
+      const decision = await router.route(
+        turnStateOf({
+          user_text: 'quais são meus serviços?',
+          ...collecting(['valor']),
+        }),
+      );
       expectHeld(decision);
       expect(decision.metadata).toMatchObject({ interruption_check: 'timeout' });
     });
@@ -488,8 +496,10 @@ describe('Enterprise Router with ENABLE_LLM_ROUTER=false and in supervisor mode'
     const moduleRef = await compileRouter(fake, { ENABLE_LLM_ROUTER: 'false' });
     try {
       const router = moduleRef.get(RoutingService);
-      expect(await router.route({ user_text: 'Where is my order?' })).toMatchObject({ method: 'keyword' });
-      expect(await router.route({ user_text: 'Bom dia' })).toMatchObject({
+      expect(await router.route(turnStateOf({ user_text: 'Where is my order?' }))).toMatchObject({
+        method: 'keyword',
+      });
+      expect(await router.route(turnStateOf({ user_text: 'Bom dia' }))).toMatchObject({
         method: 'fallback',
         metadata: { llm_rejection: 'disabled' },
       });
@@ -504,7 +514,7 @@ describe('Enterprise Router with ENABLE_LLM_ROUTER=false and in supervisor mode'
     try {
       const router = moduleRef.get(RoutingService);
       const text = 'quero cancelar o pedido 55, ver minha fatura e trocar o fone';
-      expect(await router.route({ user_text: text })).toMatchObject({
+      expect(await router.route(turnStateOf({ user_text: text }))).toMatchObject({
         route: 'supervisor_agent',
         method: 'supervisor',
       });
@@ -521,9 +531,9 @@ describe('Enterprise Router with ENABLE_LLM_ROUTER=false and in supervisor mode'
           },
         },
       });
-      const seen: { node: DomainAgentNode; state: AgentState }[] = [];
+      const seen: { node: DomainAgentNode; state: TurnState }[] = [];
       const patch = await router.superviseTurn(
-        { user_text: text, sanitized_input: text, next_state: null, pending_topics: [] },
+        turnStateOf({ user_text: text, sanitized_input: text, next_state: null, pending_topics: [] }),
         (node, state) => {
           seen.push({ node, state });
           return Promise.resolve({ answer: `resposta de ${node}` });

@@ -1,12 +1,38 @@
-import type {
-  ActiveTransaction,
-  JudgeResult,
-  McpToolResult,
-  ParametersRequest,
-  PendingToolCall,
-  PendingTopic,
-  RouteDecision,
+import {
+  type ActiveTransaction,
+  conversationKeyOf,
+  type JudgeResult,
+  type McpToolResult,
+  type ParametersRequest,
+  type PendingToolCall,
+  type PendingTopic,
+  type RouteDecision,
+  type TurnState,
 } from '@agent/contracts';
+
+/**
+ * A turn's state as the turn service starts it: the first message of session `s-1` of the default tenant, with
+ * `overrides` on top (a test that sets `user_text` usually wants it as the turn's text too: set `sanitized_input`).
+ */
+export function turnStateOf(overrides: Partial<TurnState> = {}): TurnState {
+  const tenantId = overrides.tenant_id ?? 'default';
+  const sessionId = overrides.session_id ?? 's-1';
+  return {
+    tenant_id: tenantId,
+    agent_id: 'default',
+    session_id: sessionId,
+    conversation_key: conversationKeyOf(tenantId, sessionId),
+    channel: 'web',
+    turn: 1,
+    message_id: 'm-1',
+    user_text: '',
+    history: [],
+    metadata: {},
+    session_control: '',
+    human_handoff_requested: false,
+    ...overrides,
+  };
+}
 
 /** A complete route decision for a test state: a keyword decision for billing_agent unless overridden. */
 export function decisionOf(overrides: Partial<RouteDecision> = {}): RouteDecision {

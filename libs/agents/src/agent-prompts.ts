@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AgentProfileConfig, ConfigFilesService } from '@agent/config';
-import type { AgentState, DomainAgentNode, LastTransaction } from '@agent/contracts';
+import type { DomainAgentNode, LastTransaction, TurnState } from '@agent/contracts';
 import { answerPrefix } from './answer-text';
 
 /** Rules every domain agent follows, whatever its prompt says. */
@@ -26,14 +26,13 @@ export class AgentPrompts {
     ]);
   }
 
-  profile(state: AgentState): AgentProfileConfig | undefined {
+  profile(state: TurnState): AgentProfileConfig | undefined {
     return (
-      this.files.agents.agents[state.agent_id ?? ''] ??
-      this.files.agents.agents[this.files.agents.default_agent_id]
+      this.files.agents.agents[state.agent_id] ?? this.files.agents.agents[this.files.agents.default_agent_id]
     );
   }
 
-  systemPrompt(node: DomainAgentNode, state: AgentState, extra: readonly string[] = []): string {
+  systemPrompt(node: DomainAgentNode, state: TurnState, extra: readonly string[] = []): string {
     const profile = this.profile(state);
     const parts = [profile?.system_prefix ?? '', this.prompt(node, profile?.prompts_dir), RUNTIME_RULES];
     if (state.long_term_memory_context) {

@@ -6,10 +6,15 @@ import {
   type AgentState,
   type ContentScreen,
   type DomainAgentNode,
+  draftAnswer,
   type RagOutcome,
+  routeTools,
   type SelectedToolCall,
   type ToolArguments,
+  type TurnPatch,
+  type TurnState,
   turnText,
+  turnToolResults,
 } from '@agent/contracts';
 import {
   ChatMessage,
@@ -80,13 +85,13 @@ export class AgentsService {
    */
   async run(
     node: DomainAgentNode,
-    state: AgentState,
+    state: TurnState,
     screen: ContentScreen,
     draft?: FirstReplyDraft,
-  ): Promise<Partial<AgentState>> {
+  ): Promise<TurnPatch> {
     const tools = new ScreenedTools(this.mcp, screen, state);
     const resumable = this.transactions.resumable(state);
-    let interruption: Partial<AgentState> = {};
+    let interruption: TurnPatch = {};
     let interruptedNote: string | null = null;
     if (resumable) {
       const shifted = state.transaction_interruption === 'intent_shift';
@@ -109,7 +114,7 @@ export class AgentsService {
   }
 
   /** A person or the end of the session took the turn: the operation waiting for the customer ends unrun. */
-  interruptPending(state: AgentState, reason: 'human_handoff' | 'end_session'): Partial<AgentState> {
+  interruptPending(state: AgentState, reason: 'human_handoff' | 'end_session'): TurnPatch {
     return this.transactions.interruptPending(state, reason);
   }
 
@@ -120,7 +125,7 @@ export class AgentsService {
    */
   async speculate(
     node: DomainAgentNode,
-    state: AgentState,
+    state: TurnState,
     screen: ContentScreen,
     signal: AbortSignal,
     onText?: TextListener,
@@ -135,16 +140,16 @@ export class AgentsService {
   }
 
   /** A new answer for the same turn, following the output supervisor's guidance; null when it cannot. */
-  async regenerate(node: DomainAgentNode, state: AgentState, guidance: string): Promise<string | null> {
+  async regenerate(node: DomainAgentNode, state: TurnState, guidance: string): Promise<string | null> {
     const graphAgent = this.files.agents.graph_agents[node];
-    const toolFacts = (state.mcp_results ?? []).length
+    const toolFacts = turnToolResults(state).length
       ? [`Resultados de ferramentas deste turno (JSON): ${JSON.stringify(state.mcp_results)}`]
       : [];
     const messages: ChatMessage[] = [
       { role: 'system', content: this.prompts.systemPrompt(node, state, toolFacts) },
       ...this.history(state),
       { role: 'user', content: turnText(state) },
-      { role: 'assistant', content: state.answer ?? '' },
+      { role: 'assistant', content: draftAnswer(state) },
       {
         role: 'system',
         content: `Reescreva a resposta anterior seguindo esta orientação de supervisão: ${guidance}`,
@@ -160,14 +165,14 @@ export class AgentsService {
   }
 
   /** The system prompt of a graph agent for the state's agent_id (kept for callers of the old facade). */
-  systemPrompt(node: DomainAgentNode, state: AgentState): string {
+  systemPrompt(node: DomainAgentNode, state: TurnState): string {
     return this.prompts.systemPrompt(node, state);
   }
 
   /** The agent's tools, retrieval and prompt for the turn, and the request of its first model call. */
   private async prepare(
     node: DomainAgentNode,
-    state: AgentState,
+    state: TurnState,
     interruptedNote: string | null,
     screen: ContentScreen,
   ) {
@@ -199,7 +204,7 @@ export class AgentsService {
 
   private async answer(
     node: DomainAgentNode,
-    state: AgentState,
+    state: TurnState,
     interruptedNote: string | null,
     guarded: {
       tools: ScreenedTools;
@@ -207,7 +212,7 @@ export class AgentsService {
       replaced: ActiveTransaction | null;
       draft: FirstReplyDraft | undefined;
     },
-  ): Promise<Partial<AgentState>> {
+  ): Promise<TurnPatch> {
     const { allowed, rag, messages, requestAt } = await this.prepare(
       node,
       state,
@@ -215,7 +220,7 @@ export class AgentsService {
       guarded.screen,
     );
     const results: McpToolResult[] = [];
-    const base: Partial<AgentState> = {
+    const base: TurnPatch = {
       available_mcp_tools: allowed,
       rag_results: rag && 'documents' in rag ? rag.documents : [],
       context: { ...state.context, agent: node, ...(rag ? { rag: withoutDocuments(rag) } : {}) },
@@ -307,7 +312,7 @@ export class AgentsService {
     call: ToolCall,
     args: ToolArguments | null,
     allowed: readonly string[],
-    state: AgentState,
+    state: TurnState,
     tools: ScreenedTools,
   ): Promise<McpToolResult> {
     if (!allowed.includes(call.name)) {
@@ -338,9 +343,9 @@ export class AgentsService {
    * The intent's mcp_tools, restricted to declared, non-internal tools and to the agent_id's tool policy: the
    * allowlist offered to the model.
    */
-  private allowedTools(state: AgentState): string[] {
+  private allowedTools(state: TurnState): string[] {
     const policy = this.files.toolPolicies.for(state.agent_id).allowed_tools;
-    return [...new Set(state.mcp_tools ?? [])].filter((name) => {
+    return [...new Set(routeTools(state))].filter((name) => {
       const config = this.mcp.toolConfig(name);
       return config !== null && !config.internal && (policy?.includes(name) ?? true);
     });
@@ -350,7 +355,7 @@ export class AgentsService {
   private async retrieve(
     domain: string,
     namespace: string,
-    state: AgentState,
+    state: TurnState,
     screen: ContentScreen,
   ): Promise<RagContext> {
     const context = await this.screenedContext(
@@ -378,7 +383,7 @@ export class AgentsService {
   private async screenedContext(
     context: RagContext,
     screen: ContentScreen,
-    state: AgentState,
+    state: TurnState,
   ): Promise<RagContext> {
     if (context.status !== 'executed') return context;
     const documents = await screenPassages(context.documents, screen, state);
@@ -393,8 +398,8 @@ export class AgentsService {
     };
   }
 
-  private history(state: AgentState): ChatMessage[] {
-    return (state.history ?? [])
+  private history(state: TurnState): ChatMessage[] {
+    return state.history
       .slice(-HISTORY_WINDOW)
       .map((m): ChatMessage => ({ role: m.role, content: m.content }));
   }

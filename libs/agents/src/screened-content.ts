@@ -1,4 +1,4 @@
-import type { AgentState, ContentScreen, RetrievedChunk, ToolArguments } from '@agent/contracts';
+import type { ContentScreen, RetrievedChunk, ToolArguments, TurnState } from '@agent/contracts';
 import { CallOptions, McpService, McpToolResult, PreparedCall, PrepareOptions } from '@agent/mcp';
 
 /** Error of a tool result the tool rails blocked: the agent handles it like any other tool error. */
@@ -13,7 +13,7 @@ export class ScreenedTools {
   constructor(
     private readonly mcp: McpService,
     private readonly screen: ContentScreen,
-    private readonly state: AgentState,
+    private readonly state: TurnState,
   ) {}
 
   async callTool(
@@ -78,7 +78,7 @@ function parseBody(text: string): { result: unknown; error: string | null } | nu
 export async function screenPassages(
   documents: readonly RetrievedChunk[],
   screen: ContentScreen,
-  state: AgentState,
+  state: TurnState,
 ): Promise<RetrievedChunk[]> {
   const screened = await Promise.all(
     documents.map(async (document) => {

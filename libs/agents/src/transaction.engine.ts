@@ -10,7 +10,9 @@ import {
   DomainAgentNode,
   McpToolResult,
   PendingToolCall,
+  routeTools,
   ToolArguments,
+  TurnState,
   turnText,
 } from '@agent/contracts';
 import { ChatMessage, LlmError, LlmService } from '@agent/llm';
@@ -82,7 +84,7 @@ export class TransactionEngine {
   }
 
   /** The active transaction of the state (validated with the state when its checkpoint was loaded). */
-  resumable(state: AgentState): ResumableTransaction | null {
+  resumable(state: TurnState): ResumableTransaction | null {
     if (!state.active_transaction) return null;
     return { transaction: state.active_transaction, pending: state.pending_tool_call ?? null };
   }
@@ -90,7 +92,7 @@ export class TransactionEngine {
   /** A transactional tool the model called (see `begin`). */
   start(
     node: DomainAgentNode,
-    state: AgentState,
+    state: TurnState,
     toolName: string,
     modelArguments: ToolArguments,
     turnResults: McpToolResult[],
@@ -103,7 +105,7 @@ export class TransactionEngine {
 
   /** The turn after the agent asked for parameters or for a confirmation: the reply read, then its transition. */
   async resume(
-    state: AgentState,
+    state: TurnState,
     resumable: ResumableTransaction,
     tools: ScreenedTools,
   ): Promise<TransactionPatch> {
@@ -130,7 +132,7 @@ export class TransactionEngine {
       operation: `${this.wording.operation(transaction.tool_name)} (${this.wording.arguments(transaction.tool_name, pending.arguments)})`,
       question: lastAssistantMessage(state),
       message: turnText(state),
-      history: state.history ?? [],
+      history: state.history,
       minConfidence: this.settings.confirmation_min_confidence,
       fields: Object.keys(properties).map((name) => ({
         name,
@@ -144,18 +146,18 @@ export class TransactionEngine {
 
   /** The turn went to another intent or agent: the transaction ends without running. */
   interrupt(
-    state: AgentState,
+    state: TurnState,
     transaction: ActiveTransaction,
     reason: TransactionInterruption,
   ): TransactionPatch {
-    const step = interrupted(this.turn(state), transaction, reason);
+    const step = interrupted(state, transaction, reason);
     this.emitAll(step.events);
     return step.patch;
   }
 
   /** A person or the end of the session took the turn (see `sessionTookOver`). */
   interruptPending(state: AgentState, reason: 'human_handoff' | 'end_session'): TransactionPatch {
-    const step = sessionTookOver(this.turn(state), reason);
+    const step = sessionTookOver(state, reason);
     this.emitAll(step.events);
     return step.patch;
   }
@@ -182,7 +184,7 @@ export class TransactionEngine {
     }
   }
 
-  private call(state: AgentState, tools: ScreenedTools, request: ToolRequest): Promise<McpToolResult> {
+  private call(state: TurnState, tools: ScreenedTools, request: ToolRequest): Promise<McpToolResult> {
     if (request.purpose === 'pre_validation') {
       return tools.callTool(request.tool_name, request.arguments, { context: requestContext(state) });
     }
@@ -195,7 +197,7 @@ export class TransactionEngine {
 
   /** The answer after execution: the agent's model explains the tool result; null when it cannot. */
   private async compose(
-    state: AgentState,
+    state: TurnState,
     { transaction, result, status }: CompositionRequest,
   ): Promise<string | null> {
     const node = transaction.agent;
@@ -208,7 +210,7 @@ export class TransactionEngine {
           'Explique ao cliente de forma breve que nada foi alterado, sem detalhes técnicos.';
     const messages: ChatMessage[] = [
       { role: 'system', content: this.prompts.systemPrompt(node, state) },
-      ...(state.history ?? []).slice(-12).map((m): ChatMessage => ({ role: m.role, content: m.content })),
+      ...state.history.slice(-12).map((m): ChatMessage => ({ role: m.role, content: m.content })),
       { role: 'user', content: turnText(state) },
       { role: 'system', content: instruction },
     ];
@@ -232,7 +234,7 @@ export class TransactionEngine {
   }
 
   /** The machine's view of this turn: lookups bound to its agent_id, text and request context. */
-  private turn(state: AgentState): TransactionTurn {
+  private turn(state: TurnState): TransactionTurn {
     const rules: TransactionRules = {
       maxAttempts: this.settings.max_attempts,
       wording: this.wording,
@@ -258,10 +260,10 @@ export class TransactionEngine {
 
   /** The other transactional operations the turn's intent allows: what a customer may switch to. */
   private alternatives(
-    state: AgentState,
+    state: TurnState,
     transaction: ActiveTransaction,
   ): { name: string; description: string }[] {
-    return [...new Set(state.mcp_tools ?? [])].flatMap((name) => {
+    return [...new Set(routeTools(state))].flatMap((name) => {
       const config = this.mcp.toolConfig(name);
       return name !== transaction.tool_name && config?.operation_type === 'transactional' && !config.internal
         ? [{ name, description: `${this.wording.operation(name)}: ${config.description}` }]
@@ -277,16 +279,16 @@ export class TransactionEngine {
 }
 
 /** Values a tool's `map` may read: the message metadata (msisdn from the channel, ...) and the caller's ids. */
-export function requestContext(state: AgentState): ClientMetadata {
+export function requestContext(state: TurnState): ClientMetadata {
   return {
-    ...(state.metadata ?? {}),
+    ...state.metadata,
     ...(state.user_id ? { user_id: state.user_id } : {}),
-    ...(state.tenant_id ? { tenant_id: state.tenant_id } : {}),
+    tenant_id: state.tenant_id,
   };
 }
 
-function lastAssistantMessage(state: AgentState): string {
-  const history = state.history ?? [];
+function lastAssistantMessage(state: TurnState): string {
+  const history = state.history;
   for (let i = history.length - 1; i >= 0; i--) {
     if (history[i].role === 'assistant') return history[i].content;
   }

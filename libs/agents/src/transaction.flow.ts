@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { ToolConfig } from '@agent/config';
 import {
   ActiveTransaction,
+  AgentState,
   collectingState,
   DomainAgentNode,
   McpToolResult,
@@ -138,8 +139,8 @@ function newTransaction(
     state_domain: rules.stateDomain(node),
     arguments: {},
     status: 'COLLECTING_PARAMETERS',
-    started_turn: state.turn ?? null,
-    updated_turn: state.turn ?? null,
+    started_turn: state.turn,
+    updated_turn: state.turn,
     started_from_intent: state.intent ?? null,
     intent: state.intent ?? null,
     tool_description: config.description,
@@ -243,7 +244,7 @@ function preValidated(
     reason: body.reason ?? null,
     message,
     error: result.error,
-    turn: state.turn ?? null,
+    turn: state.turn,
   };
   const outcome = { transaction_pre_validation: preValidation, mcp_results: results };
   if (result.ok && eligible === false) {
@@ -300,7 +301,7 @@ function confirmOrExecute(
     tool_name: transaction.tool_name,
     server: transaction.server,
     arguments: transaction.arguments,
-    requested_turn: state.turn ?? null,
+    requested_turn: state.turn,
   };
   if (!rules.confirmationRequired(transaction.tool_name)) {
     return execute(turn, transaction, pending, results);
@@ -310,7 +311,7 @@ function confirmOrExecute(
     status: 'AWAITING_CONFIRMATION',
     missing_parameters: [],
     attempts: 0,
-    updated_turn: state.turn ?? null,
+    updated_turn: state.turn,
   };
   return done(
     {
@@ -340,7 +341,7 @@ export function execute(
   pending: PendingToolCall,
   turnResults: McpToolResult[],
 ): TransactionStep {
-  const key = idempotencyKey(turn.state.conversation_key ?? '', pending);
+  const key = idempotencyKey(turn.state.conversation_key, pending);
   return {
     kind: 'call',
     events: [],
@@ -425,7 +426,7 @@ function evidenceOf(
     idempotency_key: key,
     idempotent_replay: executionBody.parse(result.result).idempotent_replay === true,
     requested_turn: pending.requested_turn,
-    executed_turn: state.turn ?? null,
+    executed_turn: state.turn,
     executed_at: rules.now(),
     latency_ms: result.latency_ms,
   };
@@ -444,13 +445,13 @@ export function terminal(
 ): DoneStep {
   return done(
     {
-      operation_results: withOutcome(turn, transaction, status),
+      operation_results: withOutcome(turn.state, transaction, status),
       answer,
       ...noPendingTransaction(),
       transaction_status: status,
       next_state: null,
       mcp_results: [],
-      last_transaction: { ...transaction, status, finished_turn: turn.state.turn ?? null },
+      last_transaction: { ...transaction, status, finished_turn: turn.state.turn },
       selected_tool_call: { tool_name: transaction.tool_name, arguments: transaction.arguments },
       ...extra,
     },
@@ -458,9 +459,17 @@ export function terminal(
   );
 }
 
+/**
+ * The turn an operation ends in: the running turn's, or, when a person or the end of the session takes over
+ * through the admin API, outside any turn, the stored state's last (none before its first turn).
+ */
+export function endingTurn(state: AgentState): number | null {
+  return state.turn ?? null;
+}
+
 /** `operation_results` with this transaction's outcome, the newest OPERATION_RESULTS_KEPT by transaction id. */
 export function withOutcome(
-  turn: TransactionTurn,
+  state: AgentState,
   transaction: ActiveTransaction,
   status: TransactionStatus,
 ): Record<string, OperationResult> {
@@ -470,13 +479,11 @@ export function withOutcome(
     intent: transaction.intent,
     status,
     arguments: transaction.arguments,
-    finished_turn: turn.state.turn ?? null,
+    finished_turn: endingTurn(state),
   };
   return Object.fromEntries(
     [
-      ...Object.entries(turn.state.operation_results ?? {}).filter(
-        ([id]) => id !== transaction.transaction_id,
-      ),
+      ...Object.entries(state.operation_results ?? {}).filter(([id]) => id !== transaction.transaction_id),
       [transaction.transaction_id, outcome] as const,
     ].slice(-OPERATION_RESULTS_KEPT),
   );

@@ -1,12 +1,12 @@
 import type { ToolConfig } from '@agent/config';
 import type {
   ActiveTransaction,
-  AgentState,
   McpToolResult,
   PendingToolCall,
   ToolArguments,
+  TurnState,
 } from '@agent/contracts';
-import { activeTransactionOf, pendingToolCallOf, toolResultOf } from '@agent/testing/states';
+import { activeTransactionOf, pendingToolCallOf, toolResultOf, turnStateOf } from '@agent/testing/states';
 import { createTestLlm } from '@agent/testing/test-llm';
 import type { CollectionReading } from './parameter-extractor';
 import { TOOL_RESULT_WITHHELD } from './screened-content';
@@ -65,17 +65,20 @@ function rulesOf(overrides: Partial<TransactionRules> = {}): TransactionRules {
   };
 }
 
-function turnOf(state: AgentState = {}, rules: TransactionRules = rulesOf()): TransactionTurn {
-  return {
-    state: {
-      turn: 4,
-      conversation_key: 'acme:s1',
-      agent_id: 'retail_orders',
-      intent: 'retail_order_cancel',
-      ...state,
-    },
-    rules,
-  };
+function turnOf(state: Partial<TurnState> = {}, rules: TransactionRules = rulesOf()): TransactionTurn {
+  return { state: stateOf(state), rules };
+}
+
+/** The state of the turn the machine runs in: turn 4 of session s1 of tenant acme, cancelling an order. */
+function stateOf(state: Partial<TurnState> = {}): TurnState {
+  return turnStateOf({
+    tenant_id: 'acme',
+    session_id: 's1',
+    turn: 4,
+    agent_id: 'retail_orders',
+    intent: 'retail_order_cancel',
+    ...state,
+  });
 }
 
 /** The world a test plays: the answer of each tool call and of the model that composes the final answer. */
@@ -651,7 +654,7 @@ describe('transaction state machine', () => {
       '%s ends the operation unrun, whatever its status',
       (reason) => {
         for (const transaction of [collecting, waiting]) {
-          const { patch, events } = interrupted(turnOf({ operation_results: {} }), transaction, reason);
+          const { patch, events } = interrupted(stateOf({ operation_results: {} }), transaction, reason);
           expect(events.map((e) => [e.name, e.details])).toEqual([
             ['IC.TRANSACTION_INTERRUPTED', { reason }],
           ]);
@@ -668,7 +671,7 @@ describe('transaction state machine', () => {
       'a %s ends the waiting operation the same way, and says why in transaction_interruption',
       (reason) => {
         const { patch, events } = sessionTookOver(
-          turnOf({ active_transaction: waiting, pending_tool_call: pending }),
+          stateOf({ active_transaction: waiting, pending_tool_call: pending }),
           reason,
         );
         expect(events.map((e) => [e.name, e.details])).toEqual([['IC.TRANSACTION_INTERRUPTED', { reason }]]);
@@ -681,8 +684,8 @@ describe('transaction state machine', () => {
     );
 
     it('a session control with nothing pending changes nothing; a pending state without its operation is cleared', () => {
-      expect(sessionTookOver(turnOf(), 'human_handoff')).toEqual({ kind: 'done', events: [], patch: {} });
-      const orphan = turnOf({ next_state: 'COLLECTING_BILLING_PARAMETERS', missing_parameters: ['valor'] });
+      expect(sessionTookOver(stateOf(), 'human_handoff')).toEqual({ kind: 'done', events: [], patch: {} });
+      const orphan = stateOf({ next_state: 'COLLECTING_BILLING_PARAMETERS', missing_parameters: ['valor'] });
       const { patch, events } = sessionTookOver(orphan, 'end_session');
       expect(events).toEqual([]);
       expect(patch).toMatchObject({
@@ -708,7 +711,7 @@ describe('transaction state machine', () => {
           },
         ]),
       );
-      const { patch } = interrupted(turnOf({ operation_results: earlier }), waiting, 'intent_shift');
+      const { patch } = interrupted(stateOf({ operation_results: earlier }), waiting, 'intent_shift');
       const kept = Object.keys(patch.operation_results ?? {});
       expect(kept).toHaveLength(20);
       expect(kept[0]).toBe('old-1');

@@ -1,5 +1,6 @@
 import {
   ActiveTransaction,
+  AgentState,
   hasPendingTransaction,
   noPendingTransaction,
   PendingToolCall,
@@ -15,6 +16,7 @@ import {
   isMissing,
   terminal,
   validateAndConfirm,
+  endingTurn,
   withOutcome,
 } from './transaction.flow';
 import { after, done, DoneStep, TransactionStep, TransactionTurn } from './transaction.step';
@@ -114,14 +116,13 @@ export function confirmationLost(turn: TransactionTurn, transaction: ActiveTrans
  * session): the operation ends without running, recorded as CANCELLED with the reason.
  */
 export function interrupted(
-  turn: TransactionTurn,
+  state: AgentState,
   transaction: ActiveTransaction,
   reason: TransactionInterruption,
 ): DoneStep {
-  const { state } = turn;
   return done(
     {
-      operation_results: withOutcome(turn, transaction, 'CANCELLED'),
+      operation_results: withOutcome(state, transaction, 'CANCELLED'),
       ...noPendingTransaction(),
       transaction_status: 'CANCELLED',
       next_state: null,
@@ -129,7 +130,7 @@ export function interrupted(
         ...transaction,
         status: 'CANCELLED',
         interruption: reason,
-        finished_turn: state.turn ?? null,
+        finished_turn: endingTurn(state),
       },
       tool_policy_result: { action: 'interrupted', tool_name: transaction.tool_name, reason },
     },
@@ -142,10 +143,9 @@ export function interrupted(
  * no later message (in notify mode, after a resume) can confirm it. A pending state without its transaction (an
  * older checkpoint) is only cleared: there is nothing to record.
  */
-export function sessionTookOver(turn: TransactionTurn, reason: 'human_handoff' | 'end_session'): DoneStep {
-  const { state } = turn;
+export function sessionTookOver(state: AgentState, reason: 'human_handoff' | 'end_session'): DoneStep {
   if (state.active_transaction) {
-    const ended = interrupted(turn, state.active_transaction, reason);
+    const ended = interrupted(state, state.active_transaction, reason);
     return done({ ...ended.patch, transaction_interruption: reason }, ended.events);
   }
   if (!hasPendingTransaction(state)) return done({});
@@ -169,7 +169,7 @@ function collected(
   const next: ActiveTransaction = {
     ...transaction,
     arguments: merged,
-    updated_turn: state.turn ?? null,
+    updated_turn: state.turn,
     attempts: progressed ? 0 : transaction.attempts + 1,
   };
   if (!progressed && next.attempts >= rules.maxAttempts) return gaveUp(turn, next);
@@ -190,7 +190,7 @@ function abandoned(turn: TransactionTurn, transaction: ActiveTransaction): Trans
         ...transaction,
         status: 'CANCELLED',
         interruption: 'explicit_abandonment',
-        finished_turn: turn.state.turn ?? null,
+        finished_turn: turn.state.turn,
       },
       tool_policy_result: { action: 'abandoned_by_user', tool_name: transaction.tool_name },
     },
@@ -218,7 +218,7 @@ function replaced(
   toolName: string,
   values: ToolArguments,
 ): TransactionStep {
-  const ended = interrupted(turn, transaction, 'replaced');
+  const ended = interrupted(turn.state, transaction, 'replaced');
   const properties = turn.rules.tool(toolName).args_schema.properties;
   const given = Object.fromEntries(Object.entries(values).filter(([field]) => field in properties));
   const next = begin(
@@ -243,7 +243,7 @@ function corrected(
     ...transaction,
     arguments: prepared.ok ? prepared.call.arguments : prepared.arguments,
     attempts: 0,
-    updated_turn: turn.state.turn ?? null,
+    updated_turn: turn.state.turn,
   };
   const event = transactionEvent('IC.TRANSACTION_CORRECTED', next, { fields: Object.keys(values) });
   // A value that does not validate is dropped and collected again, like a missing one.
@@ -258,7 +258,7 @@ function unclear(
   decision: ConfirmationResult,
 ): TransactionStep {
   const { rules } = turn;
-  const next = { ...transaction, attempts: transaction.attempts + 1, updated_turn: turn.state.turn ?? null };
+  const next = { ...transaction, attempts: transaction.attempts + 1, updated_turn: turn.state.turn };
   if (next.attempts >= rules.maxAttempts) return gaveUp(turn, next);
   return done({
     answer: rules.wording.message('confirm_again', next, {

@@ -1,17 +1,18 @@
 import type { ToolConfig } from '@agent/config';
 import type {
   ActiveTransaction,
-  AgentState,
   DomainAgentNode,
   McpToolResult,
   PendingToolCall,
   ToolArguments,
+  TurnPatch,
+  TurnState,
 } from '@agent/contracts';
 import type { PreparationError, PrepareResult } from '@agent/mcp';
 import type { TransactionEvent } from './transaction.events';
 import type { TransactionWording } from './transaction.wording';
 
-export type TransactionPatch = Partial<AgentState>;
+export type TransactionPatch = TurnPatch;
 
 /**
  * What a transition reads besides the state, bound to the turn: configuration and wording, argument validation,
@@ -38,7 +39,7 @@ export interface TransactionRules {
 
 /** What every transition reads: the turn's state (never changed in place) and the rules. */
 export interface TransactionTurn {
-  state: AgentState;
+  state: TurnState;
   rules: TransactionRules;
 }
 

@@ -1,4 +1,10 @@
-import { AgentState, DomainAgentNode, HistoryMessage, TransactionStatus } from '@agent/contracts';
+import {
+  DomainAgentNode,
+  HistoryMessage,
+  pendingTopicsOf,
+  TransactionStatus,
+  TurnState,
+} from '@agent/contracts';
 
 /**
  * The history the classifier sees, in estimated tokens: the newest messages first, each cut to at most
@@ -82,14 +88,14 @@ function capabilityOf(intent: IntentCapability): string {
  */
 export function targetIntent(
   target: string | null | undefined,
-  state: AgentState,
+  state: TurnState,
   enabledIntents: readonly IntentCapability[],
 ): string | null {
   const wanted = (target ?? '').trim().toLowerCase();
   if (wanted === '') return null;
   const same = (text: string) => text.trim().toLowerCase() === wanted;
   const enabled = new Set(enabledIntents.map((intent) => intent.name));
-  const pending = (state.pending_topics ?? []).find(
+  const pending = pendingTopicsOf(state).find(
     (topic) => typeof topic.label === 'string' && same(topic.label) && enabled.has(topic.intent),
   );
   if (pending) return pending.intent;
@@ -163,7 +169,7 @@ export function recentHistory(
   return kept;
 }
 export function buildPayload(
-  state: AgentState,
+  state: TurnState,
   activeAgent: string,
   capabilities: Map<string, string[]>,
   currentMessage: string,
@@ -193,7 +199,7 @@ export function buildPayload(
  * older catalogue), otherwise ''.
  */
 export function classifierInput(
-  state: AgentState,
+  state: TurnState,
   enabledIntents: readonly IntentCapability[],
   currentMessage: string,
   historyTurns: number,
@@ -206,8 +212,8 @@ export function classifierInput(
 }
 
 /** The labels and agents of `pending_topics`, when there are any. */
-function pendingTopics(state: AgentState): Pick<ContinuityPayload, 'pending_topics'> {
-  const topics = (state.pending_topics ?? []).flatMap((topic) =>
+function pendingTopics(state: TurnState): Pick<ContinuityPayload, 'pending_topics'> {
+  const topics = pendingTopicsOf(state).flatMap((topic) =>
     typeof topic.label === 'string' && typeof topic.agent === 'string'
       ? [{ topic: topic.label, agent: topic.agent }]
       : [],
@@ -220,11 +226,11 @@ function pendingTopics(state: AgentState): Pick<ContinuityPayload, 'pending_topi
  * no other one waits.
  */
 function finishedOperation(
-  state: AgentState,
+  state: TurnState,
   activeAgent: string,
 ): Pick<ContinuityPayload, 'finished_operation'> {
   const last = state.last_transaction;
-  const previousTurn = state.turn === undefined ? null : state.turn - 1;
+  const previousTurn = state.turn - 1;
   if (
     !last ||
     last.finished_turn !== previousTurn ||

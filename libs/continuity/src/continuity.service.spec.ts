@@ -2,10 +2,10 @@ import { copyFileSync, cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseEnvNamespace } from '@agent/config';
-import type { AgentState, DomainAgentNode, RouteDecision, StoredEvent } from '@agent/contracts';
+import type { DomainAgentNode, RouteDecision, StoredEvent, TurnState } from '@agent/contracts';
 import { EventBusService, MetricsService, TurnContext, TurnContextStore } from '@agent/observability';
 import { FakeChatRequest, FakeLlmServer, FakeReply } from '@agent/testing/fake-llm';
-import { activeTransactionOf, decisionOf } from '@agent/testing/states';
+import { activeTransactionOf, decisionOf, turnStateOf } from '@agent/testing/states';
 import { createTestLlm } from '@agent/testing/test-llm';
 import {
   approximateTokens,
@@ -42,10 +42,10 @@ intents:
 `;
 
 /** The reference suite's base state: product_agent active after "qual é o meu plano?". */
-function baseState(message = 'o que está incluso?', overrides: Partial<AgentState> = {}): AgentState {
-  return {
+function baseState(message = 'o que está incluso?', overrides: Partial<TurnState> = {}): TurnState {
+  return turnStateOf({
+    tenant_id: 'acme',
     session_id: 's1',
-    conversation_key: 'acme:s1',
     active_agent: 'product_agent',
     intent: 'product_services_information',
     domain: 'telecom',
@@ -63,7 +63,7 @@ function baseState(message = 'o que está incluso?', overrides: Partial<AgentSta
     user_text: message,
     sanitized_input: message,
     ...overrides,
-  };
+  });
 }
 
 function turnContext(turn: number): TurnContext {
@@ -79,7 +79,7 @@ function turnContext(turn: number): TurnContext {
   };
 }
 
-function withoutActiveAgent(message: string): AgentState {
+function withoutActiveAgent(message: string): TurnState {
   const state = baseState(message);
   delete state.active_agent;
   return state;
@@ -126,7 +126,7 @@ describe('ContinuityService', () => {
    */
   async function evaluate(
     service: ContinuityService,
-    state: AgentState,
+    state: TurnState,
     bus?: EventBusService,
   ): Promise<{ outcome: ContinuityOutcome | null; events: StoredEvent[] }> {
     const context = turnContext(2);
@@ -413,7 +413,12 @@ describe('ContinuityService', () => {
     ])('%s works on a first turn without an active agent', async (label, message, route) => {
       const { service } = harness();
       classifierReplies({ json: { decision: label, confidence: 0.97 } });
-      const state: AgentState = { session_id: 's1', user_text: message, sanitized_input: message };
+      const state = turnStateOf({
+        tenant_id: 'acme',
+        session_id: 's1',
+        user_text: message,
+        sanitized_input: message,
+      });
       const { outcome } = await evaluate(service, state);
       expect(outcome?.decision?.route).toBe(route);
       expect(outcome?.decision?.metadata.session_control).toBe(label);
@@ -483,7 +488,7 @@ describe('ContinuityService', () => {
 
   describe('after an operation of the active agent ended', () => {
     /** product_agent's plan change ended on turn 2 (the turns are numbered from the context: 3 here). */
-    const ended = (overrides: Partial<AgentState> = {}): AgentState =>
+    const ended = (overrides: Partial<TurnState> = {}): TurnState =>
       baseState('e agora?', {
         turn: 3,
         last_transaction: {
@@ -683,7 +688,7 @@ describe('ContinuityService', () => {
 
   describe('history', () => {
     const long = `Sua fatura de março ${'tem vários itens detalhados aqui. '.repeat(40)}Quer contestar algum?`;
-    const history: AgentState['history'] = [
+    const history: TurnState['history'] = [
       { role: 'user', content: 'turn 1 question' },
       { role: 'assistant', content: 'turn 1 answer' },
       { role: 'user', content: 'turn 2 question' },
@@ -877,7 +882,7 @@ describe('ContinuityService', () => {
     it('a failing shadow router run resolves to null and records nothing', async () => {
       const { service, metrics } = harness({ ROUTE_STICKINESS_SHADOW_RATE: '1' });
       await expect(
-        service.runShadow({}, 'product_agent', () => Promise.reject(new Error('down'))),
+        service.runShadow(turnStateOf(), 'product_agent', () => Promise.reject(new Error('down'))),
       ).resolves.toBeNull();
       expect((await metrics.continuityShadow.get()).values).toEqual([]);
     });
@@ -885,7 +890,7 @@ describe('ContinuityService', () => {
     it.each(['human_handoff', 'end_session'])('never shadows a %s decision', async (node) => {
       const { service, metrics } = harness({ ROUTE_STICKINESS_SHADOW_RATE: '1' });
       const route = jest.fn(() => Promise.reject(new Error('must not run')));
-      await expect(service.runShadow({}, node, route)).resolves.toBeNull();
+      await expect(service.runShadow(turnStateOf(), node, route)).resolves.toBeNull();
       expect(route).not.toHaveBeenCalled();
       expect((await metrics.continuityShadow.get()).values).toEqual([]);
     });

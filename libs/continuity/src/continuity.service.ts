@@ -2,7 +2,6 @@ import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { ConfigType } from '@nestjs/config';
 import { ConfigFilesService, continuityConfig } from '@agent/config';
 import {
-  AgentState,
   ClassifiedRoute,
   ContinuityDecision,
   ContinuityFallbackReason,
@@ -13,6 +12,7 @@ import {
   RouteDecision,
   SESSION_ENDED_STATE,
   SessionControl,
+  TurnState,
   turnText,
 } from '@agent/contracts';
 import { LlmService, StructuredFailureReason } from '@agent/llm';
@@ -109,7 +109,7 @@ export class ContinuityService implements OnModuleInit {
    * Classifies the current turn. Null when the feature is disabled (no classifier call at all) or the turn has
    * no text to classify; otherwise the signal, and the decision when one was accepted.
    */
-  async evaluate(state: AgentState): Promise<ContinuityOutcome | null> {
+  async evaluate(state: TurnState): Promise<ContinuityOutcome | null> {
     if (!this.enabled) return null;
     const text = turnText(state).trim();
     if (text === '') return null;
@@ -194,7 +194,7 @@ export class ContinuityService implements OnModuleInit {
    * not a domain agent); it never rejects, so a shadow run can never affect the turn.
    */
   async runShadow(
-    state: AgentState,
+    state: TurnState,
     continuityAgent: string,
     route: () => Promise<RouteDecision>,
   ): Promise<boolean | null> {
@@ -238,7 +238,7 @@ export class ContinuityService implements OnModuleInit {
   private decisionFor(
     label: ContinuityDecision,
     classification: Classification,
-    state: AgentState,
+    state: TurnState,
     activeAgent: DomainAgentNode,
   ): RouteDecision | null {
     switch (label) {
@@ -281,7 +281,7 @@ export class ContinuityService implements OnModuleInit {
    */
   private continueDecision(
     classification: Classification,
-    state: AgentState,
+    state: TurnState,
     activeAgent: DomainAgentNode,
   ): RouteDecision {
     const previous = state.route_decision;
@@ -316,7 +316,7 @@ export class ContinuityService implements OnModuleInit {
    * names that state (`state:<STATE>`); once nothing is pending any more (the operation ended), the turn goes on
    * with the operation's own intent instead of a state that no longer exists.
    */
-  private continuedIntent(own: RouteDecision | undefined, state: AgentState, agent: string): string | null {
+  private continuedIntent(own: RouteDecision | undefined, state: TurnState, agent: string): string | null {
     if (own?.next_state && !hasPendingTransaction(state)) {
       const recorded = [own.metadata.transaction_intent, state.last_transaction?.intent];
       return recorded.find((name) => this.isIntentOf(name, state, agent)) ?? this.ownIntent(state, agent);
@@ -324,24 +324,24 @@ export class ContinuityService implements OnModuleInit {
     return nonEmptyString(own?.intent) ?? this.ownIntent(state, agent);
   }
 
-  private isIntentOf(name: string | null | undefined, state: AgentState, agent: string): name is string {
+  private isIntentOf(name: string | null | undefined, state: TurnState, agent: string): name is string {
     return this.intentsOf(state, agent).some((intent) => intent.name === name);
   }
 
   /** The state's intent when it is one of the active agent's enabled intents. */
-  private ownIntent(state: AgentState, agent: string): string | null {
+  private ownIntent(state: TurnState, agent: string): string | null {
     const name = nonEmptyString(state.intent);
     return this.isIntentOf(name, state, agent) ? name : null;
   }
 
   /** The state's tools when they came with the agent's own intent, else every tool of the agent's intents. */
-  private ownTools(state: AgentState, agent: string): string[] {
+  private ownTools(state: TurnState, agent: string): string[] {
     const own = this.ownIntent(state, agent);
     if (own !== null && state.mcp_tools) return state.mcp_tools;
     return [...new Set(this.intentsOf(state, agent).flatMap((i) => i.mcp_tools))];
   }
 
-  private intentsOf(state: AgentState, agent: string) {
+  private intentsOf(state: TurnState, agent: string) {
     return this.files.routings.for(state.agent_id).intents.filter((i) => i.enabled && i.agent === agent);
   }
 }

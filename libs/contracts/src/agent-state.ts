@@ -90,6 +90,16 @@ export const pendingTopicSchema = z.object({
 });
 export type PendingTopic = z.output<typeof pendingTopicSchema>;
 
+/** The tools the route allows: none before any route named some. */
+export function routeTools(state: Pick<AgentState, 'mcp_tools'>): string[] {
+  return state.mcp_tools ?? [];
+}
+
+/** The requests that wait for a later turn: none in a conversation that never deferred one. */
+export function pendingTopicsOf(state: Pick<AgentState, 'pending_topics'>): PendingTopic[] {
+  return state.pending_topics ?? [];
+}
+
 /** A topic served in router mode (`handled_topics`); a follow-up on the same topic extends its entry. */
 export const handledTopicSchema = z.object({
   intent: z.string(),

@@ -1,4 +1,4 @@
-import type { AgentState } from './agent-state';
+import type { TurnState } from './turn-frame';
 
 /**
  * Guardrail stages for content that enters a prompt from outside the conversation: knowledge passages, tool
@@ -11,7 +11,7 @@ export interface ContentScreenRequest {
   /** Where the content comes from (a knowledge document, a tool name, a fact's key): recorded with the events. */
   source: string;
   text: string;
-  state: Readonly<AgentState>;
+  state: Readonly<TurnState>;
 }
 
 export interface ContentScreenResult {

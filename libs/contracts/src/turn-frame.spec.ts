@@ -6,7 +6,6 @@ describe('turn frame readers', () => {
       'meu cartão [card]',
     );
     expect(turnText({ user_text: 'oi' })).toBe('oi');
-    expect(turnText({})).toBe('');
   });
 
   it('reads the released answer once the output rails ran, else the draft', () => {

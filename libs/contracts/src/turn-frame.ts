@@ -1,4 +1,4 @@
-import type { AgentState } from './agent-state';
+import type { AgentState, McpResult, RailDecision } from './agent-state';
 import type { ConversationKey } from './conversation-key';
 
 /**
@@ -19,15 +19,41 @@ export interface TurnFrame {
   user_text: string;
 }
 
-/** The state a turn runs on: the conversation's state with the turn's frame required. */
-export type TurnState = AgentState & TurnFrame;
+/**
+ * Keys the turn service sets on every turn's state before the graph runs (carried over or re-derived each turn):
+ * unlike the frame's, nodes may change them.
+ */
+export type TurnBasis = Required<
+  Pick<AgentState, 'history' | 'metadata' | 'session_control' | 'human_handoff_requested'>
+>;
+
+/** The state a turn runs on: the conversation's state with the turn's frame and basis required. */
+export type TurnState = AgentState & TurnFrame & TurnBasis;
+
+/** What a stage of a turn changes: never the turn's frame. */
+export type TurnPatch = Partial<Omit<AgentState, keyof TurnFrame>>;
 
 /** The turn's text: the input rails' sanitized message once they ran, else the message as received. */
-export function turnText(state: Pick<AgentState, 'sanitized_input' | 'user_text'>): string {
-  return state.sanitized_input ?? state.user_text ?? '';
+export function turnText(state: Pick<TurnState, 'sanitized_input' | 'user_text'>): string {
+  return state.sanitized_input ?? state.user_text;
 }
 
 /** The turn's answer: the released answer once the output rails ran, else the agent's draft. */
 export function turnAnswer(state: Pick<AgentState, 'final_answer' | 'answer'>): string {
-  return state.final_answer ?? state.answer ?? '';
+  return state.final_answer ?? draftAnswer(state);
+}
+
+/** The agent's draft answer: empty until a node answered. */
+export function draftAnswer(state: Pick<AgentState, 'answer'>): string {
+  return state.answer ?? '';
+}
+
+/** The turn's tool results so far: none until an agent called a tool. */
+export function turnToolResults(state: Pick<AgentState, 'mcp_results'>): McpResult[] {
+  return state.mcp_results ?? [];
+}
+
+/** The turn's rail decisions so far: none until the input rails ran. */
+export function turnRailDecisions(state: Pick<AgentState, 'guardrail_decisions'>): RailDecision[] {
+  return state.guardrail_decisions ?? [];
 }

@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import { turnStateOf } from '@agent/testing/states';
 import { AnswerReleaser, DraftVerdict, draftVerdict, releasableEnd } from './answer-release';
 import { ConfiguredRail, ParallelRailExecutor } from './executor';
 import { RAIL_CATALOGUE } from './rails/catalogue';
@@ -20,7 +21,7 @@ const executor = new ParallelRailExecutor(
   { result: () => undefined, railFailed: () => undefined, completed: () => undefined },
 );
 const screen = async (text: string): Promise<DraftVerdict> =>
-  draftVerdict(await executor.run(OUTPUT_RAILS, { stage: 'output', text, state: { user_text: '' } }));
+  draftVerdict(await executor.run(OUTPUT_RAILS, { stage: 'output', text, state: turnStateOf() }));
 
 /** Streams `answer` in `pieces` through a releaser over the output rails. */
 async function stream(pieces: readonly string[]) {

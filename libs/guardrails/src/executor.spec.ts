@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { turnStateOf } from '@agent/testing/states';
 import { ConfiguredRail, ExecutorObserver, ParallelRailExecutor, StageOutcome } from './executor';
 import { RailAction, RailContext, RailEvaluation, RailResult } from './rail.types';
 
@@ -57,7 +58,7 @@ class RecordingObserver implements ExecutorObserver {
 }
 
 const run = (executor: ParallelRailExecutor, rails: ConfiguredRail[], text = 'a', signal?: AbortSignal) =>
-  executor.run(rails, { stage: 'input', text, state: { user_text: text }, signal });
+  executor.run(rails, { stage: 'input', text, state: turnStateOf({ user_text: text }), signal });
 
 describe('ParallelRailExecutor', () => {
   it('starts every rail together: total time is the slowest rail, not the sum', async () => {

@@ -1,4 +1,4 @@
-import type { AgentState } from '@agent/contracts';
+import type { TurnState } from '@agent/contracts';
 import { RailCancelledError, RailTimeoutError } from './guardrails.errors';
 import {
   abortable,
@@ -27,7 +27,7 @@ export interface ExecutorPolicy {
 export interface StageRun {
   stage: RailStage;
   text: string;
-  state: Readonly<AgentState>;
+  state: Readonly<TurnState>;
   /** The caller giving up on the whole stage (e.g. the workflow no longer needs an early input verdict). */
   signal?: AbortSignal;
   /** Where retrieval or tool content comes from (a document, a tool): carried into the events. */

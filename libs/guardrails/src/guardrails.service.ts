@@ -10,13 +10,16 @@ import {
   PerAgent,
 } from '@agent/config';
 import {
-  type AgentState,
   type ContentScreen,
   type ContentScreenRequest,
   type ContentScreenResult,
+  draftAnswer,
   type EventName,
   type RailDecision,
   type ScreenedStage,
+  type TurnPatch,
+  turnRailDecisions,
+  type TurnState,
   turnText,
 } from '@agent/contracts';
 import { Counter } from 'prom-client';
@@ -262,7 +265,7 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
     const { stage, source, state } = request;
     const text =
       stage === 'memory'
-        ? this.protectMessage(request.text, state.tenant_id ?? '', state.agent_id ?? '').text
+        ? this.protectMessage(request.text, state.tenant_id, state.agent_id).text
         : request.text;
     if (this.policy(state).rails[stage].length === 0) return { blocked: false, text, codes: [] };
     const outcome = await this.runStage({ stage, text, state, source });
@@ -279,8 +282,8 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
    * data reaches any model. When rails still ask the guardrail model, the turn's input outcome is only known
    * after `inputVerdict`.
    */
-  async runInput(state: AgentState): Promise<InputGuardrailsResult> {
-    const text = state.user_text ?? '';
+  async runInput(state: TurnState): Promise<InputGuardrailsResult> {
+    const text = state.user_text;
     const { executor, rails, config } = this.policy(state);
     const outcome = await executor.run(rails.input, { stage: 'input', text, state });
     const decisions = [...this.maskingDecisions(state), ...decisionsOf(outcome)];
@@ -309,7 +312,7 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
   }
 
   /** The entry masking of the turn's message as an MSK decision, with its GRL event. */
-  private maskingDecisions(state: AgentState): RailDecision[] {
+  private maskingDecisions(state: TurnState): RailDecision[] {
     const findings = state.personal_data_masked ?? [];
     if (findings.length === 0) return [];
     const decision: RailDecision = {
@@ -341,7 +344,7 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
    * over the sanitized message, each verdict under its rail's threshold and fail_closed. Pure with respect to
    * `state` (reads only), so the workflow starts it together with routing; `signal` abandons it.
    */
-  async inputVerdict(state: AgentState, signal?: AbortSignal): Promise<InputVerdict> {
+  async inputVerdict(state: TurnState, signal?: AbortSignal): Promise<InputVerdict> {
     const text = turnText(state);
     const asked = this.askedModel('input', text, state);
     if (asked.length === 0) return { blocked: false, decisions: [] };
@@ -349,7 +352,7 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
     const outcome = await modelStage.run(asked, { stage: 'input', text, state, signal });
     const decisions = decisionsOf(outcome);
     const blocking = outcome.results.filter((r) => !isApproving(r.action));
-    this.emitInputCompleted([...(state.guardrail_decisions ?? []), ...decisions], blocking);
+    this.emitInputCompleted([...turnRailDecisions(state), ...decisions], blocking);
     return {
       blocked: blocking.length > 0,
       decisions,
@@ -400,11 +403,11 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
    * within the turn; when they are used up the conversation is handed over.
    */
   async superviseOutput(
-    state: AgentState,
+    state: TurnState,
     regenerate: (guidance: string, rejectedAnswer: string) => Promise<string | null>,
-  ): Promise<Partial<AgentState>> {
+  ): Promise<TurnPatch> {
     if (!this.env.ENABLE_OUTPUT_SUPERVISOR) return {};
-    const original = state.answer ?? '';
+    const original = draftAnswer(state);
     if (isSessionControlTurn(state)) {
       this.events.emit('output_supervisor.completed', { action: RailAction.ALLOW, attempt: 0, results: [] });
       return {
@@ -483,7 +486,7 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
    * the decisions. `hold` when the rails need the whole answer: the agent's output stage asks the guardrail model,
    * or the draft outgrew AGENT_MAX_ANSWER_CHARS (the bound cuts it at a sentence end).
    */
-  async screenDraft(state: AgentState, text: string): Promise<DraftVerdict> {
+  async screenDraft(state: TurnState, text: string): Promise<DraftVerdict> {
     if (text.length > this.env.AGENT_MAX_ANSWER_CHARS || this.askedModel('output', text, state).length > 0) {
       return { kind: 'hold' };
     }
@@ -492,8 +495,8 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
   }
 
   /** Classic output guardrails (ENABLE_OUTPUT_SUPERVISOR=false): one pass, a failing answer is replaced. */
-  async runOutput(state: AgentState): Promise<OutputGuardrailsResult> {
-    const answer = state.answer ?? '';
+  async runOutput(state: TurnState): Promise<OutputGuardrailsResult> {
+    const answer = draftAnswer(state);
     if (isSessionControlTurn(state)) return { blocked: false, decisions: [], answer };
     const outcome = await this.runStage({ stage: 'output', text: answer, state });
     const decisions = decisionsOf(outcome);
@@ -531,14 +534,14 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
   }
 
   /** The rails of a stage that ask the guardrail model about this text; none when the runtime has no model. */
-  private askedModel(stage: RailStage, text: string, state: Readonly<AgentState>) {
+  private askedModel(stage: RailStage, text: string, state: Readonly<TurnState>) {
     if (this.noModels) return [];
     const { modelStage, rails } = this.policy(state);
     return modelStage.asked(rails[stage], { stage, text, state });
   }
 
   /** The rails of the turn's agent_id. */
-  private policy(state: Readonly<AgentState>): RailPolicy {
+  private policy(state: Readonly<TurnState>): RailPolicy {
     return this.policies.for(state.agent_id);
   }
 
@@ -560,7 +563,7 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
       handoverReason: string;
       note?: string;
     },
-  ): Partial<AgentState> {
+  ): TurnPatch {
     this.events.emit('output_supervisor.completed', {
       action,
       attempt: details.attempt,
@@ -651,7 +654,7 @@ function requireDefinition(code: string) {
 }
 
 /** The answer is a session-control message (human handoff, end of session): rails never rewrite it. */
-function isSessionControlTurn(state: AgentState): boolean {
+function isSessionControlTurn(state: TurnState): boolean {
   return typeof state.route === 'string' && SESSION_CONTROL_ROUTES.has(state.route);
 }
 

@@ -1,4 +1,4 @@
-import type { AgentState, Diagnostics, RailAction as RailActionName, RailStage } from '@agent/contracts';
+import type { Diagnostics, RailAction as RailActionName, RailStage, TurnState } from '@agent/contracts';
 
 export { RAIL_STAGES, type RailStage } from '@agent/contracts';
 
@@ -49,7 +49,7 @@ export interface RailContext {
   stage: RailStage;
   /** Input: the user's message; output: the candidate answer; retrieval/tool: the retrieved or returned text. */
   text: string;
-  state: Readonly<AgentState>;
+  state: Readonly<TurnState>;
   /** Aborted on timeout, on fail-fast cancellation or when the caller gives up on the stage. */
   signal: AbortSignal;
 }

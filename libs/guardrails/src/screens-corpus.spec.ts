@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { z } from 'zod';
+import { turnStateOf } from '@agent/testing/states';
 import { guardrailsFileSchema, resolveGuardrailsConfig } from './guardrails.config';
 import { applyPolicy, policyFor } from './personal-data-policy';
 import { RailAction } from './rail.types';
@@ -54,7 +55,7 @@ async function blockingCodes(text: string): Promise<string[]> {
   const results = await Promise.all(
     inputRails.map(async (rail) => ({
       code: rail.code,
-      action: (await rail.evaluate({ stage: 'input', text: masked, state: { history: [] }, signal })).action,
+      action: (await rail.evaluate({ stage: 'input', text: masked, state: turnStateOf(), signal })).action,
     })),
   );
   return results.filter((r) => r.action === RailAction.BLOCK).map((r) => r.code);

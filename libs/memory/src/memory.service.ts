@@ -2,10 +2,10 @@ import { Inject, Injectable } from '@nestjs/common';
 import { ConfigType } from '@nestjs/config';
 import { memoryConfig } from '@agent/config';
 import {
-  type AgentState,
   type ContentScreen,
   type LongTermMemory,
   type MemoryWriteResult,
+  type TurnState,
   turnText,
 } from '@agent/contracts';
 import { LlmService } from '@agent/llm';
@@ -52,7 +52,7 @@ export class MemoryService {
    * The subject's top LONG_TERM_MEMORY_MAX_CONTEXT_ITEMS items by confidence then recency, at or above
    * LONG_TERM_MEMORY_MIN_CONFIDENCE, and their `- key: value` rendering. Nothing without a subject.
    */
-  async load(state: AgentState): Promise<LoadedMemory> {
+  async load(state: TurnState): Promise<LoadedMemory> {
     const subject = this.enabled ? subjectOf(state) : null;
     if (!subject) return NOTHING_LOADED;
     const items = await this.store.search(subject, {
@@ -69,7 +69,7 @@ export class MemoryService {
    * Returns `{saved, discarded, rejected?}`, or `{saved: 0, skipped: <reason>}` without a model call when there
    * is nothing to do (handoff and end turns included).
    */
-  async persistTurn(state: AgentState, screen: ContentScreen): Promise<MemoryWriteResult> {
+  async persistTurn(state: TurnState, screen: ContentScreen): Promise<MemoryWriteResult> {
     if (!this.enabled) return { saved: 0, skipped: 'disabled' };
     const subject = subjectOf(state);
     if (!subject) return { saved: 0, skipped: 'no_subject' };
@@ -98,9 +98,9 @@ export class MemoryService {
       facts.length === 0
         ? 0
         : await this.store.upsert(subject, facts, {
-            session_id: state.session_id ?? null,
-            message_id: state.message_id ?? null,
-            metadata: { extractor: this.config.LONG_TERM_MEMORY_LLM_PROFILE, turn: state.turn ?? null },
+            session_id: state.session_id,
+            message_id: state.message_id,
+            metadata: { extractor: this.config.LONG_TERM_MEMORY_LLM_PROFILE, turn: state.turn },
           });
     return { saved, discarded, ...(rejected.length > 0 ? { rejected } : {}) };
   }
@@ -122,7 +122,7 @@ export class MemoryService {
  */
 async function screenFacts(
   facts: readonly MemoryFact[],
-  state: AgentState,
+  state: TurnState,
   screen: ContentScreen,
 ): Promise<{ facts: MemoryFact[]; rejected: NonNullable<MemoryWriteResult['rejected']> }> {
   const screened = await Promise.all(
@@ -147,7 +147,7 @@ async function screenFacts(
 }
 
 /** Tenant, agent and subject key, all present; the subject key comes from the host (user_id), never the session. */
-function subjectOf(state: AgentState): MemorySubject | null {
+function subjectOf(state: TurnState): MemorySubject | null {
   const tenant = state.tenant_id?.trim();
   const agent = state.agent_id?.trim();
   const subject = state.long_term_memory_subject_key?.trim();
@@ -174,13 +174,13 @@ function serialize(item: LongTermMemoryItem): LongTermMemory {
 }
 
 /** The facts loaded before routing, so the model reuses their keys when the customer updates one. */
-function knownFacts(state: AgentState): { category: string; key: string; value: string }[] {
+function knownFacts(state: TurnState): { category: string; key: string; value: string }[] {
   return (state.long_term_memories ?? []).map(({ category, key, value }) => ({ category, key, value }));
 }
 
 /** The assistant's last message before this turn: "what name should I use?" gives "Ana" its meaning. */
-function previousAssistantMessage(state: AgentState): string | null {
-  const history = state.history ?? [];
+function previousAssistantMessage(state: TurnState): string | null {
+  const history = state.history;
   for (let i = history.length - 1; i >= 0; i--) {
     if (history[i].role === 'assistant' && history[i].turn !== state.turn) return history[i].content;
   }

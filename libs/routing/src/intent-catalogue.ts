@@ -1,5 +1,5 @@
 import type { IntentConfig, RoutingFile, StatePolicyConfig, ToolsFile } from '@agent/config';
-import type { AgentState } from '@agent/contracts';
+import type { TurnState } from '@agent/contracts';
 import { KeywordIndex } from './keyword-matcher';
 
 /** What the router and the supervisor planner show the LLM about one intent. */
@@ -77,7 +77,7 @@ export class IntentCatalogue {
    * The catalogue intent of the previous turn. While a state policy holds (`state:<STATE>`) or in supervisor
    * mode (`supervisor`), `state.intent` is not a catalogue name, so the previous decision's metadata carries it.
    */
-  previousIntent(state: AgentState): IntentConfig | undefined {
+  previousIntent(state: TurnState): IntentConfig | undefined {
     const metadata = state.route_decision?.metadata;
     return [state.intent, metadata?.transaction_intent, metadata?.previous_intent]
       .map((name) => this.intent(name))
@@ -85,7 +85,7 @@ export class IntentCatalogue {
   }
 
   /** The intent of the pending transaction: the transaction's own record first, else the previous intent. */
-  transactionIntent(state: AgentState): IntentConfig | undefined {
+  transactionIntent(state: TurnState): IntentConfig | undefined {
     return this.intent(state.active_transaction?.intent) ?? this.previousIntent(state);
   }
 }

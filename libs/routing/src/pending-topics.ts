@@ -1,9 +1,9 @@
-import type { AgentState, PendingTopic } from '@agent/contracts';
+import { type PendingTopic, pendingTopicsOf, type TurnState } from '@agent/contracts';
 import type { IntentCatalogue } from './intent-catalogue';
 
 /** The state's pending topics that still name an enabled intent. */
-export function readPendingTopics(state: AgentState, catalogue: IntentCatalogue): PendingTopic[] {
-  return (state.pending_topics ?? []).filter((topic) => catalogue.intent(topic.intent));
+export function readPendingTopics(state: TurnState, catalogue: IntentCatalogue): PendingTopic[] {
+  return pendingTopicsOf(state).filter((topic) => catalogue.intent(topic.intent));
 }
 
 /** A configured message with its `{topics}` placeholder filled with the topics' labels. */

@@ -2,13 +2,15 @@ import { randomUUID } from 'node:crypto';
 import { ConfigType } from '@nestjs/config';
 import { IntentConfig, routingConfig, RoutingFile, StatePolicyConfig, ToolsFile } from '@agent/config';
 import {
-  AgentState,
   ClassifiedRoute,
   DomainAgentNode,
   HandledTopic,
   PendingTopic,
   RouteDecision,
   RouteMetadata,
+  routeTools,
+  TurnPatch,
+  TurnState,
   turnText,
 } from '@agent/contracts';
 import { LlmService } from '@agent/llm';
@@ -88,7 +90,7 @@ export class Router {
    * of the continuity classifier names, stands in for the router's model where `settlement` says `model`: the
    * classifier already judged the message against the same catalogue, so a second model call would repeat it.
    */
-  async route(state: AgentState, classified: ClassifiedRoute | null = null): Promise<RouteDecision> {
+  async route(state: TurnState, classified: ClassifiedRoute | null = null): Promise<RouteDecision> {
     const decision =
       this.mode === 'supervisor' ? this.supervisorDecision(state) : await this.decide(state, classified);
     this.events.emit('router.decision', {
@@ -109,7 +111,7 @@ export class Router {
    * when a pending state holds the turn and the model only checks for an interruption, `model` when the
    * intent stage decides. Lets a caller start the model early only when it will be needed.
    */
-  settlement(state: AgentState): RouteSettlement {
+  settlement(state: TurnState): RouteSettlement {
     if (this.mode === 'supervisor') return 'deterministic';
     const llmRouter = this.env.ENABLE_LLM_ROUTER;
     if (this.catalogue.policy(state.next_state)) return llmRouter ? 'state_policy' : 'deterministic';
@@ -119,7 +121,7 @@ export class Router {
   }
 
   /** The agents whose intents' keywords the message matches, in microseconds and without a model. */
-  keywordAgents(state: AgentState): ReadonlySet<string> {
+  keywordAgents(state: TurnState): ReadonlySet<string> {
     return this.catalogue.keywords.agentsMatched(turnText(state));
   }
 
@@ -128,7 +130,7 @@ export class Router {
    * event: null when it would not settle the turn (supervisor mode, llm_first, a pending state, no keyword or
    * keywords of several agents).
    */
-  keywordRoute(state: AgentState): RouteDecision | null {
+  keywordRoute(state: TurnState): RouteDecision | null {
     if (this.mode === 'supervisor' || this.file.router.strategy === 'llm_first') return null;
     if (this.catalogue.policy(state.next_state)) return null;
     const message = turnText(state);
@@ -137,11 +139,11 @@ export class Router {
   }
 
   /** The `supervisor_agent` node (supervisor mode): plan, run each topic isolated, compose one answer. */
-  superviseTurn(state: AgentState, runAgent: AgentRunner): Promise<Partial<AgentState>> {
+  superviseTurn(state: TurnState, runAgent: AgentRunner): Promise<TurnPatch> {
     return this.supervisor.run(state, runAgent);
   }
 
-  private async decide(state: AgentState, classified: ClassifiedRoute | null): Promise<RouteDecision> {
+  private async decide(state: TurnState, classified: ClassifiedRoute | null): Promise<RouteDecision> {
     const message = turnText(state);
     const policy = this.catalogue.policy(state.next_state);
     if (policy) return this.statePolicy(state, message, policy);
@@ -183,7 +185,7 @@ export class Router {
    * other requests in `pending_topics` and offers them at the end of the answer once no transaction waits for
    * the customer. An offered topic the next turn does not take up is dropped: the customer moved on.
    */
-  followUp(state: AgentState, patch: Partial<AgentState>): Partial<AgentState> {
+  followUp(state: TurnState, patch: TurnPatch): TurnPatch {
     if (this.mode !== 'router') return {};
     const served = this.catalogue.intent(state.intent);
     const more = (state.route_decision?.metadata.more_intents ?? []).flatMap((name) => {
@@ -209,7 +211,7 @@ export class Router {
         disposition: 'defer',
         status: 'deferred',
         reason: 'multi_intent',
-        created_turn: state.turn ?? null,
+        created_turn: state.turn,
       }));
     const pending = [...waiting, ...added];
     // A confirmation or a parameter question ends the answer: an offer after it would muddle it.
@@ -230,19 +232,19 @@ export class Router {
   }
 
   /** `handled_topics` with this turn's topic: a follow-up on the same topic extends its entry. */
-  private handled(state: AgentState, intent: IntentConfig): HandledTopic[] {
+  private handled(state: TurnState, intent: IntentConfig): HandledTopic[] {
     const handled = state.handled_topics ?? [];
     const last = handled[handled.length - 1];
     if (last?.intent === intent.name) {
-      return [...handled.slice(0, -1), { ...last, last_turn: state.turn ?? null }];
+      return [...handled.slice(0, -1), { ...last, last_turn: state.turn }];
     }
     const entry: HandledTopic = {
       intent: intent.name,
       agent: intent.agent,
       domain: intent.domain,
       label: intent.label ?? intent.name,
-      first_turn: state.turn ?? null,
-      last_turn: state.turn ?? null,
+      first_turn: state.turn,
+      last_turn: state.turn,
     };
     return [...handled, entry].slice(-HANDLED_TOPICS_KEPT);
   }
@@ -253,7 +255,7 @@ export class Router {
    * often contain catalogue words ("pedido 123", "a fatura de março"). With ENABLE_LLM_ROUTER=false it holds.
    */
   private async statePolicy(
-    state: AgentState,
+    state: TurnState,
     message: string,
     policy: StatePolicyConfig,
   ): Promise<RouteDecision> {
@@ -264,7 +266,7 @@ export class Router {
       agent: policy.agent,
       intent: `${STATE_INTENT_PREFIX}${policy.state}`,
       domain: transactionIntent?.domain ?? state.domain ?? null,
-      mcp_tools: transactionIntent ? [...transactionIntent.mcp_tools] : [...(state.mcp_tools ?? [])],
+      mcp_tools: transactionIntent ? [...transactionIntent.mcp_tools] : [...routeTools(state)],
       confidence: 1,
       method: 'state_policy',
       reason: policy.description || `pending state ${policy.state}`,
@@ -320,7 +322,7 @@ export class Router {
     return this.classifier.classify(message, context);
   }
 
-  private keywordDecision(state: AgentState, match: KeywordMatch, metadata: RouteMetadata): RouteDecision {
+  private keywordDecision(state: TurnState, match: KeywordMatch, metadata: RouteMetadata): RouteDecision {
     return this.intentDecision(state, match.intent, {
       method: 'keyword',
       confidence: match.confidence,
@@ -329,7 +331,7 @@ export class Router {
     });
   }
 
-  private llmDecision(state: AgentState, llm: IntentClassification, metadata: RouteMetadata): RouteDecision {
+  private llmDecision(state: TurnState, llm: IntentClassification, metadata: RouteMetadata): RouteDecision {
     return this.intentDecision(state, llm.intent, {
       method: 'llm',
       confidence: llm.confidence,
@@ -345,7 +347,7 @@ export class Router {
 
   /** The continuity classifier's ROUTE target, taken as the model stage's answer: the router made no call. */
   private classifiedDecision(
-    state: AgentState,
+    state: TurnState,
     intent: IntentConfig,
     classified: ClassifiedRoute,
   ): RouteDecision {
@@ -363,7 +365,7 @@ export class Router {
    * instead when another domain agent is active, so the transfer (from, to, reason) is recorded.
    */
   private intentDecision(
-    state: AgentState,
+    state: TurnState,
     intent: IntentConfig,
     how: Pick<RouteDecision, 'method' | 'confidence' | 'reason' | 'metadata'>,
   ): RouteDecision {
@@ -407,7 +409,7 @@ export class Router {
    * Supervisor mode: the `supervisor_agent` node plans the turn. The pending state and the previous agent and
    * intent are carried, since the routing node overwrites them before the supervisor runs.
    */
-  private supervisorDecision(state: AgentState): RouteDecision {
+  private supervisorDecision(state: TurnState): RouteDecision {
     const policy = this.catalogue.policy(state.next_state);
     return {
       route: 'supervisor_agent',

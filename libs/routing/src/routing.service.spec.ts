@@ -9,10 +9,10 @@ import {
   routingFileSchema,
   toolsFileSchema,
 } from '@agent/config';
-import { AgentState, isFixedRoute, RouteDecision } from '@agent/contracts';
+import { isFixedRoute, RouteDecision, TurnState } from '@agent/contracts';
 import { EventBusService } from '@agent/observability';
 import { FakeLlmServer, FakeReply } from '@agent/testing/fake-llm';
-import { activeTransactionOf, decisionOf } from '@agent/testing/states';
+import { activeTransactionOf, decisionOf, turnStateOf } from '@agent/testing/states';
 import { createTestLlm } from '@agent/testing/test-llm';
 import { RoutingService } from './routing.service';
 
@@ -49,11 +49,8 @@ function setup(options: Setup = {}) {
   return { service, emit, llmAnswers };
 }
 
-const turn = (text: string, extra: AgentState = {}): AgentState => ({
-  user_text: text,
-  sanitized_input: text,
-  ...extra,
-});
+const turn = (text: string, extra: Partial<TurnState> = {}): TurnState =>
+  turnStateOf({ user_text: text, sanitized_input: text, ...extra });
 
 function expectComplete(decision: RouteDecision): void {
   const agents = new Set(shipped.intents.map((intent) => intent.agent));
@@ -208,7 +205,7 @@ describe('RoutingService (router mode)', () => {
   });
 
   describe('state policy', () => {
-    const collecting: AgentState = {
+    const collecting: Partial<TurnState> = {
       next_state: 'COLLECTING_BILLING_PARAMETERS',
       active_agent: 'billing_agent',
       intent: 'billing_invoice_explanation',
@@ -326,7 +323,7 @@ describe('RoutingService (router mode)', () => {
 
     it('compares agents when the transaction intent is unknown', async () => {
       const { service, llmAnswers } = setup();
-      const unknownIntent: AgentState = {
+      const unknownIntent: Partial<TurnState> = {
         next_state: 'WAITING_ORDER_CONFIRMATION',
         active_agent: 'orders_agent',
       };
@@ -502,7 +499,7 @@ describe('RoutingService (router mode, several requests in one message)', () => 
 
   it('keeps the other requests pending, offers them, serves an accepted one and records what was handled', () => {
     const { service } = setup();
-    const first: AgentState = {
+    const first: TurnState = {
       ...turn(twoRequests),
       turn: 1,
       intent: 'billing_invoice_explanation',
@@ -546,7 +543,7 @@ describe('RoutingService (router mode, several requests in one message)', () => 
 
   it('waits with the offer while a transaction asks the customer, and drops an offer not taken up', () => {
     const { service } = setup();
-    const first: AgentState = {
+    const first: TurnState = {
       ...turn('Quero cancelar o pedido e ver minha fatura'),
       turn: 1,
       intent: 'retail_order_cancel',

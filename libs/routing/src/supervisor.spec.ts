@@ -1,10 +1,16 @@
 import { EventEmitter2 } from '@nestjs/event-emitter';
 import { join } from 'node:path';
 import { loadYamlFile, routingFileSchema, toolsFileSchema } from '@agent/config';
-import type { AgentState, DomainAgentNode, PendingTopic } from '@agent/contracts';
+import type { DomainAgentNode, PendingTopic, TurnState } from '@agent/contracts';
 import { EventBusService } from '@agent/observability';
 import { FakeLlmServer } from '@agent/testing/fake-llm';
-import { activeTransactionOf, decisionOf, pendingToolCallOf, toolResultOf } from '@agent/testing/states';
+import {
+  activeTransactionOf,
+  decisionOf,
+  pendingToolCallOf,
+  toolResultOf,
+  turnStateOf,
+} from '@agent/testing/states';
 import { createTestLlm } from '@agent/testing/test-llm';
 import { IntentCatalogue } from './intent-catalogue';
 import { AgentRunner, TurnSupervisor } from './supervisor';
@@ -40,7 +46,7 @@ function setup(options: { llmEnabled?: boolean; maxIntents?: number } = {}) {
     llmEnabled: options.llmEnabled ?? true,
   });
   const plan = (intents: { intent: string; confidence: number }[]) => answer(JSON.stringify({ intents }));
-  const calls: { node: DomainAgentNode; state: AgentState }[] = [];
+  const calls: { node: DomainAgentNode; state: TurnState }[] = [];
   const runAgent = jest.fn<ReturnType<AgentRunner>, Parameters<AgentRunner>>((node, state) => {
     calls.push({ node, state });
     return Promise.resolve({ answer: `${node} answers` });
@@ -48,15 +54,11 @@ function setup(options: { llmEnabled?: boolean; maxIntents?: number } = {}) {
   return { supervisor, plan, runAgent, calls, emit };
 }
 
-const turn = (text: string, extra: AgentState = {}): AgentState => ({
-  user_text: text,
-  sanitized_input: text,
-  turn: 3,
-  ...extra,
-});
+const turn = (text: string, extra: Partial<TurnState> = {}): TurnState =>
+  turnStateOf({ user_text: text, sanitized_input: text, turn: 3, ...extra });
 
 const waitingTransaction = activeTransactionOf({ arguments: { order_id: '77' } });
-const transactionFields: AgentState = {
+const transactionFields: Partial<TurnState> = {
   active_transaction: waitingTransaction,
   pending_tool_call: pendingToolCallOf(waitingTransaction),
   selected_tool_call: { tool_name: 'cancelar_pedido', arguments: { order_id: '77' } },
@@ -327,7 +329,7 @@ describe('TurnSupervisor', () => {
   });
 
   describe('with a pending transaction (state policy)', () => {
-    const waiting = (text: string): AgentState =>
+    const waiting = (text: string): TurnState =>
       turn(text, {
         ...transactionFields,
         next_state: 'WAITING_ORDER_CONFIRMATION',

@@ -2,14 +2,16 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { IntentConfig, StatePolicyConfig, SupervisorSettings } from '@agent/config';
 import {
-  AgentState,
   DomainAgentNode,
   MultiIntentPlan,
   noPendingTransaction,
   PendingTopic,
+  routeTools,
   SupervisorPlan,
   SupervisorResult,
   transactionSliceOf,
+  TurnPatch,
+  TurnState,
   turnText,
 } from '@agent/contracts';
 import { confidenceSchema, LlmService, structuredOutput } from '@agent/llm';
@@ -18,7 +20,7 @@ import { IntentCatalogue, STATE_INTENT_PREFIX } from './intent-catalogue';
 import { fillTopics, readPendingTopics } from './pending-topics';
 
 /** Runs one domain agent on the given (isolated) state; supplied by the workflow. */
-export type AgentRunner = (node: DomainAgentNode, state: AgentState) => Promise<Partial<AgentState>>;
+export type AgentRunner = (node: DomainAgentNode, state: TurnState) => Promise<TurnPatch>;
 
 /** The supervisor plan output: {intents: [{intent, confidence}]}. */
 export const planOutput = structuredOutput(
@@ -72,7 +74,7 @@ interface Topic {
 
 interface TopicResult {
   topic: Topic;
-  patch: Partial<AgentState> | null;
+  patch: TurnPatch | null;
   error: unknown;
   latency_ms: number;
 }
@@ -110,7 +112,7 @@ export class TurnSupervisor {
     this.plannerPrompt = PLANNER_PROMPT(options.settings.max_intents);
   }
 
-  async run(state: AgentState, runAgent: AgentRunner): Promise<Partial<AgentState>> {
+  async run(state: TurnState, runAgent: AgentRunner): Promise<TurnPatch> {
     const message = turnText(state);
     const planId = `sup-${randomUUID().slice(0, 12)}`;
     const pending = readPendingTopics(state, this.catalogue);
@@ -199,7 +201,7 @@ export class TurnSupervisor {
   /** LLM plan, else the keyword stage, else the fallback agent. */
   private async plan(
     message: string,
-    state: AgentState,
+    state: TurnState,
     pending: PendingTopic[],
     policy: StatePolicyConfig | undefined,
     transactionIntent: IntentConfig | undefined,
@@ -228,7 +230,7 @@ export class TurnSupervisor {
 
   private async planWithLlm(
     message: string,
-    state: AgentState,
+    state: TurnState,
     pending: PendingTopic[],
     policy: StatePolicyConfig | undefined,
     transactionIntent: IntentConfig | undefined,
@@ -306,14 +308,14 @@ export class TurnSupervisor {
 
   /** The pending transaction's agent answers on the real state; other planned topics wait for a later turn. */
   private async continueTransaction(
-    state: AgentState,
+    state: TurnState,
     runAgent: AgentRunner,
     planId: string,
     plan: Plan,
     pending: PendingTopic[],
     policy: StatePolicyConfig,
     transactionIntent: IntentConfig | undefined,
-  ): Promise<Partial<AgentState>> {
+  ): Promise<TurnPatch> {
     const message = turnText(state);
     const agent = policy.agent;
     const topic: Topic = {
@@ -321,7 +323,7 @@ export class TurnSupervisor {
       intent: `${STATE_INTENT_PREFIX}${policy.state}`,
       agent,
       domain: transactionIntent?.domain ?? state.domain ?? null,
-      tools: transactionIntent ? [...transactionIntent.mcp_tools] : [...(state.mcp_tools ?? [])],
+      tools: transactionIntent ? [...transactionIntent.mcp_tools] : [...routeTools(state)],
       label: transactionIntent?.label ?? transactionIntent?.name ?? policy.state,
       confidence: 1,
       source_text: message,
@@ -413,8 +415,8 @@ export class TurnSupervisor {
   }
 
   /** One agent on an isolated copy: no transaction field of the conversation or of another topic leaks in. */
-  private async execute(state: AgentState, runAgent: AgentRunner, topic: Topic): Promise<TopicResult> {
-    const isolated: AgentState = {
+  private async execute(state: TurnState, runAgent: AgentRunner, topic: Topic): Promise<TopicResult> {
+    const isolated: TurnState = {
       ...structuredClone(state),
       sanitized_input: topic.source_text,
       route: topic.agent,
@@ -442,11 +444,11 @@ export class TurnSupervisor {
   }
 
   /** Only the transactional topic's transaction keys reach the conversation state. */
-  private transactionPatch(result: TopicResult | null): Partial<AgentState> {
+  private transactionPatch(result: TopicResult | null): TurnPatch {
     return result?.patch ? transactionSliceOf(result.patch) : {};
   }
 
-  private toPending(topic: Topic, planId: string, turn: number | undefined): PendingTopic {
+  private toPending(topic: Topic, planId: string, turn: number): PendingTopic {
     return {
       operation_id: topic.operation_id,
       plan_id: planId,
@@ -459,17 +461,17 @@ export class TurnSupervisor {
       disposition: 'defer',
       status: 'deferred',
       reason: topic.defer_reason ?? 'transactional_beyond_first',
-      created_turn: turn ?? null,
+      created_turn: turn,
     };
   }
 
-  private transactionIntentOf(state: AgentState, policy: StatePolicyConfig): IntentConfig | undefined {
+  private transactionIntentOf(state: TurnState, policy: StatePolicyConfig): IntentConfig | undefined {
     const intent = this.catalogue.transactionIntent(state);
     return intent?.agent === policy.agent ? intent : undefined;
   }
 
   /** The agent of the previous turn; in supervisor mode the routing node overwrote it, so metadata carries it. */
-  private previousAgent(state: AgentState): string | null {
+  private previousAgent(state: TurnState): string | null {
     if (this.catalogue.isAgent(state.active_agent)) return state.active_agent;
     return state.route_decision?.metadata.previous_agent ?? null;
   }

@@ -2,8 +2,8 @@ import type { AgentState, StoredEvent } from '@agent/contracts';
 import { parseEnvNamespace } from '@agent/config';
 import { EventBusService, MetricsService, TurnContext, TurnContextStore } from '@agent/observability';
 import { listeningBus } from '@agent/testing/listening-bus';
-import { activeTransactionOf, decisionOf, pendingToolCallOf } from '@agent/testing/states';
-import { SessionControlService } from './session-control.service';
+import { activeTransactionOf, decisionOf, pendingToolCallOf, turnStateOf } from '@agent/testing/states';
+import { SessionControlOrigin, SessionControlService } from './session-control.service';
 
 function build(env: Record<string, string> = {}): {
   service: SessionControlService;
@@ -42,6 +42,9 @@ async function inTurn<T>(
   return { result, events: context.events };
 }
 
+/** A session control the turn's routing decided, on the customer's message. */
+const customer = (userText = 'oi'): SessionControlOrigin => ({ source: 'continuity', userText });
+
 const pendingCall = pendingToolCallOf(activeTransactionOf());
 const pendingConfirmation: AgentState = {
   active_agent: 'orders_agent',
@@ -54,7 +57,7 @@ const pendingConfirmation: AgentState = {
 describe('SessionControlService', () => {
   describe('gate', () => {
     it('lets a normal turn through', async () => {
-      const { result, events } = await inTurn(() => build().service.gate({ user_text: 'oi' }));
+      const { result, events } = await inTurn(() => build().service.gate(turnStateOf({ user_text: 'oi' })));
       expect(result).toBeNull();
       expect(events).toHaveLength(0);
     });
@@ -62,11 +65,13 @@ describe('SessionControlService', () => {
     it('rejects every turn of an ended session with SESSION_ALREADY_ENDED_MESSAGE', async () => {
       const { service } = build({ SESSION_ALREADY_ENDED_MESSAGE: 'Already over.' });
       const { result, events } = await inTurn(() =>
-        service.gate({
-          session_ended: true,
-          message_id: 'm9',
-          route_decision: decisionOf({ route: 'end_session' }),
-        }),
+        service.gate(
+          turnStateOf({
+            session_ended: true,
+            message_id: 'm9',
+            route_decision: decisionOf({ route: 'end_session' }),
+          }),
+        ),
       );
       expect(result).toMatchObject({
         answer: 'Already over.',
@@ -91,13 +96,15 @@ describe('SessionControlService', () => {
     });
 
     it('treats a SESSION_ENDED next_state as ended even without the flag', async () => {
-      const { result } = await inTurn(() => build().service.gate({ next_state: 'SESSION_ENDED' }));
+      const { result } = await inTurn(() =>
+        build().service.gate(turnStateOf({ next_state: 'SESSION_ENDED' })),
+      );
       expect(result).toMatchObject({ blocked: true, session_ended: true });
     });
 
     it('keeps the bot silent while a handoff is held', async () => {
       const { service } = build({ HUMAN_HANDOFF_PENDING_MESSAGE: 'Wait for a person.' });
-      const { result, events } = await inTurn(() => service.gate({ human_handoff_held: true }));
+      const { result, events } = await inTurn(() => service.gate(turnStateOf({ human_handoff_held: true })));
       expect(result).toMatchObject({
         answer: 'Wait for a person.',
         blocked: true,
@@ -113,7 +120,7 @@ describe('SessionControlService', () => {
 
     it('an ended session wins over a held handoff', async () => {
       const { result, events } = await inTurn(() =>
-        build().service.gate({ session_ended: true, human_handoff_held: true }),
+        build().service.gate(turnStateOf({ session_ended: true, human_handoff_held: true })),
       );
       expect(result?.session_control).toBe('END_SESSION');
       expect(events.map((e) => e.name)).toEqual(['session.message.rejected_after_end']);
@@ -124,7 +131,8 @@ describe('SessionControlService', () => {
     it('sets the handoff contract, emits the event and counts it (notify mode)', async () => {
       const { service, metrics, bus } = build({ HUMAN_HANDOFF_MESSAGE: 'A person will help you.' });
       const { result, events } = await inTurn(
-        () => service.humanHandoff({ route_decision: decisionOf({ reason: 'asks for a person' }) }),
+        () =>
+          service.humanHandoff({ route_decision: decisionOf({ reason: 'asks for a person' }) }, customer()),
         bus,
       );
       expect(result).toEqual({
@@ -152,15 +160,17 @@ describe('SessionControlService', () => {
         ...(i % 2 === 1 ? { route: 'orders_agent', intent: 'orders_cancel' } : {}),
       }));
       const { events } = await inTurn(() =>
-        build().service.humanHandoff({
-          ...pendingConfirmation,
-          active_agent: undefined,
-          intent: 'human_handoff',
-          channel: 'whatsapp',
-          user_id: 'u-9',
-          user_text: 'quero uma pessoa',
-          history,
-        }),
+        build().service.humanHandoff(
+          {
+            ...pendingConfirmation,
+            active_agent: undefined,
+            intent: 'human_handoff',
+            channel: 'whatsapp',
+            user_id: 'u-9',
+            history,
+          },
+          customer('quero uma pessoa'),
+        ),
       );
       expect(events[0].payload).toMatchObject({
         reason: 'the user asked for a person',
@@ -176,13 +186,18 @@ describe('SessionControlService', () => {
     });
 
     it('holds the session in hold mode', async () => {
-      const { result } = await inTurn(() => build({ HUMAN_HANDOFF_MODE: 'hold' }).service.humanHandoff({}));
+      const { result } = await inTurn(() =>
+        build({ HUMAN_HANDOFF_MODE: 'hold' }).service.humanHandoff({}, customer()),
+      );
       expect(result.human_handoff_held).toBe(true);
     });
 
     it('an admin handoff records its source and reason', async () => {
       const { service, metrics, bus } = build();
-      const { events } = await inTurn(() => service.humanHandoff({}, 'admin', 'operator request'), bus);
+      const { events } = await inTurn(
+        () => service.humanHandoff({}, { source: 'admin', reason: 'operator request' }),
+        bus,
+      );
       expect(events[0].payload).toMatchObject({ reason: 'operator request', source: 'admin' });
       expect((await metrics.sessionsHandedOff.get()).values[0].labels).toEqual({ source: 'admin' });
     });
@@ -193,7 +208,10 @@ describe('SessionControlService', () => {
       const { service, metrics, bus } = build({ END_SESSION_MESSAGE: 'Bye.' });
       const { result, events } = await inTurn(
         () =>
-          service.endSession({ route_decision: decisionOf({ reason: 'done' }), human_handoff_held: true }),
+          service.endSession(
+            { route_decision: decisionOf({ reason: 'done' }), human_handoff_held: true },
+            customer(),
+          ),
         bus,
       );
       expect(result).toEqual({
@@ -229,7 +247,7 @@ describe('SessionControlService', () => {
       next_state: null,
     });
     expect(events.map((e) => e.name)).toEqual(['session.resumed']);
-    const { result: gated } = await inTurn(() => service.gate({ ...result }));
+    const { result: gated } = await inTurn(() => service.gate(turnStateOf({ ...result })));
     expect(gated).toBeNull();
   });
 });

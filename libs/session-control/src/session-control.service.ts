@@ -10,11 +10,17 @@ import {
   RouteDecision,
   SESSION_ENDED_STATE,
   SessionControl,
-  turnText,
+  TurnPatch,
+  TurnState,
 } from '@agent/contracts';
 import { EventBusService } from '@agent/observability';
 
-export type SessionControlSource = 'continuity' | 'admin';
+/**
+ * Who asked for a session control: the turn's routing, on the customer's message (`continuity`), or an operator
+ * through the admin API, outside any turn, with a reason.
+ */
+export type SessionControlOrigin =
+  { source: 'continuity'; userText: string } | { source: 'admin'; reason: string };
 
 /** Facade of SessionControlModule: the global human_handoff / end_session nodes and the session gate. */
 @Injectable()
@@ -40,14 +46,14 @@ export class SessionControlService {
    * Returns the state patch of the rejection, or null when the turn may proceed. The rejection describes this
    * turn completely (route_decision included), so the response never shows the decision of an earlier turn.
    */
-  gate(state: AgentState): Partial<AgentState> | null {
+  gate(state: TurnState): TurnPatch | null {
     // next_state is checked too: a state that reached SESSION_ENDED by any path is ended, whatever the flag says.
     if (state.session_ended === true || state.next_state === SESSION_ENDED_STATE) {
-      this.events.emit('session.message.rejected_after_end', { message_id: state.message_id ?? null });
+      this.events.emit('session.message.rejected_after_end', { message_id: state.message_id });
       return this.rejection('END_SESSION', this.texts.alreadyEnded);
     }
     if (state.human_handoff_held === true) {
-      this.events.emit('session.message.held_for_human', { message_id: state.message_id ?? null });
+      this.events.emit('session.message.held_for_human', { message_id: state.message_id });
       return this.rejection('HUMAN_HANDOFF', this.texts.handoffPending);
     }
     return null;
@@ -57,12 +63,8 @@ export class SessionControlService {
    * The `human_handoff` node: no agent, tool or RAG runs. The event is the integration contract: it carries
    * what a person needs to pick the conversation up.
    */
-  humanHandoff(
-    state: AgentState,
-    source: SessionControlSource = 'continuity',
-    reason?: string,
-  ): Partial<AgentState> {
-    this.events.emit('session.human_handoff.requested', handoffRequest(state, source, reason));
+  humanHandoff(state: AgentState, origin: SessionControlOrigin): TurnPatch {
+    this.events.emit('session.human_handoff.requested', handoffRequest(state, origin));
     return {
       answer: this.texts.handoff,
       session_control: 'HUMAN_HANDOFF',
@@ -76,15 +78,8 @@ export class SessionControlService {
   }
 
   /** The `end_session` node; `session.end.requested` is emitted before persistence. */
-  endSession(
-    state: AgentState,
-    source: SessionControlSource = 'continuity',
-    reason?: string,
-  ): Partial<AgentState> {
-    this.events.emit('session.end.requested', {
-      reason: reason ?? decisionReason(state),
-      source,
-    });
+  endSession(state: AgentState, origin: SessionControlOrigin): TurnPatch {
+    this.events.emit('session.end.requested', { reason: reasonOf(state, origin), source: origin.source });
     return {
       answer: this.texts.end,
       session_control: 'END_SESSION',
@@ -98,13 +93,13 @@ export class SessionControlService {
   }
 
   /** A person took the waiting conversation (admin claim); the state does not change. */
-  claim(claimedBy: string): Partial<AgentState> {
+  claim(claimedBy: string): TurnPatch {
     this.events.emit('session.handoff.claimed', { source: 'admin', claimed_by: claimedBy });
     return {};
   }
 
   /** Clears a held handoff (admin resume): later turns run normally. */
-  resume(claimedBy: string | null = null): Partial<AgentState> {
+  resume(claimedBy: string | null = null): TurnPatch {
     this.events.emit('session.resumed', { source: 'admin', claimed_by: claimedBy });
     return {
       human_handoff_held: false,
@@ -114,7 +109,7 @@ export class SessionControlService {
     };
   }
 
-  private rejection(control: SessionControl, message: string): Partial<AgentState> {
+  private rejection(control: SessionControl, message: string): TurnPatch {
     const ended = control === 'END_SESSION';
     const decision: RouteDecision = {
       route: ended ? 'end_session' : 'human_handoff',
@@ -155,21 +150,21 @@ const HANDOFF_LAST_MESSAGES = 6;
 /** Routes that are not an agent serving the customer. */
 const NON_AGENT_ROUTES = new Set(['human_handoff', 'end_session', BLOCKED_ROUTE]);
 
-function handoffRequest(state: AgentState, source: SessionControlSource, reason?: string): HandoffRequest {
+function handoffRequest(state: AgentState, origin: SessionControlOrigin): HandoffRequest {
   const history = promptHistory(state.history);
   // The agent serving the conversation is the one that answered last: this turn's routing already says handoff.
   const served = [...history]
     .reverse()
     .find((m) => m.role === 'assistant' && m.route !== undefined && !NON_AGENT_ROUTES.has(m.route));
   return {
-    reason: reason ?? decisionReason(state),
-    source,
+    reason: reasonOf(state, origin),
+    source: origin.source,
     channel: state.channel ?? null,
     user_id: state.user_id ?? null,
     active_agent: served?.route ?? null,
     intent: served?.intent ?? null,
     pending_transaction: state.active_transaction ?? state.pending_tool_call ?? null,
-    user_text: source === 'continuity' ? turnText(state) : null,
+    user_text: origin.source === 'continuity' ? origin.userText : null,
     last_messages: history.slice(-HANDOFF_LAST_MESSAGES).map((m) => ({
       role: m.role,
       content: m.content,
@@ -178,6 +173,7 @@ function handoffRequest(state: AgentState, source: SessionControlSource, reason?
   };
 }
 
-function decisionReason(state: AgentState): string {
-  return state.route_decision?.reason ?? '';
+/** An operator's reason, else the routing decision's that sent the turn to the session control. */
+function reasonOf(state: AgentState, origin: SessionControlOrigin): string {
+  return origin.source === 'admin' ? origin.reason : (state.route_decision?.reason ?? '');
 }

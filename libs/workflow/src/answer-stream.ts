@@ -1,4 +1,4 @@
-import type { AgentState } from '@agent/contracts';
+import type { TurnState } from '@agent/contracts';
 import { AnswerReleaser, GuardrailsService } from '@agent/guardrails';
 import type { TurnStream } from '@agent/observability';
 import type { TurnAgents, WorkflowNode } from './workflow.graph';
@@ -12,7 +12,7 @@ import type { TurnAgents, WorkflowNode } from './workflow.graph';
  */
 export function openAnswerStream(
   stream: TurnStream,
-  state: AgentState,
+  state: TurnState,
   next: WorkflowNode,
   agents: TurnAgents,
   guardrails: GuardrailsService,

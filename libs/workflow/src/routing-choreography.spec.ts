@@ -1,8 +1,9 @@
 import type { ContinuityOutcome } from '@agent/continuity';
-import { AgentState, BLOCKED_ROUTE, DomainAgentNode, RouteDecision } from '@agent/contracts';
+import { BLOCKED_ROUTE, DomainAgentNode, RouteDecision } from '@agent/contracts';
 import type { InputVerdict } from '@agent/guardrails';
 import { TurnContext, TurnContextStore } from '@agent/observability';
 import type { RouteSettlement } from '@agent/routing';
+import { turnStateOf } from '@agent/testing/states';
 import { RoutingChoreography, RoutingPorts } from './routing-choreography';
 
 /** A promise the test settles by hand, to fix which of two concurrent stages answers first. */
@@ -98,7 +99,7 @@ function stages(strategy: string, settlement: RouteSettlement = 'model') {
 }
 
 const flush = () => new Promise((resolve) => setImmediate(resolve));
-const state: AgentState = { user_text: 'e mais?', active_agent: 'billing_agent' };
+const state = turnStateOf({ user_text: 'e mais?', active_agent: 'billing_agent' });
 
 describe('RoutingChoreography', () => {
   it('starts the verdict, the classifier and the router together and discards the router on CONTINUE', async () => {

@@ -1,12 +1,19 @@
 import type { ConfigType } from '@nestjs/config';
 import type { continuityConfig } from '@agent/config';
 import type { ContinuityOutcome, ContinuityService } from '@agent/continuity';
-import { AgentState, BLOCKED_ROUTE, RailDecision, RouteDecision } from '@agent/contracts';
+import {
+  BLOCKED_ROUTE,
+  RailDecision,
+  RouteDecision,
+  TurnPatch,
+  turnRailDecisions,
+  TurnState,
+} from '@agent/contracts';
 import { GuardrailsService, reportedCodes } from '@agent/guardrails';
 import type { RoutingService } from '@agent/routing';
 import { isolated, Isolated } from './event-fork';
 
-type NodePatch = Partial<AgentState>;
+type NodePatch = TurnPatch;
 
 /** How continuity and the Enterprise Router share a turn (ROUTE_STICKINESS_STRATEGY). */
 type StickinessStrategy = ConfigType<typeof continuityConfig>['ROUTE_STICKINESS_STRATEGY'];
@@ -39,14 +46,14 @@ export class RoutingChoreography {
    */
   /** `onShadow` hears the shadow comparison a CONTINUE turn starts (it never rejects), for the turn to await. */
   async decide(
-    state: AgentState,
+    state: TurnState,
     onShadow: (comparison: Promise<unknown>) => void = () => undefined,
   ): Promise<NodePatch> {
     const routing = isolated(() => this.route(state), 'input_guardrail_block');
     // A blocked turn discards routing before it settles: never let it become an unhandled rejection.
     routing.catch(() => undefined);
     const verdict = await this.ports.guardrails.inputVerdict(state);
-    const decisions = [...(state.guardrail_decisions ?? []), ...verdict.decisions];
+    const decisions = [...turnRailDecisions(state), ...verdict.decisions];
     if (verdict.blocked) {
       void routing.then(
         (run) => run.keepCostOnly(),
@@ -64,7 +71,7 @@ export class RoutingChoreography {
    * Enterprise Router (or the supervisor plan) exactly as if the feature were off.
    */
   private routed(
-    state: AgentState,
+    state: TurnState,
     { outcome, routed }: Routed,
     onShadow: (comparison: Promise<unknown>) => void,
   ): NodePatch {
@@ -107,7 +114,7 @@ export class RoutingChoreography {
    * does it on every turn; `adaptive` only when the router's model will decide the intent, since a keyword match
    * or a pending state costs microseconds without it.
    */
-  private async route(state: AgentState): Promise<Routed> {
+  private async route(state: TurnState): Promise<Routed> {
     const { continuity, routing, strategy } = this.ports;
     if (!continuity.enabled) return { outcome: null, routed: await routing.route(state) };
     const settlement = routing.settlement(state);
@@ -136,7 +143,7 @@ export class RoutingChoreography {
 
   /** The Enterprise Router in its own event buffer. */
   private isolatedRoute(
-    state: AgentState,
+    state: TurnState,
     purpose: 'speculative' | 'shadow',
   ): Promise<Isolated<RouteDecision>> {
     return isolated(() => this.ports.routing.route(state), purpose);
@@ -144,7 +151,7 @@ export class RoutingChoreography {
 }
 
 /** The patch of a turn the input guardrails blocked: the safe message, and nothing routed. */
-export function inputBlocked(state: AgentState, message: string, decisions: RailDecision[]): NodePatch {
+export function inputBlocked(state: TurnState, message: string, decisions: RailDecision[]): NodePatch {
   const decision: RouteDecision = {
     route: BLOCKED_ROUTE,
     agent: null,

@@ -77,7 +77,9 @@ export class SessionAdminService {
   ): Promise<SessionAdminResult> {
     return this.apply('end', conversationKey, requestId, async (state, session) => {
       await this.refuseOthersClaim(conversationKey, session, operator);
-      return state.session_ended === true ? null : this.sessionNodes.endSession(state, 'admin', reason);
+      return state.session_ended === true
+        ? null
+        : this.sessionNodes.endSession(state, { source: 'admin', reason });
     });
   }
 
@@ -92,7 +94,7 @@ export class SessionAdminService {
         );
       }
       if (state.human_handoff_requested === true) return null;
-      return this.sessionNodes.humanHandoff(state, 'admin', reason);
+      return this.sessionNodes.humanHandoff(state, { source: 'admin', reason });
     });
   }
 

@@ -1,4 +1,4 @@
-import { AgentState, DomainAgentNode, isFixedRoute } from '@agent/contracts';
+import { DomainAgentNode, isFixedRoute, TurnState } from '@agent/contracts';
 
 /** The nodes of the turn graph besides the domain agents, which the configuration declares (docs/architecture.md#the-turn). */
 export const FIXED_NODES = [
@@ -36,7 +36,11 @@ export function isFixedNode(node: WorkflowNode): node is FixedNode {
  * The edges of the turn graph with their real conditions. A route that names neither a fixed route nor a
  * domain agent goes to the fallback agent, so no decision can put an unknown node name on the edge.
  */
-export function nextNode(current: WorkflowNode, state: AgentState, agents: TurnAgents): WorkflowNode {
+export function nextNode(
+  current: WorkflowNode,
+  state: Pick<TurnState, 'blocked' | 'route'>,
+  agents: TurnAgents,
+): WorkflowNode {
   // Every domain agent hands its answer to the output supervisor.
   if (!isFixedNode(current)) return 'output_supervisor';
   switch (current) {

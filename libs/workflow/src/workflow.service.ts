@@ -10,11 +10,13 @@ import {
   BLOCKED_ROUTE,
   ContentScreen,
   DomainAgentNode,
+  draftAnswer,
   HandoffTransfer,
   HistoryMessage,
   promptHistory,
   turnAnswer,
   TurnFrame,
+  turnRailDecisions,
   TurnState,
   turnText,
 } from '@agent/contracts';
@@ -23,7 +25,7 @@ import { JudgesService } from '@agent/judges';
 import { MemoryService } from '@agent/memory';
 import { EventBusService, NodeTelemetryService, TurnContextStore } from '@agent/observability';
 import { RoutingService } from '@agent/routing';
-import { SessionControlService } from '@agent/session-control';
+import { SessionControlOrigin, SessionControlService } from '@agent/session-control';
 import { openAnswerStream } from './answer-stream';
 import { SessionNodes } from './session-nodes';
 import { AgentDraft } from './agent-draft';
@@ -81,8 +83,8 @@ export class WorkflowService {
       load_long_term_memory: (s) => this.loadLongTermMemory(s),
       routing_decision: (s, scope) => this.routingDecision(s, scope),
       handoff: (s) => this.agentHandoff(s),
-      human_handoff: (s) => Promise.resolve(this.sessionNodes.humanHandoff(s)),
-      end_session: (s) => Promise.resolve(this.sessionNodes.endSession(s)),
+      human_handoff: (s) => Promise.resolve(this.sessionNodes.humanHandoff(s, customerOrigin(s))),
+      end_session: (s) => Promise.resolve(this.sessionNodes.endSession(s, customerOrigin(s))),
       supervisor_agent: (s) => this.supervisorAgent(s),
       output_supervisor: (s) => this.outputSupervisor(s),
       output_guardrails: (s) => this.outputGuardrails(s),
@@ -163,17 +165,17 @@ export class WorkflowService {
   }
 
   /** Where a route that names no node goes: the agent_id's routing file's fallback agent, a graph agent by validation. */
-  private fallbackAgent(state: AgentState): DomainAgentNode {
+  private fallbackAgent(state: TurnState): DomainAgentNode {
     return this.files.routings.for(state.agent_id).router.fallback_agent;
   }
 
   /** The configured domain agents of a turn: the graph routes only to those and to its fixed nodes. */
-  private turnAgents(state: AgentState): TurnAgents {
+  private turnAgents(state: TurnState): TurnAgents {
     return { fallback: this.fallbackAgent(state), isAgent: (name) => this.files.isGraphAgent(name) };
   }
 
   /** A domain agent's node: any agents.yaml graph agent runs the same way, with its own configuration. */
-  private async agentNode(node: DomainAgentNode, state: AgentState, scope: TurnScope): Promise<NodePatch> {
+  private async agentNode(node: DomainAgentNode, state: TurnState, scope: TurnScope): Promise<NodePatch> {
     const draft = scope.draft?.node === node ? scope.draft : undefined;
     try {
       const patch = await this.agents.run(node, state, this.screen, draft);
@@ -198,7 +200,7 @@ export class WorkflowService {
   }
 
   /** Session gate, then the input rails' deterministic part (the model's verdict runs beside routing). */
-  private async inputGuardrails(state: AgentState): Promise<NodePatch> {
+  private async inputGuardrails(state: TurnState): Promise<NodePatch> {
     const rejection = this.sessionControl.gate(state);
     if (rejection) return rejection;
     const result = await this.guardrails.runInput(state);
@@ -211,7 +213,7 @@ export class WorkflowService {
     return withheld === undefined ? blocked : { ...blocked, user_text: withheld, sanitized_input: withheld };
   }
 
-  private async loadLongTermMemory(state: AgentState): Promise<NodePatch> {
+  private async loadLongTermMemory(state: TurnState): Promise<NodePatch> {
     try {
       const loaded = await this.memory.load(state);
       return { long_term_memories: loaded.items, long_term_memory_context: loaded.context };
@@ -228,7 +230,7 @@ export class WorkflowService {
    * the verdict allowed the turn and routing kept that agent; on a block, a route elsewhere, a handoff or the end
    * of the session its request is cancelled and only its cost stays on record.
    */
-  private async routingDecision(state: AgentState, scope: TurnScope): Promise<NodePatch> {
+  private async routingDecision(state: TurnState, scope: TurnScope): Promise<NodePatch> {
     const keywordAgents = this.routing.keywordAgents(state);
     const draft = this.startDraft(state, keywordAgents, scope);
     scope.draft = draft ?? undefined;
@@ -240,7 +242,7 @@ export class WorkflowService {
     const signal = patch.continuity_signal;
     if (agent && keywordAgents.size === 0 && signal && !patch.blocked) {
       this.continueShare.record(
-        state.agent_id ?? '',
+        state.agent_id,
         agent,
         signal.decision === 'CONTINUE' && patch.route === agent,
       );
@@ -263,7 +265,7 @@ export class WorkflowService {
    * active).
    */
   private startDraft(
-    state: AgentState,
+    state: TurnState,
     keywordAgents: ReadonlySet<string>,
     scope: TurnScope,
   ): AgentDraft | null {
@@ -279,10 +281,10 @@ export class WorkflowService {
       pending: Boolean(state.active_transaction) || this.routing.settlement(state) === 'state_policy',
       previousBlocked: scope.storedHistory.at(-1)?.blocked === true,
       keywordAgents,
-      history: this.continueShare.of(state.agent_id ?? '', agent),
+      history: this.continueShare.of(state.agent_id, agent),
     };
     if (!shouldSpeculate(this.continuityEnv, signals)) return null;
-    const predicted: AgentState = {
+    const predicted: TurnState = {
       ...state,
       route: agent,
       active_agent: agent,
@@ -320,7 +322,7 @@ export class WorkflowService {
   }
 
   /** Supervisor mode: RoutingService plans the intents and runs each agent on an isolated copy of the state. */
-  private supervisorAgent(state: AgentState): Promise<NodePatch> {
+  private supervisorAgent(state: TurnState): Promise<NodePatch> {
     return this.routing.superviseTurn(state, (node, isolated) =>
       this.agents.run(node, isolated, this.screen),
     );
@@ -330,14 +332,14 @@ export class WorkflowService {
    * The answer bounded to AGENT_MAX_ANSWER_CHARS, then the output rails over it; RETRY regenerates it through
    * the agent that produced it, each regeneration bounded too.
    */
-  private async outputSupervisor(state: AgentState): Promise<NodePatch> {
+  private async outputSupervisor(state: TurnState): Promise<NodePatch> {
     const producer = this.files.isGraphAgent(state.route)
       ? state.route
       : this.files.isGraphAgent(state.active_agent)
         ? state.active_agent
         : null;
-    const answer = this.guardrails.boundAnswer(state.answer ?? '');
-    const bounded: NodePatch = answer === (state.answer ?? '') ? {} : { answer };
+    const answer = this.guardrails.boundAnswer(draftAnswer(state));
+    const bounded: NodePatch = answer === draftAnswer(state) ? {} : { answer };
     const patch = await this.guardrails.superviseOutput(
       { ...state, ...bounded },
       async (guidance, rejected) => {
@@ -349,7 +351,7 @@ export class WorkflowService {
     return { ...bounded, ...patch };
   }
 
-  private async outputGuardrails(state: AgentState): Promise<NodePatch> {
+  private async outputGuardrails(state: TurnState): Promise<NodePatch> {
     if (state.blocked) return { final_answer: turnAnswer(state) };
     if (state.output_guardrails_already_applied) {
       return { final_answer: turnAnswer(state) };
@@ -358,20 +360,20 @@ export class WorkflowService {
     return {
       final_answer: result.answer,
       blocked: result.blocked,
-      guardrail_decisions: [...(state.guardrail_decisions ?? []), ...result.decisions],
+      guardrail_decisions: [...turnRailDecisions(state), ...result.decisions],
     };
   }
 
-  private async judge(state: AgentState): Promise<NodePatch> {
+  private async judge(state: TurnState): Promise<NodePatch> {
     return { judge_results: await this.judges.evaluate(state) };
   }
 
-  private async supervisorReview(state: AgentState): Promise<NodePatch> {
+  private async supervisorReview(state: TurnState): Promise<NodePatch> {
     const review = await this.judges.review(state);
     return { final_answer: review.answer };
   }
 
-  private async persistLongTermMemory(state: AgentState): Promise<NodePatch> {
+  private async persistLongTermMemory(state: TurnState): Promise<NodePatch> {
     try {
       const result = await this.memory.persistTurn(state, this.screen);
       for (const fact of result.rejected ?? []) this.events.emit('long_term_memory.fact.rejected', fact);
@@ -388,7 +390,7 @@ export class WorkflowService {
    * Appends the turn to the bounded stored history (an input-blocked turn flagged, for audit only); the store
    * commit itself happens after the graph.
    */
-  private persist(state: AgentState, scope: TurnScope): NodePatch {
+  private persist(state: TurnState, scope: TurnScope): NodePatch {
     const at = new Date().toISOString();
     const answer = turnAnswer(state);
     const flag = state.route === BLOCKED_ROUTE ? { blocked: true } : {};
@@ -416,12 +418,17 @@ export class WorkflowService {
   }
 }
 
+/** A session control the turn's routing decided, on the customer's message. */
+function customerOrigin(state: TurnState): SessionControlOrigin {
+  return { source: 'continuity', userText: turnText(state) };
+}
+
 /**
  * The agent a turn would continue with: the active domain agent, when the decision that made it active is the
  * state's (its tools are those a CONTINUE keeps, so the speculative request can match the real one).
  */
 function continuedAgent(
-  state: AgentState,
+  state: TurnState,
   isAgent: (name: unknown) => name is DomainAgentNode,
 ): DomainAgentNode | null {
   const agent = state.active_agent;

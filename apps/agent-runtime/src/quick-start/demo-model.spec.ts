@@ -2,10 +2,10 @@ import { join } from 'node:path';
 import { confirmationOutput } from '@agent/agents';
 import { loadYamlFile, routingFileSchema } from '@agent/config';
 import { classifierInput, CONTINUITY_SYSTEM_PROMPT, continuityOutput } from '@agent/continuity';
-import type { AgentState } from '@agent/contracts';
 import { judgeVerdict } from '@agent/judges';
 import type { StructuredOutput } from '@agent/llm';
 import { routerOutput } from '@agent/routing';
+import { turnStateOf } from '@agent/testing/states';
 import { DemoModel, DemoReply, demoRequestSchema, languageOf } from './demo-model';
 
 const routing = loadYamlFile(
@@ -34,11 +34,7 @@ function ask<T>(output: StructuredOutput<T>, messages: Message[]): T {
 
 /** The classifier's verdict on `text` with the runtime's own payload, `active` keeping the conversation. */
 function continuity(text: string, active?: string, previousIntent?: string) {
-  const state: AgentState = {
-    active_agent: active,
-    intent: previousIntent,
-    history: [],
-  };
+  const state = turnStateOf({ active_agent: active, intent: previousIntent });
   const { payload } = classifierInput(state, routing.intents, text, 3);
   return ask(continuityOutput, [
     { role: 'system', content: CONTINUITY_SYSTEM_PROMPT },

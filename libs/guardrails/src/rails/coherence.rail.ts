@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { AgentState } from '@agent/contracts';
+import type { TurnState } from '@agent/contracts';
 import { RailAction, RailEvaluation } from '../rail.types';
 import { llmParamsShape } from './model-verdict';
 import { defineRail } from './rail-definition';
@@ -7,7 +7,7 @@ import { defineRail } from './rail-definition';
 /** Transaction steps where short answers ("sim", "2", "TIM Music") are expected and the agent judges them. */
 const DELEGATED_NEXT_STATE = /^(COLLECTING_[A-Z0-9_]+_PARAMETERS|WAITING_[A-Z0-9_]+_CONFIRMATION)$/;
 
-export function coherenceDelegated(state: Readonly<AgentState>, statuses: readonly string[]): boolean {
+export function coherenceDelegated(state: Readonly<TurnState>, statuses: readonly string[]): boolean {
   if (state.transaction_status && statuses.includes(state.transaction_status)) return true;
   return typeof state.next_state === 'string' && DELEGATED_NEXT_STATE.test(state.next_state);
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { AgentState } from '@agent/contracts';
+import { type TurnState, turnToolResults } from '@agent/contracts';
 import {
   findPersonalData,
   partialMask,
@@ -81,11 +81,11 @@ function holdsDeploymentSecret(text: string, secrets: readonly string[]): boolea
 }
 
 /** Personal data the answer may repeat, by type and identity: what this conversation itself holds. */
-function knownPersonalData(state: Readonly<AgentState>): Set<string> {
+function knownPersonalData(state: Readonly<TurnState>): Set<string> {
   const texts = [
-    state.user_text ?? '',
-    ...(state.history ?? []).map((m) => m.content),
-    ...(state.mcp_results ?? []).map((r) => JSON.stringify(r)),
+    state.user_text,
+    ...state.history.map((m) => m.content),
+    ...turnToolResults(state).map((r) => JSON.stringify(r)),
     ...(state.rag_results ?? []).map((r) => r.content),
   ];
   return new Set(texts.flatMap((t) => findPersonalData(t).map((m) => `${m.type}:${m.normalized}`)));
@@ -102,7 +102,7 @@ const FOREIGN_TYPES: readonly PersonalDataType[] = ['card', 'iban', 'cnpj', 'cpf
  */
 function screenAnswer(
   text: string,
-  state: Readonly<AgentState>,
+  state: Readonly<TurnState>,
   template: string,
   secrets: readonly string[],
 ): RailEvaluation {

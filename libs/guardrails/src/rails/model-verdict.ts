@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { type AgentState, turnText } from '@agent/contracts';
+import { type TurnState, turnText } from '@agent/contracts';
 import { confidenceSchema, LlmService, StructuredOutput, structuredOutput } from '@agent/llm';
 import { ModelVerdictError, RailTimeoutError } from '../guardrails.errors';
 import { ModelCheck, RailAction, RailEvaluation } from '../rail.types';
@@ -128,8 +128,8 @@ export function failureCause(error: Error): string {
 const HISTORY_MESSAGE_CHARS = 300;
 
 /** The last `messages` messages of the conversation, oldest first, as "role: text" lines. */
-function recentConversation(state: Readonly<AgentState>, messages: number): string {
-  const history = (state.history ?? []).slice(-messages);
+function recentConversation(state: Readonly<TurnState>, messages: number): string {
+  const history = state.history.slice(-messages);
   if (history.length === 0) return '(none)';
   return history.map((m) => `${m.role}: ${m.content.slice(0, HISTORY_MESSAGE_CHARS)}`).join('\n');
 }
@@ -138,7 +138,7 @@ function recentConversation(state: Readonly<AgentState>, messages: number): stri
 export function verdictContent(
   stage: string,
   text: string,
-  state: Readonly<AgentState>,
+  state: Readonly<TurnState>,
   checks: readonly ModelCheck[],
   source?: string,
 ): string {

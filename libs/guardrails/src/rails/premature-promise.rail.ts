@@ -2,9 +2,10 @@ import { z } from 'zod';
 import {
   foldText,
   isToolCallResult,
-  type AgentState,
   type McpToolResult,
   type TransactionEvidence,
+  type TurnState,
+  turnToolResults,
 } from '@agent/contracts';
 import { RailAction, RailEvaluation } from '../rail.types';
 import { sentences } from '../text';
@@ -56,13 +57,15 @@ export function findOperationClaims(answer: string): ClaimHit[] {
 }
 
 /** Tool results and transaction evidence that confirm an operation ran in this conversation. */
-export function operationEvidence(state: Readonly<AgentState>): (TransactionEvidence | McpToolResult)[] {
+export function operationEvidence(state: Readonly<TurnState>): (TransactionEvidence | McpToolResult)[] {
   return [
     ...(state.transaction_evidence ?? []),
     ...(state.relevant_transaction_evidence ?? []),
     ...(state.last_transaction_evidence ? [state.last_transaction_evidence] : []),
     // A request for parameters ran nothing; a failed call confirms nothing.
-    ...(state.mcp_results ?? []).filter(isToolCallResult).filter((result) => result.ok),
+    ...turnToolResults(state)
+      .filter(isToolCallResult)
+      .filter((result) => result.ok),
   ];
 }
 
@@ -80,7 +83,7 @@ const REVPREC_INSTRUCTION =
   'block an answer stating or promising an operation (cancellation, refund, change, activation, protocol) was or will surely be done when the tool evidence does not confirm it.';
 
 /** REVPREC's deterministic part: a claim without evidence, or a protocol number the evidence lacks. */
-function screenClaims(text: string, state: Readonly<AgentState>): RailEvaluation {
+function screenClaims(text: string, state: Readonly<TurnState>): RailEvaluation {
   const evidence = operationEvidence(state);
   const claims = findOperationClaims(text);
   const evidenceText = JSON.stringify(evidence);

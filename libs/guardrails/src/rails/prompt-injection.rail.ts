@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { AgentState } from '@agent/contracts';
+import type { TurnState } from '@agent/contracts';
 import { RailAction, RailEvaluation, RailStage } from '../rail.types';
 import { alternatives as any, compileUserPattern, firstMatch, hidesText, screenForms } from '../text';
 import { llmParamsShape } from './model-verdict';
@@ -524,8 +524,8 @@ const pinjParams = z
   });
 
 /** The previous user message, so an instruction split across two turns is still seen whole. */
-function previousUserMessage(state: Readonly<AgentState>): string | null {
-  const users = (state.history ?? []).filter((m) => m.role === 'user');
+function previousUserMessage(state: Readonly<TurnState>): string | null {
+  const users = state.history.filter((m) => m.role === 'user');
   return users.length > 0 ? users[users.length - 1].content : null;
 }
 

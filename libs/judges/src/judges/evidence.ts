@@ -1,11 +1,12 @@
 import {
   isToolCallResult,
-  type AgentState,
   type McpResult,
   type RetrievedChunk,
   type TransactionEvidence,
-  turnText,
   turnAnswer,
+  type TurnState,
+  turnText,
+  turnToolResults,
 } from '@agent/contracts';
 
 /** What the judges see: the answer, the user's message and the turn's evidence. */
@@ -19,13 +20,13 @@ export interface JudgeContext {
   transactionEvidence: TransactionEvidence[];
 }
 
-export function buildJudgeContext(state: Readonly<AgentState>): JudgeContext {
+export function buildJudgeContext(state: Readonly<TurnState>): JudgeContext {
   return {
     answer: turnAnswer(state),
     userText: turnText(state),
     route: state.route ?? null,
     intent: state.intent ?? null,
-    mcpResults: state.mcp_results ?? [],
+    mcpResults: turnToolResults(state),
     ragResults: state.rag_results ?? [],
     transactionEvidence: [
       ...(state.relevant_transaction_evidence ?? []),
@@ -49,10 +50,10 @@ export function evidenceText(context: JudgeContext, maxChars: number): string {
 const TERMINAL_STATUSES = /^(COMPLETED|FAILED|CANCELLED|CANCELED|BLOCKED|EXPIRED|ABANDONED|DONE)$/i;
 
 /** The reference's transactional detection: an active transaction or a transactional tool in this turn. */
-export function isTransactionalTurn(state: Readonly<AgentState>): boolean {
+export function isTransactionalTurn(state: Readonly<TurnState>): boolean {
   if (state.transaction_status && !TERMINAL_STATUSES.test(state.transaction_status)) return true;
   if (state.confirmation_required === true || state.confirmation_received === true) return true;
   if (state.pending_tool_call || state.selected_tool_call || state.tool_policy_result) return true;
   // A transactional tool asked for its parameters this turn.
-  return (state.mcp_results ?? []).some((result) => !isToolCallResult(result));
+  return turnToolResults(state).some((result) => !isToolCallResult(result));
 }
