@@ -9,6 +9,7 @@ import {
 import { FakeLlmServer, GUARDRAILS_ALLOW } from '../support/fake-llm';
 import { TcpProxy } from '../support/tcp-proxy';
 import { uniqueId } from '../support/test-app';
+import { waitUntil } from '../support/wait-for';
 
 /**
  * What a failover, a restart or a proxy reset does to the service's connections: the server terminates them
@@ -90,14 +91,6 @@ describeWithPostgres('Postgres connections terminated under the service', () => 
     return result.rows[0].n;
   }
 
-  async function until(condition: () => Promise<boolean>, what: string): Promise<void> {
-    const deadline = Date.now() + 10000;
-    while (!(await condition())) {
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
-  }
-
   function send(sessionId: string, messageId: string) {
     return fetch(`http://127.0.0.1:${port}/v1/channels/web/messages`, {
       method: 'POST',
@@ -116,18 +109,31 @@ describeWithPostgres('Postgres connections terminated under the service', () => 
     }));
   }
 
-  /** Sends until the service answers 200, as a channel resending the same message would; returns the answers. */
-  async function deliver(sessionId: string, messageId: string): Promise<{ status: number; turn?: number }[]> {
+  /**
+   * Sends until the service answers 200, as a channel resending the same message would; returns the answers and
+   * tells `onAnswer` of each.
+   */
+  async function deliver(
+    sessionId: string,
+    messageId: string,
+    onAnswer?: () => void,
+  ): Promise<{ status: number; turn?: number }[]> {
     const answers: { status: number; turn?: number }[] = [];
-    for (let attempt = 0; attempt < 50; attempt++) {
-      const answer = await send(sessionId, messageId);
-      answers.push({ status: answer.status, turn: answer.body.turn });
-      if (answer.status === 200) return answers;
-      expect(answer.status).toBe(503);
-      expect(Number(answer.retryAfter)).toBeGreaterThan(0);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    throw new Error(`message ${messageId} never answered: ${JSON.stringify(answers)}`);
+    await waitUntil(
+      `an answer 200 to message ${messageId}`,
+      async () => {
+        const answer = await send(sessionId, messageId);
+        answers.push({ status: answer.status, turn: answer.body.turn });
+        onAnswer?.();
+        if (answer.status === 200) return true;
+        expect(answer.status).toBe(503);
+        expect(Number(answer.retryAfter)).toBeGreaterThan(0);
+        return false;
+      },
+      30000,
+      100,
+    );
+    return answers;
   }
 
   /** The conversation's committed turns, from the turn log (compaction keeps only the newest checkpoints). */
@@ -144,19 +150,18 @@ describeWithPostgres('Postgres connections terminated under the service', () => 
     // Every connection of the pool gone: the next query opens a new one.
     await send(uniqueId('warm'), uniqueId('m'));
     await terminate();
-    await until(async () => (await backends()) === 0, 'the terminated backends to go');
+    await waitUntil('the terminated backends to go', async () => (await backends()) === 0, 10000);
     // The server's welcome (its "ready for query") and its goodbye (57P01 and the close) then reach the service in
     // one read: the pool hands the connection over on the first and the connection fails on the second, before
     // the code that asked for it could listen for its errors.
     proxy.hold();
     const probe = fetch(`http://127.0.0.1:${port}/health/ready`).then((response) => response.status);
-    await until(async () => (await backends('idle')) > 0, 'the probe to open a connection');
+    await waitUntil('the probe to open a connection', async () => (await backends('idle')) > 0, 10000);
     await terminate();
-    await until(async () => (await backends()) === 0, 'the new backend to go');
+    await waitUntil('the new backend to go', async () => (await backends()) === 0, 10000);
     proxy.release();
     expect([200, 503]).toContain(await probe);
-    // Still alive a moment later, and serving.
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Still alive after the connection's last words, and serving (afterEach checks it never died meanwhile).
     const sessionId = uniqueId('after');
     expect((await deliver(sessionId, uniqueId('m'))).at(-1)?.status).toBe(200);
   });
@@ -165,7 +170,8 @@ describeWithPostgres('Postgres connections terminated under the service', () => 
     const sessionId = uniqueId('idle');
     for (let round = 1; round <= 5; round++) {
       await terminate();
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      // Gone while idle in the pool: the next turn finds its connections dead, not dying under it.
+      await waitUntil('the terminated backends to go', async () => (await backends()) === 0, 10000);
       const answers = await deliver(sessionId, `idle-${round}`);
       expect(answers.at(-1)?.turn).toBe(round);
     }
@@ -176,18 +182,20 @@ describeWithPostgres('Postgres connections terminated under the service', () => 
     const sessions = Array.from({ length: 4 }, () => uniqueId('load'));
     const sent = new Map<string, number>();
     let stop = false;
+    let answered = 0;
     const killer = (async () => {
       let terminated = 0;
-      while (!stop) {
+      for (let seen = 0; !stop; seen = answered) {
         terminated += await terminate();
-        await new Promise((resolve) => setTimeout(resolve, 100));
+        // Once per answer: the next termination lands among the turns of the other sessions still in flight.
+        await waitUntil('the next answer', () => stop || answered > seen);
       }
       return terminated;
     })();
     await Promise.all(
       sessions.map(async (sessionId) => {
         for (let turn = 1; turn <= 8; turn++) {
-          const answers = await deliver(sessionId, `${sessionId}-${turn}`);
+          const answers = await deliver(sessionId, `${sessionId}-${turn}`, () => answered++);
           expect(answers.at(-1)?.turn).toBe(turn);
           sent.set(sessionId, turn);
         }
