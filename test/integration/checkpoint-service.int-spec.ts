@@ -9,6 +9,7 @@ import {
 import { checkpointServiceFor, conversationIdentity } from '../support/checkpoint-turns';
 import { postgresCheckpointStore } from '../support/postgres-checkpoint-store';
 import { TcpProxy } from '../support/tcp-proxy';
+import { waitUntil } from '../support/wait-for';
 
 /**
  * CheckpointService through a real connection that drops (a TCP proxy in front of DATABASE_URL): retry,
@@ -177,14 +178,17 @@ if (DATABASE_URL) {
       const who = conversationIdentity();
       const lease = await service.acquire(who);
       await proxy.cut();
-      setTimeout(() => void proxy.restore(), 250);
-      const version = await lease.commit({
+      const committed = lease.commit({
         parentVersion: null,
         turn: 1,
         state: { user_text: 'outage shorter than the retries' },
         status: 'active',
         events: [],
       });
+      // Back once the commit has failed and is waiting to retry.
+      await waitUntil('a retry of the commit', () => seen.some((e) => e.name === 'checkpoint.save.retry'));
+      await proxy.restore();
+      const version = await committed;
       await lease.release();
       expect(version).toBe(1);
       expect(seen.filter((e) => e.name === 'checkpoint.save.retry').length).toBeGreaterThanOrEqual(1);

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { turnStateOf } from '@agent/testing/states';
+import { waitUntil } from '@agent/testing/wait-for';
 import { ConfiguredRail, ExecutorObserver, ParallelRailExecutor, StageOutcome } from './executor';
 import { RailAction, RailContext, RailEvaluation, RailResult } from './rail.types';
 
@@ -214,11 +215,16 @@ describe('ParallelRailExecutor', () => {
   it("the caller's signal abandons the stage: every rail is aborted and run rejects", async () => {
     const executor = new ParallelRailExecutor({ parallel: true, failFast: true }, new RecordingObserver());
     const slow = rail('SLOW', { delayMs: 5000 });
+    const slower = rail('SLOW2', { delayMs: 5000 });
     const controller = new AbortController();
-    setTimeout(() => controller.abort(new Error('not needed any more')), 50);
-    await expect(
-      run(executor, [slow, rail('SLOW2', { delayMs: 5000 })], 'a', controller.signal),
-    ).rejects.toThrow('not needed any more');
+    const rejected = expect(run(executor, [slow, slower], 'a', controller.signal)).rejects.toThrow(
+      'not needed any more',
+    );
+    // Abandoned while both rails run.
+    await waitUntil('both rails to start', () => slow.seen() !== null && slower.seen() !== null);
+    controller.abort(new Error('not needed any more'));
+    await rejected;
     expect(slow.seen()?.aborted).toBe(true);
+    expect(slower.seen()?.aborted).toBe(true);
   });
 });

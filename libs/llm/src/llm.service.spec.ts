@@ -237,9 +237,15 @@ describe(LlmService.name, () => {
   });
 
   it("stops at the caller's signal with a cancelled error, apart from timeouts, billing its prompt", async () => {
-    fake.script({ model: 'agent', reply: { content: 'late', delayMs: 1000 } });
     const controller = new AbortController();
-    setTimeout(() => controller.abort(), 50);
+    // The provider has the request (and would answer after a second) when the caller gives up.
+    fake.script({
+      model: 'agent',
+      reply: () => {
+        controller.abort();
+        return { content: 'late', delayMs: 1000 };
+      },
+    });
     await expect(
       service.llm.chat({
         profile: 'agent',
