@@ -14,6 +14,7 @@ import {
   HandoffTransfer,
   HistoryMessage,
   promptHistory,
+  routedTurn,
   turnAnswer,
   TurnFrame,
   turnRailDecisions,
@@ -355,11 +356,11 @@ export class WorkflowService {
   }
 
   private async judge(state: TurnState): Promise<NodePatch> {
-    return { judge_results: await this.judges.evaluate(state) };
+    return { judge_results: await this.judges.evaluate(routedTurn(state)) };
   }
 
   private async supervisorReview(state: TurnState): Promise<NodePatch> {
-    const review = await this.judges.review(state);
+    const review = await this.judges.review(routedTurn(state));
     return { final_answer: review.answer };
   }
 
