@@ -133,7 +133,7 @@ export class WorkflowService {
           this.events.emit('AGENT_COMPLETED', {
             route: state.route,
             intent: state.intent,
-            answer_chars: (state.final_answer ?? '').length,
+            answer_chars: turnAnswer(state).length,
             latency_ms: Math.round(performance.now() - started),
             // Streamed turns: when the first answer text left (null: none left before the turn completed).
             first_text_ms: firstReleased === undefined ? null : Math.round(firstReleased - started),
