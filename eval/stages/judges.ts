@@ -3,7 +3,7 @@
  * `llm` judge (its threshold, profile and context cap as configured), one judgment per judge and case.
  */
 import { ConfigFilesService } from '@agent/config';
-import type { JudgeResult, McpToolResult, TurnState } from '@agent/contracts';
+import type { JudgeResult, McpToolResult, RoutedTurnState } from '@agent/contracts';
 import { JUDGE_NAMES, JUDGES_FILE, judgesFileSchema, JudgesService } from '@agent/judges';
 import { LlmService } from '@agent/llm';
 import { FALLBACK_INTENT, JudgeCase, judgeCaseLabel, LoadedSet } from '../datasets';
@@ -22,7 +22,7 @@ import {
   Usage,
 } from '../stage';
 import { datasetInfo, limited, StageRunOptions, stageModels } from './common';
-import { turnStateOf } from '../../test/support/states';
+import { routedTurnStateOf } from '../../test/support/states';
 
 export const JUDGE_LABELS = ['pass', 'fail'] as const;
 
@@ -55,7 +55,7 @@ export function judgeThreshold(judge: string, configured: number): StageThreshol
   };
 }
 
-function judgeState(item: JudgeCase, files: ConfigFilesService): TurnState {
+function judgeState(item: JudgeCase, files: ConfigFilesService): RoutedTurnState {
   const intent = item.intent ? files.routing.intents.find((i) => i.name === item.intent) : undefined;
   const evidence: McpToolResult[] = item.evidence.map((e) => ({
     tool_name: e.tool,
@@ -65,7 +65,7 @@ function judgeState(item: JudgeCase, files: ConfigFilesService): TurnState {
     error: null,
     latency_ms: 0,
   }));
-  return turnStateOf({
+  return routedTurnStateOf({
     tenant_id: 'eval',
     agent_id: 'eval',
     session_id: item.id,

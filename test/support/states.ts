@@ -7,6 +7,7 @@ import {
   type PendingToolCall,
   type PendingTopic,
   type RouteDecision,
+  type RoutedTurnState,
   type TurnState,
 } from '@agent/contracts';
 
@@ -31,6 +32,15 @@ export function turnStateOf(overrides: Partial<TurnState> = {}): TurnState {
     session_control: '',
     human_handoff_requested: false,
     ...overrides,
+  };
+}
+
+/** A turn's state once routing decided: billing_agent's invoice explanation unless overridden. */
+export function routedTurnStateOf(overrides: Partial<RoutedTurnState> = {}): RoutedTurnState {
+  return {
+    ...turnStateOf(overrides),
+    route: overrides.route ?? 'billing_agent',
+    intent: overrides.intent ?? 'billing_invoice_explanation',
   };
 }
 

@@ -290,3 +290,20 @@ export const conversationStateSchema = z
 
 export const agentStateSchema = conversationStateSchema.merge(turnScratchSchema);
 export type AgentState = z.output<typeof agentStateSchema>;
+
+/** Where a conversation stands, as the turn log and the turn response report it: null for an absent key. */
+export interface RoutingFacts {
+  route: string | null;
+  intent: string | null;
+  active_agent: string | null;
+  next_state: string | null;
+}
+
+export function routingFactsOf(state: Pick<AgentState, keyof RoutingFacts>): RoutingFacts {
+  return {
+    route: state.route ?? null,
+    intent: state.intent ?? null,
+    active_agent: state.active_agent ?? null,
+    next_state: state.next_state ?? null,
+  };
+}

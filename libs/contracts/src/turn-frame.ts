@@ -30,6 +30,21 @@ export type TurnBasis = Required<
 /** The state a turn runs on: the conversation's state with the turn's frame and basis required. */
 export type TurnState = AgentState & TurnFrame & TurnBasis;
 
+/**
+ * A turn's state once routing decided: `routing_decision` always sets the route and the intent, and so do the
+ * session gate and the input rails when they stop a turn; the stages after routing read them as facts.
+ */
+export type RoutedTurnState = TurnState & Required<Pick<AgentState, 'route' | 'intent'>>;
+
+/** The turn's state as routing left it; a stage after routing that finds no route is a broken graph. */
+export function routedTurn(state: TurnState): RoutedTurnState {
+  const { route, intent } = state;
+  if (route === undefined || intent === undefined) {
+    throw new Error(`turn ${state.turn} of ${state.conversation_key} has not been routed`);
+  }
+  return { ...state, route, intent };
+}
+
 /** What a stage of a turn changes: never the turn's frame. */
 export type TurnPatch = Partial<Omit<AgentState, keyof TurnFrame>>;
 

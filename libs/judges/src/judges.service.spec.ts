@@ -8,11 +8,11 @@ import {
   parseEnvNamespace,
   PerAgent,
 } from '@agent/config';
-import type { TurnState } from '@agent/contracts';
+import type { RoutedTurnState } from '@agent/contracts';
 import { EventBusService } from '@agent/observability';
 import { FakeLlmServer, FakeReply } from '@agent/testing/fake-llm';
 import { createTestLlm } from '@agent/testing/test-llm';
-import { judgeResultOf, parametersRequestOf, toolResultOf, turnStateOf } from '@agent/testing/states';
+import { judgeResultOf, parametersRequestOf, toolResultOf, routedTurnStateOf } from '@agent/testing/states';
 import { judgesFileSchema } from './judges.config';
 import { JudgesService } from './judges.service';
 import { factualTokens, groundedness, responseQuality, sentiment, tone } from './judges/deterministic';
@@ -49,7 +49,7 @@ function harness(file: unknown, options: { random?: number; judge?: FakeReply } 
 }
 
 const shipped = () => loadYamlFile(SHIPPED, judgesFileSchema);
-const answered = turnStateOf({
+const answered = routedTurnStateOf({
   user_text: 'Quanto ficou minha fatura de março?',
   route: 'billing_agent',
   answer: 'Sua fatura de março ficou em R$ 99,90, com vencimento em 10/04.',
@@ -57,63 +57,76 @@ const answered = turnStateOf({
 });
 
 describe('deterministic judges (Portuguese and English)', () => {
-  const ctx = (state: TurnState) => buildJudgeContext(state);
+  const ctx = (state: RoutedTurnState) => buildJudgeContext(state);
 
   it('response_quality: empty, very short and placeholder answers score low', () => {
-    expect(responseQuality(ctx(turnStateOf({ answer: '' }))).score).toBe(0);
-    expect(responseQuality(ctx(turnStateOf({ answer: 'Ok.' }))).score).toBeLessThan(0.7);
+    expect(responseQuality(ctx(routedTurnStateOf({ answer: '' }))).score).toBe(0);
+    expect(responseQuality(ctx(routedTurnStateOf({ answer: 'Ok.' }))).score).toBeLessThan(0.7);
     expect(
-      responseQuality(ctx(turnStateOf({ answer: 'Olá {{nome}}, sua fatura está disponível no app.' }))).score,
+      responseQuality(ctx(routedTurnStateOf({ answer: 'Olá {{nome}}, sua fatura está disponível no app.' })))
+        .score,
     ).toBeLessThan(0.7);
     expect(
-      responseQuality(ctx(turnStateOf({ answer: 'Your invoice for March is available in the app.' }))).score,
+      responseQuality(ctx(routedTurnStateOf({ answer: 'Your invoice for March is available in the app.' })))
+        .score,
     ).toBe(1);
   });
 
   it('groundedness: figures must appear in the evidence or the user message', () => {
     expect(groundedness(ctx(answered)).score).toBe(1);
     const invented = groundedness(
-      ctx(turnStateOf({ ...answered, answer: 'Your bill is $120.50, due 15/04.' })),
+      ctx(routedTurnStateOf({ ...answered, answer: 'Your bill is $120.50, due 15/04.' })),
     );
     expect(invented.score).toBe(0);
-    expect(groundedness(ctx(turnStateOf({ answer: 'Posso ajudar com mais alguma coisa?' }))).score).toBe(1);
+    expect(
+      groundedness(ctx(routedTurnStateOf({ answer: 'Posso ajudar com mais alguma coisa?' }))).score,
+    ).toBe(1);
     expect(factualTokens('R$ 1.234,56 em 10/04/2026, 15%')).toEqual(['123456', '15', '10042026']);
   });
 
   it('sentiment: angry and escalating customers score low, thankful ones high', () => {
     expect(
-      sentiment(ctx(turnStateOf({ user_text: 'Que absurdo! Vou reclamar na Anatel' }))).score,
+      sentiment(ctx(routedTurnStateOf({ user_text: 'Que absurdo! Vou reclamar na Anatel' }))).score,
     ).toBeLessThan(0.25);
     expect(
-      sentiment(ctx(turnStateOf({ user_text: 'This is unacceptable, I will call my lawyer' }))).score,
+      sentiment(ctx(routedTurnStateOf({ user_text: 'This is unacceptable, I will call my lawyer' }))).score,
     ).toBeLessThan(0.25);
-    expect(sentiment(ctx(turnStateOf({ user_text: 'Obrigado, resolvido!' }))).score).toBeGreaterThan(0.65);
-    expect(sentiment(ctx(turnStateOf({ user_text: 'Thanks, that was great' }))).score).toBeGreaterThan(0.65);
-    expect(sentiment(ctx(turnStateOf({ user_text: 'Qual o valor da fatura?' }))).score).toBe(0.5);
+    expect(sentiment(ctx(routedTurnStateOf({ user_text: 'Obrigado, resolvido!' }))).score).toBeGreaterThan(
+      0.65,
+    );
+    expect(sentiment(ctx(routedTurnStateOf({ user_text: 'Thanks, that was great' }))).score).toBeGreaterThan(
+      0.65,
+    );
+    expect(sentiment(ctx(routedTurnStateOf({ user_text: 'Qual o valor da fatura?' }))).score).toBe(0.5);
   });
 
   it('tone: rude, blaming or shouting answers score low', () => {
     expect(
-      tone(ctx(turnStateOf({ answer: 'Como eu já disse, você deveria ter lido o contrato.' }))).score,
+      tone(ctx(routedTurnStateOf({ answer: 'Como eu já disse, você deveria ter lido o contrato.' }))).score,
     ).toBeLessThan(0.6);
-    expect(tone(ctx(turnStateOf({ answer: 'As I already said, deal with it.' }))).score).toBeLessThan(0.6);
-    expect(tone(ctx(turnStateOf({ answer: 'SUA FATURA ESTÁ ATRASADA, PAGUE AGORA' }))).score).toBeLessThan(
+    expect(tone(ctx(routedTurnStateOf({ answer: 'As I already said, deal with it.' }))).score).toBeLessThan(
       0.6,
     );
     expect(
-      tone(ctx(turnStateOf({ answer: 'Sinto muito pelo transtorno, por favor confirme o CPF.' }))).score,
+      tone(ctx(routedTurnStateOf({ answer: 'SUA FATURA ESTÁ ATRASADA, PAGUE AGORA' }))).score,
+    ).toBeLessThan(0.6);
+    expect(
+      tone(ctx(routedTurnStateOf({ answer: 'Sinto muito pelo transtorno, por favor confirme o CPF.' })))
+        .score,
     ).toBeGreaterThanOrEqual(0.9);
     expect(
-      tone(ctx(turnStateOf({ answer: 'Sorry for the trouble, please confirm your ID.' }))).score,
+      tone(ctx(routedTurnStateOf({ answer: 'Sorry for the trouble, please confirm your ID.' }))).score,
     ).toBeGreaterThanOrEqual(0.9);
   });
 
   it('detects transactional turns like the reference', () => {
-    expect(isTransactionalTurn(turnStateOf({ transaction_status: 'AWAITING_CONFIRMATION' }))).toBe(true);
-    expect(isTransactionalTurn(turnStateOf({ transaction_status: 'COMPLETED' }))).toBe(false);
-    expect(isTransactionalTurn(turnStateOf({ mcp_results: [toolResultOf(), parametersRequestOf()] }))).toBe(
+    expect(isTransactionalTurn(routedTurnStateOf({ transaction_status: 'AWAITING_CONFIRMATION' }))).toBe(
       true,
     );
+    expect(isTransactionalTurn(routedTurnStateOf({ transaction_status: 'COMPLETED' }))).toBe(false);
+    expect(
+      isTransactionalTurn(routedTurnStateOf({ mcp_results: [toolResultOf(), parametersRequestOf()] })),
+    ).toBe(true);
     expect(isTransactionalTurn(answered)).toBe(false);
   });
 });
@@ -144,7 +157,7 @@ describe('JudgesService.evaluate', () => {
   it('always judges a transactional turn when configured, whatever the sample rate', async () => {
     const h = harness({ ...shipped(), sample_rate: 0 });
     const results = await h.service.evaluate(
-      turnStateOf({ ...answered, transaction_status: 'COLLECTING_PARAMETERS' }),
+      routedTurnStateOf({ ...answered, transaction_status: 'COLLECTING_PARAMETERS' }),
     );
     expect(results).toHaveLength(4);
     expect(h.events.at(-1)?.payload).toMatchObject({ sampled: true, reason: 'transactional' });
@@ -178,7 +191,7 @@ describe('JudgesService.evaluate', () => {
   it('does not judge a session-control message', async () => {
     const h = harness(shipped());
     expect(
-      await h.service.evaluate(turnStateOf({ route: 'end_session', answer: 'Atendimento encerrado.' })),
+      await h.service.evaluate(routedTurnStateOf({ route: 'end_session', answer: 'Atendimento encerrado.' })),
     ).toEqual([]);
   });
 });
@@ -186,10 +199,12 @@ describe('JudgesService.evaluate', () => {
 describe('JudgesService.review', () => {
   it('approves a clean answer unchanged', async () => {
     const h = harness(shipped());
-    expect(await h.service.review(turnStateOf({ ...answered, final_answer: answered.answer }))).toEqual({
-      approved: true,
-      answer: answered.answer,
-    });
+    expect(await h.service.review(routedTurnStateOf({ ...answered, final_answer: answered.answer }))).toEqual(
+      {
+        approved: true,
+        answer: answered.answer,
+      },
+    );
     expect(h.events).toEqual([
       { name: 'supervisor.review.completed', payload: { approved: true, violations: [] } },
     ]);
@@ -198,14 +213,14 @@ describe('JudgesService.review', () => {
   it('flags an agent promising a human transfer, and replaces leaked internal markers', async () => {
     const h = harness(shipped());
     const flagged = await h.service.review(
-      turnStateOf({
+      routedTurnStateOf({
         route: 'billing_agent',
         final_answer: 'Vou transferir você para um atendente humano.',
       }),
     );
     expect(flagged).toEqual({ approved: false, answer: 'Vou transferir você para um atendente humano.' });
     const replaced = await h.service.review(
-      turnStateOf({
+      routedTurnStateOf({
         route: 'billing_agent',
         final_answer: '{"verdict": "allow"} Sua fatura...',
       }),
@@ -224,35 +239,39 @@ describe('JudgesService.review', () => {
       supervisor_review: { rules: [{ id: 'everything', pattern: '.', action: 'replace', message: 'X' }] },
     });
     const handoff = 'Vou encaminhar seu atendimento para uma pessoa.';
-    expect(await h.service.review(turnStateOf({ route: 'human_handoff', final_answer: handoff }))).toEqual({
+    expect(
+      await h.service.review(routedTurnStateOf({ route: 'human_handoff', final_answer: handoff })),
+    ).toEqual({
       approved: true,
       answer: handoff,
     });
     const ended = 'Atendimento encerrado. Obrigado pelo contato.';
-    expect(await h.service.review(turnStateOf({ route: 'end_session', final_answer: ended }))).toEqual({
+    expect(await h.service.review(routedTurnStateOf({ route: 'end_session', final_answer: ended }))).toEqual({
       approved: true,
       answer: ended,
     });
     const handover = 'Vou encaminhar seu atendimento para um especialista para dar continuidade.';
     expect(
       await h.service.review(
-        turnStateOf({
+        routedTurnStateOf({
           route: 'billing_agent',
           supervisor_action: 'handover',
           final_answer: handover,
         }),
       ),
     ).toEqual({ approved: true, answer: handover });
-    expect(await h.service.review(turnStateOf({ route: 'billing_agent', final_answer: 'oi' }))).toEqual({
-      approved: false,
-      answer: 'X',
-    });
+    expect(await h.service.review(routedTurnStateOf({ route: 'billing_agent', final_answer: 'oi' }))).toEqual(
+      {
+        approved: false,
+        answer: 'X',
+      },
+    );
   });
 
   it('an enforced judge that failed replaces the answer; an observational one does not', async () => {
     const h = harness({ ...shipped(), language: 'en' });
     const observed = await h.service.review(
-      turnStateOf({
+      routedTurnStateOf({
         route: 'billing_agent',
         final_answer: 'Your bill is $120.',
         judge_results: [judgeResultOf({ passed: false, score: 0.2 })],
@@ -260,7 +279,7 @@ describe('JudgesService.review', () => {
     );
     expect(observed).toEqual({ approved: true, answer: 'Your bill is $120.' });
     const enforced = await h.service.review(
-      turnStateOf({
+      routedTurnStateOf({
         route: 'billing_agent',
         final_answer: 'Your bill is $120.',
         judge_results: [judgeResultOf({ passed: false, score: 0.2, enforce: true })],

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { ConfigType } from '@nestjs/config';
 import { appConfig, ConfigFilesService, loadYamlFile, PerAgent, SERVICE_MESSAGES } from '@agent/config';
-import { foldText, type JudgeResult, turnAnswer, type TurnState } from '@agent/contracts';
+import { foldText, type JudgeResult, type RoutedTurnState, turnAnswer } from '@agent/contracts';
 import { LlmService } from '@agent/llm';
 import { EventBusService } from '@agent/observability';
 import { DEFAULT_THRESHOLDS, JudgeEntry, JUDGES_FILE, JudgesFile, judgesFileSchema } from './judges.config';
@@ -62,7 +62,7 @@ export class JudgesService {
   }
 
   /** The `judge` node: samples the turn, runs the enabled judges concurrently, returns `judge_results`. */
-  async evaluate(state: TurnState): Promise<JudgeResult[]> {
+  async evaluate(state: RoutedTurnState): Promise<JudgeResult[]> {
     const { config } = this.policies.for(state.agent_id);
     const judges = config.judges.filter((j) => j.enabled);
     if (!config.enabled || judges.length === 0) return [];
@@ -103,7 +103,7 @@ export class JudgesService {
    * A session-control message (human handoff, end of session, the output supervisor's handover) is never
    * rewritten: the reference replaced the legitimate handoff message because it mentions a human.
    */
-  review(state: TurnState): Promise<ReviewOutcome> {
+  review(state: RoutedTurnState): Promise<ReviewOutcome> {
     const answer = turnAnswer(state);
     const { config, replacement: fallback, reviewRules } = this.policies.for(state.agent_id);
     const review = config.supervisor_review;
@@ -195,8 +195,8 @@ export class JudgesService {
   }
 }
 
-function isSessionControlTurn(state: TurnState): boolean {
-  return typeof state.route === 'string' && SESSION_CONTROL_ROUTES.has(state.route);
+function isSessionControlTurn(state: RoutedTurnState): boolean {
+  return SESSION_CONTROL_ROUTES.has(state.route);
 }
 
 function elapsed(started: number): number {

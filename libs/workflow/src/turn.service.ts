@@ -23,6 +23,7 @@ import {
   UnavailableDependency,
   unavailableDependencies,
   unavailableDependencySchema,
+  routingFactsOf,
   turnAnswer,
 } from '@agent/contracts';
 import { GuardrailsService } from '@agent/guardrails';
@@ -219,23 +220,24 @@ export class TurnService {
   }
 
   private response(state: TurnState, latencyMs: number, unavailable: UnavailableDependency[]): TurnResponse {
+    const facts = routingFactsOf(state);
     return {
       session_id: state.session_id,
       conversation_key: state.conversation_key,
       message_id: state.message_id,
       turn: state.turn,
       answer: turnAnswer(state),
-      route: state.route ?? null,
-      intent: state.intent ?? null,
+      route: facts.route,
+      intent: facts.intent,
       domain: state.domain ?? null,
-      active_agent: state.active_agent ?? null,
+      active_agent: facts.active_agent,
       route_bypassed: state.route_bypassed === true,
       route_decision: state.route_decision ?? null,
       continuity_signal: state.continuity_signal ?? null,
       session_control: state.session_control ? state.session_control : null,
       session_ended: state.session_ended === true,
       human_handoff_requested: state.human_handoff_requested === true,
-      next_state: state.next_state ?? null,
+      next_state: facts.next_state,
       transaction_status: turnTransactionStatus(state),
       blocked: state.blocked === true,
       unavailable,

@@ -14,6 +14,7 @@ import {
   HandoffTransfer,
   HistoryMessage,
   promptHistory,
+  routedTurn,
   turnAnswer,
   TurnFrame,
   turnRailDecisions,
@@ -132,7 +133,7 @@ export class WorkflowService {
           this.events.emit('AGENT_COMPLETED', {
             route: state.route,
             intent: state.intent,
-            answer_chars: (state.final_answer ?? '').length,
+            answer_chars: turnAnswer(state).length,
             latency_ms: Math.round(performance.now() - started),
             // Streamed turns: when the first answer text left (null: none left before the turn completed).
             first_text_ms: firstReleased === undefined ? null : Math.round(firstReleased - started),
@@ -365,11 +366,11 @@ export class WorkflowService {
   }
 
   private async judge(state: TurnState): Promise<NodePatch> {
-    return { judge_results: await this.judges.evaluate(state) };
+    return { judge_results: await this.judges.evaluate(routedTurn(state)) };
   }
 
   private async supervisorReview(state: TurnState): Promise<NodePatch> {
-    const review = await this.judges.review(state);
+    const review = await this.judges.review(routedTurn(state));
     return { final_answer: review.answer };
   }
 

@@ -2,6 +2,7 @@ import {
   isToolCallResult,
   type McpResult,
   type RetrievedChunk,
+  type RoutedTurnState,
   type TransactionEvidence,
   turnAnswer,
   type TurnState,
@@ -13,19 +14,19 @@ import {
 export interface JudgeContext {
   answer: string;
   userText: string;
-  route: string | null;
-  intent: string | null;
+  route: string;
+  intent: string;
   mcpResults: McpResult[];
   ragResults: RetrievedChunk[];
   transactionEvidence: TransactionEvidence[];
 }
 
-export function buildJudgeContext(state: Readonly<TurnState>): JudgeContext {
+export function buildJudgeContext(state: Readonly<RoutedTurnState>): JudgeContext {
   return {
     answer: turnAnswer(state),
     userText: turnText(state),
-    route: state.route ?? null,
-    intent: state.intent ?? null,
+    route: state.route,
+    intent: state.intent,
     mcpResults: turnToolResults(state),
     ragResults: state.rag_results ?? [],
     transactionEvidence: [

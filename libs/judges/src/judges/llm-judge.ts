@@ -40,7 +40,7 @@ export async function llmJudge(
     'Answer with one JSON object and nothing else: {"score": <number 0..1>, "passed": true | false, "reason": "<short reason>"}.',
   ].join('\n');
   const user = [
-    `Route: ${context.route ?? 'unknown'} · intent: ${context.intent ?? 'unknown'}`,
+    `Route: ${context.route} · intent: ${context.intent}`,
     'Customer message:',
     '<<<',
     context.userText,
