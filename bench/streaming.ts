@@ -4,8 +4,10 @@
  * latencies: the agent's latency is its time to first token, then it writes its answer at BENCH_TOKEN_MS per
  * four-character token (a non-streamed call answers when the last token is written). Reports the time to the
  * first released text against the agent's own first token, and the final event against the JSON turn.
- * Options (env): BENCH_CONVERSATIONS (30), BENCH_FOLLOWUPS (0.5), BENCH_TOKEN_MS (15), BENCH_SCALE (1),
- * BENCH_LATENCY_<PROFILE>=median:p95 (ms), DATABASE_URL. One turn at a time, so each first token is the turn's.
+ * Options (env): BENCH_CONVERSATIONS (17: 104 turns), BENCH_FOLLOWUPS (0.5), BENCH_TOKEN_MS (15), BENCH_SCALE (1),
+ * BENCH_LATENCY_<PROFILE>=median:p95 (ms), DATABASE_URL. Each turn runs as JSON and streamed side by side (two
+ * conversations in step), with the same agent first-token draw for both, and one such pair at a time: the
+ * streamed run's agent call is the one streaming model call in flight, so its first token is the turn's.
  */
 import { join } from 'node:path';
 import { FakeLlmServer, FakeReply, lastUserMessage } from '../test/support/fake-llm';
@@ -31,6 +33,8 @@ interface Sample {
   final_ms: number;
   /** From the agent model's first token to the first released text reaching the client. */
   behind_model_ms: number | null;
+  /** From the agent model's last token (its answer, unstreamed) to the final event or the body. */
+  after_model_ms: number | null;
 }
 
 /** One streamed turn: when the first delta and the final event arrived (performance.now()). */
@@ -62,7 +66,7 @@ async function main(): Promise<void> {
   if (process.env.DATABASE_URL) await ensureDatabase(process.env.DATABASE_URL);
   const scale = Number(process.env.BENCH_SCALE ?? '1');
   const tokenMs = Number(process.env.BENCH_TOKEN_MS ?? '15');
-  const count = Number(process.env.BENCH_CONVERSATIONS ?? '30');
+  const count = Number(process.env.BENCH_CONVERSATIONS ?? '17');
   const followUps = Number(process.env.BENCH_FOLLOWUPS ?? '0.5');
   const conversations = generateTraffic({ conversations: count, followUps });
   const latencies = latencyProfiles(scale);
@@ -72,12 +76,24 @@ async function main(): Promise<void> {
   const random = prng(7);
   const agent = latencies.agent;
   const sigma = Math.log(agent.p95 / agent.median) / 1.645;
+  // The JSON and the streamed run of a turn get the same first token: the first of the two calls draws it.
+  const drawn = new Map<string, number>();
+  const firstTokenFor = (message: string): number => {
+    const shared = drawn.get(message);
+    if (shared !== undefined) {
+      drawn.delete(message);
+      return shared;
+    }
+    const z = Math.sqrt(-2 * Math.log(random() || 1e-9)) * Math.cos(2 * Math.PI * random());
+    const firstToken = Math.round(agent.median * Math.exp(sigma * z));
+    drawn.set(message, firstToken);
+    return firstToken;
+  };
   fake.script({
     model: 'agent',
     reply: (request): FakeReply => {
       const content = agentAnswer(lastUserMessage(request));
-      const z = Math.sqrt(-2 * Math.log(random() || 1e-9)) * Math.cos(2 * Math.PI * random());
-      const firstToken = Math.round(agent.median * Math.exp(sigma * z));
+      const firstToken = firstTokenFor(lastUserMessage(request));
       const writing = Math.ceil(content.length / 4) * tokenMs;
       return { content, delayMs: request.body.stream === true ? firstToken : firstToken + writing };
     },
@@ -94,39 +110,74 @@ async function main(): Promise<void> {
   const runTag = `run${Date.now().toString(36)}`;
   const turns = conversations.reduce((n, c) => n + c.turns.length, 0);
   console.log(
-    `bench:streaming — ${count} conversations (${turns} turns, ${Math.round(followUps * 100)}% follow-ups), one turn at a time, each as JSON and streamed; token every ${tokenMs} ms`,
+    `bench:streaming — ${count} conversations (${turns} turns, ${Math.round(followUps * 100)}% follow-ups), each turn as JSON and streamed side by side, one pair at a time; token every ${tokenMs} ms`,
   );
   const json: Sample[] = [];
   const streamed: Sample[] = [];
+  /** Streamed final event minus JSON body, per turn (the same turn, side by side). */
+  const finalDiff: number[] = [];
+  /** The same, counted from each run's own agent answer: what the runtime adds after the model finished. */
+  const afterModelDiff: number[] = [];
+  /** When (Date.now()) the last agent call of a run since `before` finished, streamed or not. */
+  const agentAnsweredAt = (before: number, streaming: boolean): number | undefined =>
+    fake.requests
+      .slice(before)
+      .filter((request) => request.model === 'agent' && (request.body.stream === true) === streaming)
+      .map((request) => request.answeredAt)
+      .filter((at) => at !== undefined)
+      .at(-1);
+  const runJson = async (body: Record<string, string>, before: number): Promise<Sample> => {
+    const sent = performance.now();
+    const res = await app.post('/v1/channels/web/messages', body);
+    if (res.status !== 200) throw new Error(`turn failed: ${res.status} ${JSON.stringify(res.body)}`);
+    const doneAt = Date.now();
+    const done = performance.now() - sent;
+    const answered = agentAnsweredAt(before, false);
+    return {
+      first_ms: done,
+      final_ms: done,
+      behind_model_ms: null,
+      after_model_ms: answered === undefined ? null : doneAt - answered,
+    };
+  };
+  const runStreamed = async (body: Record<string, string>, before: number): Promise<Sample> => {
+    const sent = performance.now();
+    const { firstDelta, final } = await streamTurn(app, body);
+    const finalAt = Date.now();
+    const answered = agentAnsweredAt(before, true);
+    // The one streaming model call of the pair is this turn's agent call.
+    const modelFirst = fake.requests
+      .slice(before)
+      .filter((request) => request.body.stream === true)
+      .map((request) => fake.firstTokenAt[fake.requests.indexOf(request)])
+      .find((at) => at !== undefined);
+    return {
+      first_ms: (firstDelta ?? final) - sent,
+      final_ms: final - sent,
+      behind_model_ms: firstDelta !== null && modelFirst !== undefined ? firstDelta - modelFirst : null,
+      after_model_ms: answered === undefined ? null : finalAt - answered,
+    };
+  };
+  const started = performance.now();
   try {
-    for (const mode of ['json', 'sse'] as const) {
-      for (const conversation of conversations) {
-        for (const scripted of conversation.turns) {
-          const body = {
-            tenant_id: 'bench',
-            agent_id: conversation.agentId,
-            session_id: `${runTag}-${mode}-${conversation.id}`,
-            text: scripted.text,
-          };
-          const sent = performance.now();
-          if (mode === 'json') {
-            const res = await app.post('/v1/channels/web/messages', body);
-            if (res.status !== 200) throw new Error(`turn failed: ${res.status} ${JSON.stringify(res.body)}`);
-            const done = performance.now() - sent;
-            json.push({ first_ms: done, final_ms: done, behind_model_ms: null });
-            continue;
-          }
-          const before = fake.requests.length;
-          const { firstDelta, final } = await streamTurn(app, body);
-          const modelFirst = fake.requests
-            .slice(before)
-            .map((request) => fake.firstTokenAt[fake.requests.indexOf(request)])
-            .find((at) => at !== undefined);
-          streamed.push({
-            first_ms: (firstDelta ?? final) - sent,
-            final_ms: final - sent,
-            behind_model_ms: firstDelta !== null && modelFirst !== undefined ? firstDelta - modelFirst : null,
-          });
+    for (const conversation of conversations) {
+      for (const scripted of conversation.turns) {
+        const body = (mode: string) => ({
+          tenant_id: 'bench',
+          agent_id: conversation.agentId,
+          session_id: `${runTag}-${mode}-${conversation.id}`,
+          text: scripted.text,
+        });
+        const before = fake.requests.length;
+        const [plain, sse] = await Promise.all([
+          runJson(body('json'), before),
+          runStreamed(body('sse'), before),
+        ]);
+        json.push(plain);
+        streamed.push(sse);
+        finalDiff.push(sse.final_ms - plain.final_ms);
+        if (plain.after_model_ms !== null && sse.after_model_ms !== null) {
+          afterModelDiff.push(sse.after_model_ms - plain.after_model_ms);
         }
       }
     }
@@ -134,6 +185,7 @@ async function main(): Promise<void> {
     await app.close();
     await fake.stop();
   }
+  const wallSeconds = Math.round((performance.now() - started) / 1000);
   const p = (values: number[], q: number) => round(percentile(values, q), 0);
   const behind = streamed.flatMap((s) => (s.behind_model_ms === null ? [] : [s.behind_model_ms]));
   const lines = [
@@ -141,7 +193,7 @@ async function main(): Promise<void> {
     '',
     `Run: ${new Date().toISOString()} · node ${process.version} · database: ${process.env.DATABASE_URL ? 'Postgres (DATABASE_URL)' : 'embedded PGlite'} · latency scale ${scale} · a token every ${tokenMs} ms`,
     '',
-    `Reproduce: \`npm run bench:streaming\` (options in \`bench/streaming.ts\`). ${count} generated conversations of bench:stickiness's traffic (${turns} turns, ${Math.round(followUps * 100)}% follow-ups), stickiness on, one turn at a time, each run once as JSON and once with \`Accept: text/event-stream\`; the agent's assumed latency (${agent.median}/${agent.p95} ms median/p95) is its time to first token, then it writes a ${agentAnswer('x'.repeat(40)).length}-character answer. Streamed turns whose answer is not released as it is written (session control, an input block) count with their final event as their first text.`,
+    `Reproduce: \`npm run bench:streaming\` (options in \`bench/streaming.ts\`). ${count} generated conversations of bench:stickiness's traffic (${turns} turns, ${Math.round(followUps * 100)}% follow-ups), stickiness on, each turn run as JSON and with \`Accept: text/event-stream\` side by side (two conversations in step, one pair at a time, ${wallSeconds} s in all); the agent's assumed latency (${agent.median}/${agent.p95} ms median/p95) is its time to first token, then it writes a ${agentAnswer('x'.repeat(40)).length}-character answer, with the same first token for both runs of a turn. Streamed turns whose answer is not released as it is written (session control, an input block) count with their final event as their first text.`,
     '',
     '| | p50 ms | p95 ms |',
     '|---|---|---|',
@@ -166,6 +218,8 @@ async function main(): Promise<void> {
       streamed.map((s) => s.final_ms),
       95,
     )} |`,
+    `| streamed final event minus JSON body, same turn | ${p(finalDiff, 50)} | ${p(finalDiff, 95)} |`,
+    `| the same, each from its own agent answer's end (${afterModelDiff.length} turns) | ${p(afterModelDiff, 50)} | ${p(afterModelDiff, 95)} |`,
     `| first released text after the agent's first token (${behind.length} turns) | ${p(behind, 50)} | ${p(behind, 95)} |`,
     '',
   ];
