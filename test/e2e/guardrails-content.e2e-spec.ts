@@ -8,10 +8,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AgentState } from '@agent/contracts';
 import {
-  FakeChatRequest,
   FakeLlmServer,
   FakeReply,
   GUARDRAILS_ALLOW,
+  hasToolMessage,
   lastUserMessage,
   requestText,
 } from '../support/fake-llm';
@@ -92,8 +92,6 @@ async function injectingMcpServer(): Promise<{ url: string; close(): Promise<voi
       }),
   };
 }
-
-const hasToolMessage = (request: FakeChatRequest) => request.messages.some((m) => m.role === 'tool');
 
 describe('retrieval and tool guardrails (e2e)', () => {
   let fake: FakeLlmServer;

@@ -2,8 +2,9 @@ import {
   FakeChatRequest,
   FakeLlmServer,
   FakeReply,
-  guardrailVerdict,
   GUARDRAILS_ALLOW,
+  guardrailVerdict,
+  hasToolMessage,
 } from '../support/fake-llm';
 import { freePort } from '../support/reference-mcp';
 import { startTestApp, TestApp, uniqueId } from '../support/test-app';
@@ -167,7 +168,7 @@ describe('outages are reported as outages', () => {
 
   it('an MCP server that is down: the tool call fails, the turn names the server, readiness says degraded', async () => {
     const turn = await servedTurn((request: FakeChatRequest): FakeReply =>
-      request.messages.some((m) => m.role === 'tool')
+      hasToolMessage(request)
         ? { content: 'Não consegui consultar o seu plano agora.' }
         : { tool_calls: [{ name: 'consultar_plano', arguments: { msisdn: '5511999990001' } }] },
     );

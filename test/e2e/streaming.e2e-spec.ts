@@ -1,4 +1,4 @@
-import { FakeChatRequest, FakeLlmServer, GUARDRAILS_ALLOW } from '../support/fake-llm';
+import { FakeLlmServer, GUARDRAILS_ALLOW, hasToolMessage } from '../support/fake-llm';
 import { ReferenceMcpProcess } from '../support/reference-mcp';
 import { startTestApp, TestApp, uniqueId } from '../support/test-app';
 import { streamTurn, TurnStreamOptions } from '../support/turn-stream-client';
@@ -189,7 +189,6 @@ describe('streaming the answer (e2e)', () => {
   });
 
   it('streams the answer the model writes after a tool call, with the tool result in it', async () => {
-    const hasToolMessage = (request: FakeChatRequest) => request.messages.some((m) => m.role === 'tool');
     fake.reset();
     fake.streaming = { firstTokenMs: 5, tokenIntervalMs: 2, chunkChars: 4 };
     fake.script(GUARDRAILS_ALLOW);

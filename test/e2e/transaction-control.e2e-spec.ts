@@ -3,6 +3,7 @@ import {
   FakeLlmServer,
   FakeReply,
   GUARDRAILS_ALLOW,
+  hasToolMessage,
   lastUserMessage,
 } from '../support/fake-llm';
 import { ReferenceMcpProcess } from '../support/reference-mcp';
@@ -74,8 +75,6 @@ function routerReply(request: FakeChatRequest): FakeReply {
       : 'retail_order_cancel');
   return { json: { intent, confidence: 0.95, reason: 'scripted' } };
 }
-
-const hasToolMessage = (request: FakeChatRequest) => request.messages.some((m) => m.role === 'tool');
 
 describe('transaction control in the customer’s words', () => {
   let fake: FakeLlmServer;

@@ -10,6 +10,7 @@ import {
   type RoutedTurnState,
   type TurnState,
 } from '@agent/contracts';
+import type { TurnContext } from '@agent/observability';
 
 /**
  * A turn's state as the turn service starts it: the first message of session `s-1` of the default tenant, with
@@ -31,6 +32,23 @@ export function turnStateOf(overrides: Partial<TurnState> = {}): TurnState {
     metadata: {},
     session_control: '',
     human_handoff_requested: false,
+    ...overrides,
+  };
+}
+
+/** The context a turn runs in (its request, ids, event buffer and node timings) for `TurnContextStore.run`. */
+export function turnContextOf(overrides: Partial<TurnContext> = {}): TurnContext {
+  const tenantId = overrides.tenant_id ?? 'default';
+  const sessionId = overrides.session_id ?? 's-1';
+  return {
+    request_id: 'r-1',
+    tenant_id: tenantId,
+    agent_id: 'default',
+    session_id: sessionId,
+    conversation_key: conversationKeyOf(tenantId, sessionId),
+    turn: 1,
+    events: [],
+    nodes: [],
     ...overrides,
   };
 }

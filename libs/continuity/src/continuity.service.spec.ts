@@ -3,9 +3,9 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseEnvNamespace } from '@agent/config';
 import type { DomainAgentNode, RouteDecision, StoredEvent, TurnState } from '@agent/contracts';
-import { EventBusService, MetricsService, TurnContext, TurnContextStore } from '@agent/observability';
+import { EventBusService, MetricsService, TurnContextStore } from '@agent/observability';
 import { FakeChatRequest, FakeLlmServer, FakeReply } from '@agent/testing/fake-llm';
-import { activeTransactionOf, decisionOf, turnStateOf } from '@agent/testing/states';
+import { activeTransactionOf, decisionOf, turnContextOf, turnStateOf } from '@agent/testing/states';
 import { createTestLlm } from '@agent/testing/test-llm';
 import {
   approximateTokens,
@@ -66,19 +66,6 @@ function baseState(message = 'o que está incluso?', overrides: Partial<TurnStat
   });
 }
 
-function turnContext(turn: number): TurnContext {
-  return {
-    request_id: 'r1',
-    tenant_id: 'acme',
-    agent_id: 'telecom_contas',
-    session_id: 's1',
-    conversation_key: 'acme:s1',
-    turn,
-    events: [],
-    nodes: [],
-  };
-}
-
 function withoutActiveAgent(message: string): TurnState {
   const state = baseState(message);
   delete state.active_agent;
@@ -129,7 +116,12 @@ describe('ContinuityService', () => {
     state: TurnState,
     bus?: EventBusService,
   ): Promise<{ outcome: ContinuityOutcome | null; events: StoredEvent[] }> {
-    const context = turnContext(2);
+    const context = turnContextOf({
+      tenant_id: 'acme',
+      agent_id: 'telecom_contas',
+      session_id: 's1',
+      turn: 2,
+    });
     const outcome = await TurnContextStore.run(context, () => service.evaluate(state));
     bus?.publishCommitted(context);
     return { outcome, events: context.events };
@@ -899,7 +891,12 @@ describe('ContinuityService', () => {
       const { service, metrics, events: bus } = harness({ ROUTE_STICKINESS_SHADOW_RATE: '1' });
       const router = (agent: DomainAgentNode): RouteDecision =>
         decisionOf({ route: agent, agent, reason: '' });
-      const context = turnContext(1);
+      const context = turnContextOf({
+        tenant_id: 'acme',
+        agent_id: 'telecom_contas',
+        session_id: 's1',
+        turn: 1,
+      });
       const { events } = context;
       await TurnContextStore.run(context, () => {
         expect(service.recordShadow('product_agent', router('billing_agent'))).toBe(false);

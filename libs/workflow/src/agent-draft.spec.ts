@@ -1,5 +1,6 @@
 import type { ChatRequest, ChatResult, TextListener } from '@agent/llm';
 import { TurnContext, TurnContextStore } from '@agent/observability';
+import { turnContextOf } from '@agent/testing/states';
 import { AgentDraft } from './agent-draft';
 
 const request: ChatRequest = { profile: 'agent', messages: [{ role: 'user', content: 'e quando vence?' }] };
@@ -15,20 +16,6 @@ function result(content: string): ChatResult {
     cachedPromptTokens: 0,
     completionTokens: 1,
     finishReason: 'stop',
-  };
-}
-
-function turn(streamed: boolean): TurnContext {
-  return {
-    request_id: 'r',
-    tenant_id: 't',
-    agent_id: 'a',
-    session_id: 's',
-    conversation_key: 't:s',
-    turn: 1,
-    events: [],
-    nodes: [],
-    ...(streamed ? { stream: { send: () => undefined } } : {}),
   };
 }
 
@@ -61,7 +48,7 @@ function scriptedDraft(context: TurnContext) {
 
 describe('AgentDraft', () => {
   it('in a streamed turn holds the text until taken, then hands it over and passes the rest as it arrives', async () => {
-    const model = await scriptedDraft(turn(true));
+    const model = await scriptedDraft(turnContextOf({ stream: { send: () => undefined } }));
     expect(model.streams()).toBe(true);
     model.write('Sua fatura ');
     model.write('vence ');
@@ -77,7 +64,7 @@ describe('AgentDraft', () => {
   });
 
   it('outside a streamed turn does not stream the call, and hands the whole text over once it is complete', async () => {
-    const model = await scriptedDraft(turn(false));
+    const model = await scriptedDraft(turnContextOf());
     expect(model.streams()).toBe(false);
     model.write('Sua fatura vence no dia 10.');
     model.finish();
@@ -89,7 +76,7 @@ describe('AgentDraft', () => {
   });
 
   it('answers null for a call that breaks after handing text over, and passes nothing of a discarded one', async () => {
-    const broken = await scriptedDraft(turn(true));
+    const broken = await scriptedDraft(turnContextOf({ stream: { send: () => undefined } }));
     broken.write('Sua fatura ');
     const heard: string[] = [];
     const taken = broken.draft.take(request, (delta) => heard.push(delta));
@@ -97,7 +84,7 @@ describe('AgentDraft', () => {
     expect(await taken).toBeNull();
     expect(heard).toEqual(['Sua fatura ']);
 
-    const discarded = await scriptedDraft(turn(true));
+    const discarded = await scriptedDraft(turnContextOf({ stream: { send: () => undefined } }));
     discarded.write('RASCUNHO');
     const discarding = discarded.draft.discard();
     discarded.fail();

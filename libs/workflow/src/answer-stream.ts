@@ -38,3 +38,9 @@ export function openAnswerStream(
     trip: (code, action) => stream.send({ event: 'answer.tripped', data: { code, action } }),
   });
 }
+
+/** Time to the first released answer text, from `started` (the start a latency counts from); null when none left. */
+export function firstTextMs(stream: TurnStream | undefined, started: number): number | null {
+  const released = stream?.firstReleasedAt;
+  return released === undefined ? null : Math.round(released - started);
+}

@@ -1,25 +1,13 @@
-import { TurnContext, TurnContextStore } from '@agent/observability';
+import { TurnContextStore } from '@agent/observability';
+import { turnContextOf } from '@agent/testing/states';
 import { isolated } from './event-fork';
-
-function turn(): TurnContext {
-  return {
-    request_id: 'r',
-    tenant_id: 't',
-    agent_id: 'a',
-    session_id: 's',
-    conversation_key: 't:s',
-    turn: 1,
-    events: [],
-    nodes: [],
-  };
-}
 
 const emit = (name: string, payload: Record<string, unknown> = {}) =>
   TurnContextStore.current()?.events.push({ name, payload, at: new Date().toISOString() });
 
 describe('isolated', () => {
   it('keeps the work out of the turn until it is adopted, then records into the turn', async () => {
-    const context = turn();
+    const context = turnContextOf();
     await TurnContextStore.run(context, async () => {
       let later: () => void = () => undefined;
       const run = await isolated(() => {
@@ -36,7 +24,7 @@ describe('isolated', () => {
   });
 
   it('keeps only the cost of a discarded run, marked with its purpose', async () => {
-    const context = turn();
+    const context = turnContextOf();
     await TurnContextStore.run(context, async () => {
       const run = await isolated(() => {
         emit('router.decision');

@@ -1,9 +1,9 @@
 import type { ContinuityOutcome } from '@agent/continuity';
 import { BLOCKED_ROUTE, DomainAgentNode, RouteDecision } from '@agent/contracts';
 import type { InputVerdict } from '@agent/guardrails';
-import { TurnContext, TurnContextStore } from '@agent/observability';
+import { TurnContextStore } from '@agent/observability';
 import type { RouteSettlement } from '@agent/routing';
-import { turnStateOf } from '@agent/testing/states';
+import { turnContextOf, turnStateOf } from '@agent/testing/states';
 import { RoutingChoreography, RoutingPorts } from './routing-choreography';
 
 /** A promise the test settles by hand, to fix which of two concurrent stages answers first. */
@@ -48,19 +48,6 @@ function outcome(label: 'CONTINUE' | 'ROUTE', kept: RouteDecision | null): Conti
 const emit = (name: string, payload: Record<string, unknown> = {}) =>
   TurnContextStore.current()?.events.push({ name, payload, at: new Date().toISOString() });
 
-function context(): TurnContext {
-  return {
-    request_id: 'r',
-    tenant_id: 't',
-    agent_id: 'a',
-    session_id: 's',
-    conversation_key: 't:s',
-    turn: 1,
-    events: [],
-    nodes: [],
-  };
-}
-
 /** Stages the test settles by hand; every call is logged in start order. */
 function stages(strategy: string, settlement: RouteSettlement = 'model') {
   const verdict = deferred<InputVerdict>();
@@ -104,7 +91,7 @@ const state = turnStateOf({ user_text: 'e mais?', active_agent: 'billing_agent' 
 describe('RoutingChoreography', () => {
   it('starts the verdict, the classifier and the router together and discards the router on CONTINUE', async () => {
     const s = stages('speculative');
-    const turn = context();
+    const turn = turnContextOf();
     const patch = await TurnContextStore.run(turn, async () => {
       const deciding = new RoutingChoreography(s.ports).decide(state);
       await flush();
@@ -122,7 +109,7 @@ describe('RoutingChoreography', () => {
 
   it('takes the speculative router on ROUTE and adopts its events', async () => {
     const s = stages('speculative');
-    const turn = context();
+    const turn = turnContextOf();
     const patch = await TurnContextStore.run(turn, async () => {
       const deciding = new RoutingChoreography(s.ports).decide(state);
       s.router.resolve(decision('product_agent', 'llm'));
@@ -136,7 +123,7 @@ describe('RoutingChoreography', () => {
 
   it('runs the router only after the classifier when sequential', async () => {
     const s = stages('sequential');
-    await TurnContextStore.run(context(), async () => {
+    await TurnContextStore.run(turnContextOf(), async () => {
       const deciding = new RoutingChoreography(s.ports).decide(state);
       await flush();
       expect(s.started.sort()).toEqual(['classifier', 'verdict']);
@@ -151,7 +138,7 @@ describe('RoutingChoreography', () => {
 
   it('speculates under adaptive only when the model settles the route', async () => {
     const s = stages('adaptive', 'deterministic');
-    await TurnContextStore.run(context(), async () => {
+    await TurnContextStore.run(turnContextOf(), async () => {
       const deciding = new RoutingChoreography(s.ports).decide(state);
       await flush();
       expect(s.started).not.toContain('router');
@@ -163,7 +150,7 @@ describe('RoutingChoreography', () => {
 
   it('discards routing when the verdict blocks: the blocked patch, only routing costs on record', async () => {
     const s = stages('speculative');
-    const turn = context();
+    const turn = turnContextOf();
     const patch = await TurnContextStore.run(turn, async () => {
       const deciding = new RoutingChoreography(s.ports).decide(state);
       s.verdict.resolve({ blocked: true, decisions: [], message: 'blocked' });

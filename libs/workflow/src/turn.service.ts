@@ -28,6 +28,7 @@ import {
 } from '@agent/contracts';
 import { GuardrailsService } from '@agent/guardrails';
 import { MetricsService, TurnStream } from '@agent/observability';
+import { firstTextMs } from './answer-stream';
 import { ConversationWork } from './conversation-work';
 import { IdempotencyKeyReusedError } from './workflow.errors';
 import { WorkflowService } from './workflow.service';
@@ -259,10 +260,4 @@ function statusOf(state: AgentState): SessionStatus {
   if (state.session_ended) return 'ended';
   if (state.human_handoff_requested) return 'handoff';
   return 'active';
-}
-
-/** Time to the first released answer text, from the turn's start as its latency; null when none was released. */
-function firstTextMs(stream: TurnStream | undefined, started: number): number | null {
-  const released = stream?.firstReleasedAt;
-  return released === undefined ? null : Math.round(released - started);
 }

@@ -27,7 +27,7 @@ import { MemoryService } from '@agent/memory';
 import { EventBusService, NodeTelemetryService, TurnContextStore } from '@agent/observability';
 import { RoutingService } from '@agent/routing';
 import { SessionControlOrigin, SessionControlService } from '@agent/session-control';
-import { openAnswerStream } from './answer-stream';
+import { firstTextMs, openAnswerStream } from './answer-stream';
 import { SessionNodes } from './session-nodes';
 import { AgentDraft } from './agent-draft';
 import { inputBlocked, RoutingChoreography } from './routing-choreography';
@@ -129,14 +129,13 @@ export class WorkflowService {
         state = { ...state, ...patch };
         const stream = TurnContextStore.current()?.stream;
         if (current === 'persist') {
-          const firstReleased = stream?.firstReleasedAt;
           this.events.emit('AGENT_COMPLETED', {
             route: state.route,
             intent: state.intent,
             answer_chars: turnAnswer(state).length,
             latency_ms: Math.round(performance.now() - started),
             // Streamed turns: when the first answer text left (null: none left before the turn completed).
-            first_text_ms: firstReleased === undefined ? null : Math.round(firstReleased - started),
+            first_text_ms: firstTextMs(stream, started),
             nodes: [...(TurnContextStore.current()?.nodes ?? [])],
           });
         }
@@ -232,8 +231,10 @@ export class WorkflowService {
    * of the session its request is cancelled and only its cost stays on record.
    */
   private async routingDecision(state: TurnState, scope: TurnScope): Promise<NodePatch> {
-    const keywordAgents = this.routing.keywordAgents(state);
-    const draft = this.startDraft(state, keywordAgents, scope);
+    // The keyword signals are read only where the agent's first call may start early.
+    const speculating = this.continuity.enabled && this.continuityEnv.AGENT_SPECULATIVE_START !== 'off';
+    const keywordAgents = speculating ? this.routing.keywordAgents(state) : null;
+    const draft = keywordAgents ? this.startDraft(state, keywordAgents, scope) : null;
     scope.draft = draft ?? undefined;
     const patch = await this.choreography.decide(state, (comparison) => {
       scope.shadow = comparison;
@@ -241,7 +242,7 @@ export class WorkflowService {
     const agent = continuedAgent(state, (name) => this.files.isGraphAgent(name));
     // The adaptive policy's record: how often the active agent keeps, as it was, a turn no keyword speaks to.
     const signal = patch.continuity_signal;
-    if (agent && keywordAgents.size === 0 && signal && !patch.blocked) {
+    if (agent && keywordAgents?.size === 0 && signal && !patch.blocked) {
       this.continueShare.record(
         state.agent_id,
         agent,
@@ -259,18 +260,16 @@ export class WorkflowService {
   }
 
   /**
-   * The first call of the agent the turn most likely goes to, started now when stickiness is on and the policy
-   * says so; else null. A keyword that alone names an agent names the target, with that keyword decision's
-   * intent and tools (routing takes them when it leaves the agent or moves it to the keyword's intent);
-   * otherwise the active agent, with the state a CONTINUE would give it (the tools of the decision that made it
-   * active).
+   * The first call of the agent the turn most likely goes to, started now when the policy says so; else null. A
+   * keyword that alone names an agent names the target, with that keyword decision's intent and tools (routing
+   * takes them when it leaves the agent or moves it to the keyword's intent); otherwise the active agent, with the
+   * state a CONTINUE would give it (the tools of the decision that made it active).
    */
   private startDraft(
     state: TurnState,
     keywordAgents: ReadonlySet<string>,
     scope: TurnScope,
   ): AgentDraft | null {
-    if (!this.continuity.enabled) return null;
     const isAgent = (name: unknown): name is DomainAgentNode => this.files.isGraphAgent(name);
     const keyword = this.routing.keywordRoute(state);
     const named =

@@ -1,24 +1,7 @@
-import type { StoredEventRow } from '@agent/checkpoint';
+import { eventRows } from '@agent/testing/event-rows';
 import { adminActions, isoOf, sessionSummary, turnDecisions } from './session-view';
 
-let id = 0;
-function event(
-  turn: number,
-  name: string,
-  payload: Record<string, unknown> = {},
-  firstTextMs: number | null = null,
-): StoredEventRow {
-  id++;
-  return {
-    id: String(id),
-    turn,
-    seq: id,
-    name,
-    payload: { at: `2025-01-01T00:00:0${turn}.000Z`, turn, ...payload },
-    created_at: new Date('2025-01-01T00:00:00.000Z'),
-    first_text_ms: firstTextMs,
-  };
-}
+const event = eventRows();
 
 describe('turnDecisions', () => {
   it('derives route, method, confidence and latency from the router and completion events', () => {
