@@ -1,8 +1,8 @@
-import { cpSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AgentState } from '@agent/contracts';
 import { FakeLlmServer, GUARDRAILS_ALLOW } from '../support/fake-llm';
+import { KnowledgeConfig, productKnowledgeConfig } from '../support/knowledge-config';
 import { freePort } from '../support/reference-mcp';
 import { REPO_ROOT, startTestApp, TestApp, uniqueId } from '../support/test-app';
 
@@ -14,20 +14,13 @@ import { REPO_ROOT, startTestApp, TestApp, uniqueId } from '../support/test-app'
 describe('product agent with RAG vector search', () => {
   let fake: FakeLlmServer;
   let app: TestApp;
-  let configDir: string;
+  let knowledge: KnowledgeConfig;
   let vectorAvailable = false;
-  const namespace = `productvec_${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
   const tenant = 'acme';
 
   beforeAll(async () => {
-    configDir = mkdtempSync(join(tmpdir(), 'rag-vec-e2e-config-'));
-    cpSync(join(REPO_ROOT, 'config'), configDir, { recursive: true });
-    const agentsPath = join(configDir, 'agents.yaml');
-    writeFileSync(
-      agentsPath,
-      readFileSync(agentsPath, 'utf8').replace('rag_namespace: product', `rag_namespace: ${namespace}`),
-    );
-    renameSync(join(configDir, 'knowledge', 'product'), join(configDir, 'knowledge', namespace));
+    knowledge = productKnowledgeConfig('productvec');
+    const { configDir } = knowledge;
     // The test profiles plus `embedding` (model = profile name, as every test profile).
     const profilesPath = join(configDir, 'test_llm_profiles.yaml');
     writeFileSync(
@@ -56,12 +49,9 @@ describe('product agent with RAG vector search', () => {
   }, 240000);
 
   afterAll(async () => {
-    await app?.dataSource
-      .query('DELETE FROM rag_documents WHERE namespace = $1', [namespace])
-      .catch(() => undefined);
+    await knowledge?.remove(app?.dataSource);
     await app?.close();
     await fake?.stop();
-    rmSync(configDir, { recursive: true, force: true });
   });
 
   it('embeds the knowledge base at start-up and the product agent retrieves by vector', async () => {
@@ -93,11 +83,15 @@ describe('product agent with RAG vector search', () => {
       `SELECT count(c.id)::int AS chunks, count(e.chunk_id)::int AS embedded
          FROM rag_chunks c LEFT JOIN rag_chunk_embeddings e ON e.chunk_id = c.id
         WHERE c.namespace = $1`,
-      [namespace],
+      [knowledge.namespace],
     );
     expect(embedded.chunks).toBeGreaterThan(0);
     expect(embedded.embedded).toBe(embedded.chunks);
-    expect(state.context?.rag).toMatchObject({ status: 'executed', namespace, search_mode: 'vector' });
+    expect(state.context?.rag).toMatchObject({
+      status: 'executed',
+      namespace: knowledge.namespace,
+      search_mode: 'vector',
+    });
     expect(state.rag_results?.map((d) => d.source)).toContain('roaming.md');
     // The question was embedded once during the turn.
     expect(fake.requestsFor('embedding').some((r) => JSON.stringify(r.body.input).includes('roaming'))).toBe(

@@ -1,4 +1,4 @@
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AgentState } from '@agent/contracts';
@@ -10,7 +10,8 @@ import {
   lastUserMessage,
 } from '../support/fake-llm';
 import { freePort } from '../support/reference-mcp';
-import { REPO_ROOT, startTestApp, TestApp, uniqueId } from '../support/test-app';
+import { KnowledgeConfig, productKnowledgeConfig } from '../support/knowledge-config';
+import { startTestApp, TestApp, uniqueId } from '../support/test-app';
 
 /**
  * The product agent with RAG: the shipped knowledge base is ingested at start-up into the agent's namespace,
@@ -32,35 +33,27 @@ function routerReply(request: FakeChatRequest): FakeReply {
 describe('product agent with RAG', () => {
   let fake: FakeLlmServer;
   let app: TestApp;
-  let configDir: string;
-  const namespace = `product_${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
+  let knowledge: KnowledgeConfig;
   const tenant = 'acme';
 
   beforeAll(async () => {
-    // A private copy of config/ whose product_agent reads its own namespace, so parallel runs never collide.
-    configDir = mkdtempSync(join(tmpdir(), 'rag-e2e-config-'));
-    cpSync(join(REPO_ROOT, 'config'), configDir, { recursive: true });
-    const agentsPath = join(configDir, 'agents.yaml');
-    writeFileSync(
-      agentsPath,
-      readFileSync(agentsPath, 'utf8').replace('rag_namespace: product', `rag_namespace: ${namespace}`),
-    );
-    renameSync(join(configDir, 'knowledge', 'product'), join(configDir, 'knowledge', namespace));
+    knowledge = productKnowledgeConfig('product');
     const closed = `http://127.0.0.1:${await freePort()}/mcp`;
     fake = await FakeLlmServer.start();
     app = await startTestApp({
       fakeLlm: fake,
-      env: { CONFIG_DIR: configDir, MCP_SERVER_TELECOM_URL: closed, MCP_SERVER_RETAIL_URL: closed },
+      env: {
+        CONFIG_DIR: knowledge.configDir,
+        MCP_SERVER_TELECOM_URL: closed,
+        MCP_SERVER_RETAIL_URL: closed,
+      },
     });
   }, 240000);
 
   afterAll(async () => {
-    await app?.dataSource
-      .query('DELETE FROM rag_documents WHERE namespace = $1', [namespace])
-      .catch(() => undefined);
+    await knowledge?.remove(app?.dataSource);
     await app?.close();
     await fake?.stop();
-    rmSync(configDir, { recursive: true, force: true });
   });
 
   beforeEach(() => {
@@ -94,7 +87,7 @@ describe('product agent with RAG', () => {
       `SELECT d.source, d.language, count(c.id)::int AS chunks
          FROM rag_documents d JOIN rag_chunks c ON c.document_id = d.id
         WHERE d.namespace = $1 GROUP BY d.source, d.language ORDER BY d.source`,
-      [namespace],
+      [knowledge.namespace],
     );
     expect(rows.map((r) => r.source)).toEqual(['faq.yaml', 'planos.md', 'roaming.md', 'servicos.md']);
     expect(rows.every((r) => r.language === 'portuguese' && r.chunks >= 1)).toBe(true);
@@ -111,7 +104,11 @@ describe('product agent with RAG', () => {
     expect(system).toContain('Pacote Viagem de 7 dias');
 
     const state = await latestState(sessionId);
-    expect(state.context?.rag).toMatchObject({ status: 'executed', namespace, provider: 'postgres_fts' });
+    expect(state.context?.rag).toMatchObject({
+      status: 'executed',
+      namespace: knowledge.namespace,
+      provider: 'postgres_fts',
+    });
     expect(state.rag_results?.length).toBeGreaterThan(0);
     expect(state.rag_results?.map((d) => d.source)).toContain('roaming.md');
     const names: { name: string }[] = await app.dataSource.query(
@@ -128,12 +125,12 @@ describe('product agent with RAG', () => {
     const [document]: { id: string }[] = await app.dataSource.query(
       `INSERT INTO rag_documents (namespace, source, title, content_hash, language)
        VALUES ($1, 'broken.md', 'broken', 'h', 'no_such_config') RETURNING id`,
-      [namespace],
+      [knowledge.namespace],
     );
     await app.dataSource.query(
       `INSERT INTO rag_chunks (document_id, namespace, chunk_index, content, search_vector)
        VALUES ($1, $2, 0, 'roaming', to_tsvector('simple', 'roaming'))`,
-      [document.id, namespace],
+      [document.id, knowledge.namespace],
     );
     try {
       const sessionId = uniqueId('rag-broken');
@@ -145,7 +142,7 @@ describe('product agent with RAG', () => {
         technical_error: true,
         technical_error_in_rag: true,
         status: 'error',
-        namespace,
+        namespace: knowledge.namespace,
         error: expect.stringContaining('no_such_config'),
       });
       expect(state.rag_results).toEqual([]);

@@ -1,3 +1,5 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import {
   FakeChatRequest,
   FakeLlmServer,
@@ -7,8 +9,9 @@ import {
   offeredTools,
   requestText,
 } from '../support/fake-llm';
+import { KnowledgeConfig, productKnowledgeConfig } from '../support/knowledge-config';
 import { latestState, storedEvents } from '../support/stored-rows';
-import { startTestApp, TestApp, uniqueId } from '../support/test-app';
+import { startTestApp, TEST_LLM_PROFILES, TestApp, uniqueId } from '../support/test-app';
 import { streamTurn } from '../support/turn-stream-client';
 import { eventually } from '../support/wait-for';
 
@@ -19,7 +22,8 @@ import { eventually } from '../support/wait-for';
  * reached the scripted model and was cancelled, its tool call never ran, and nothing it said exists in the
  * events, the checkpoint or a later prompt; only its cost is on record. With the answer streamed and a verdict
  * slower than the draft, no text leaves before the verdict and the classifier answered, and a draft the verdict
- * blocks or the classifier routes away from never has a word in a delta.
+ * blocks or the classifier routes away from never has a word in a delta. For an agent with a knowledge base, the
+ * run takes a used draft's retrieval: its passages are screened once, and its events are the turn's.
  */
 
 const FIRST = 'Tenho uma dúvida sobre a minha fatura';
@@ -364,5 +368,154 @@ describe('speculative agent start with the answer streamed (e2e)', () => {
     expect(drafts).toEqual(['discarded']);
     expect(deltas.join('')).toBe(final?.answer);
     expect(deltas.join('')).not.toMatch(/RASCUNHO|desconto/);
+  });
+});
+
+describe('speculative agent start with a knowledge base (e2e)', () => {
+  let fake: FakeLlmServer;
+  let app: TestApp;
+  let knowledge: KnowledgeConfig;
+  /** A line of the shipped roaming document: a passage the retrieval rails screen. */
+  const PASSAGE = 'O roaming internacional permite usar internet';
+  const FOLLOW_UP = 'tem roaming internacional?';
+  /**
+   * No keyword: the active product agent's draft retrieves the roaming passage for it, then the classifier routes
+   * it (to billing, says the router).
+   */
+  const ROUTED = 'e numa viagem para a Europa, como fica?';
+  /** How long the guardrail model takes to screen a passage: within every timeout, so only a cancel stops it. */
+  let screeningMs = 0;
+
+  beforeAll(async () => {
+    knowledge = productKnowledgeConfig('productspec');
+    const { configDir } = knowledge;
+    // The guardrail model screens every passage, so each screening is a request the scripted model counts.
+    const guardrailsPath = join(configDir, 'guardrails.yaml');
+    const guardrails = readFileSync(guardrailsPath, 'utf8');
+    const retrieval = guardrails.indexOf('\nretrieval:');
+    writeFileSync(
+      guardrailsPath,
+      guardrails.slice(0, retrieval) +
+        guardrails.slice(retrieval).replace('params: { llm: false }', 'params: { llm: true }'),
+    );
+    // A guardrail model slow enough to screen a passage for 2 s without its 1 s test timeout cutting it short.
+    const profilesPath = join(configDir, 'test_llm_profiles.yaml');
+    writeFileSync(
+      profilesPath,
+      readFileSync(TEST_LLM_PROFILES, 'utf8').replace(
+        /(guardrail:\s*\{[^}]*timeout_seconds: )1 \}/,
+        (_line, start: string) => `${start}5 }`,
+      ),
+    );
+    fake = await FakeLlmServer.start();
+    fake.script({
+      model: 'guardrail',
+      reply: (request): FakeReply => ({
+        ...guardrailVerdict(request),
+        delayMs: requestText(request).includes(PASSAGE) ? screeningMs : 0,
+      }),
+    });
+    fake.script({
+      model: 'route_continuity',
+      reply: (request) => ({
+        json: {
+          decision: currentMessage(request) === FOLLOW_UP ? 'CONTINUE' : 'ROUTE',
+          confidence: 0.97,
+          reason: 'scripted',
+        },
+        // The draft's retrieval has sent its screening before the classifier's ROUTE discards the draft.
+        delayMs: 300,
+      }),
+    });
+    fake.script({
+      model: 'router',
+      reply: (request) => ({
+        json: {
+          intent: requestText(request).includes(ROUTED)
+            ? 'billing_invoice_explanation'
+            : 'product_services_information',
+          confidence: 0.9,
+        },
+      }),
+    });
+    fake.script({ model: 'agent', reply: { content: 'Temos roaming nas Américas nos planos Pós.' } });
+    app = await startTestApp({
+      fakeLlm: fake,
+      env: {
+        CONFIG_DIR: configDir,
+        LLM_PROFILES_PATH: profilesPath,
+        ENABLE_ROUTE_STICKINESS: 'true',
+        AGENT_SPECULATIVE_START: 'always',
+      },
+    });
+  }, 240000);
+
+  afterAll(async () => {
+    await knowledge?.remove(app?.dataSource);
+    await app?.close();
+    await fake?.stop();
+  });
+
+  /** Sends a turn of the session to the telecom deployment. */
+  const sender = (sessionId: string) => (text: string) =>
+    app.post<TurnBody>('/v1/channels/web/messages', {
+      tenant_id: 'acme',
+      agent_id: 'telecom_contas',
+      session_id: sessionId,
+      text,
+    });
+
+  it('a used draft retrieves once: the run takes its passages, screened once, with their events', async () => {
+    const sessionId = uniqueId('spec-rag');
+    const send = sender(sessionId);
+    expect((await send('quais pacotes de dados vocês têm?')).body).toMatchObject({ route: 'product_agent' });
+    const screenings = () =>
+      fake.requestsFor('guardrail').filter((r) => requestText(r).includes(PASSAGE)).length;
+    const before = screenings();
+
+    const res = await send(FOLLOW_UP);
+    expect(res.body).toMatchObject({ route: 'product_agent', route_bypassed: true });
+    const events = (await storedEvents(app.dataSource, `acme:${sessionId}`)).filter((e) => e.turn === 2);
+    const drafts = events.filter((e) => e.name === 'llm.call' && e.payload.profile === 'agent');
+    expect(drafts.map((e) => e.payload.speculative_agent)).toEqual(['used']);
+    // The passage reached the guardrail model once (the draft's retrieval), not again for the run.
+    expect(screenings() - before).toBe(1);
+    const [prompt] = fake.requestsFor('agent').filter((r) => lastUserMessage(r) === FOLLOW_UP);
+    expect(requestText(prompt)).toContain(PASSAGE);
+    // The draft's retrieval is the turn's: its RAG events and the rails' decisions on the passage.
+    expect(events.filter((e) => e.name === 'IC.PRODUCT_RAG_CONTEXT_RETRIEVED')).toHaveLength(1);
+    const roaming = events.filter(
+      (e) => e.payload.stage === 'retrieval' && String(e.payload.source).startsWith('roaming.md'),
+    );
+    // One screening's decisions (PINJ's deterministic and model verdicts, the masking), adopted from the draft.
+    expect(
+      roaming
+        .filter((e) => e.name === 'GRL.002')
+        .map((e) => e.payload.code)
+        .sort(),
+    ).toEqual(['MSK', 'PINJ', 'PINJ']);
+  });
+
+  it('a discarded draft does not hold the turn for its retrieval: its screening is cancelled', async () => {
+    const sessionId = uniqueId('spec-rag-routed');
+    const send = sender(sessionId);
+    expect((await send('quais pacotes de dados vocês têm?')).body).toMatchObject({ route: 'product_agent' });
+    screeningMs = 2000;
+    try {
+      const res = await send(ROUTED);
+      expect(res.body).toMatchObject({ route: 'billing_agent', route_bypassed: false });
+      // The screening the product agent's draft asked for was cancelled when routing discarded the draft, not
+      // left to answer while the turn waited for it.
+      expect(fake.cancelledFor('guardrail').some((r) => requestText(r).includes(PASSAGE))).toBe(true);
+      const events = (await storedEvents(app.dataSource, `acme:${sessionId}`)).filter((e) => e.turn === 2);
+      expect(events.filter((e) => e.name.startsWith('IC.PRODUCT_RAG'))).toEqual([]);
+      const screening = events.filter(
+        (e) =>
+          e.name === 'llm.call' && e.payload.profile === 'guardrail' && e.payload.outcome === 'cancelled',
+      );
+      expect(screening.map((e) => e.payload.speculative_agent)).toEqual(['discarded']);
+    } finally {
+      screeningMs = 0;
+    }
   });
 });

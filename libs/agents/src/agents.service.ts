@@ -41,13 +41,23 @@ export interface SpeculatedCall {
   reply: Promise<ChatResult>;
 }
 
+/** A turn's retrieval from an agent's knowledge base, through the retrieval rails: what its prompt is given. */
+export interface AgentRetrieval {
+  namespace: string;
+  query: string;
+  context: RagContext;
+}
+
 /**
- * What `run` asks for its first model call before calling the model itself: the speculative reply when it was
- * made for exactly `request`, else null (the draft is then dropped). `onText` hears the reply's text: what the
- * model wrote so far at once, the rest as it arrives (the whole text at the end when the call did not stream).
- * A draft that fails after `onText` heard some of it also answers null.
+ * What `run` asks of a speculative start before doing the work itself. `retrieval`: the draft's retrieval when it
+ * was made from `namespace` for `query`, else null; what it recorded (its rails' decisions, its events) becomes
+ * the turn's. `take`: the speculative reply when it was made for exactly `request`, else null (the draft is then
+ * dropped). `onText` hears the reply's text: what the model wrote so far at once, the rest as it arrives (the
+ * whole text at the end when the call did not stream). A draft that fails after `onText` heard some of it also
+ * answers null.
  */
 export interface FirstReplyDraft {
+  retrieval(namespace: string, query: string): Promise<RagContext | null>;
   take(request: ChatRequest, onText?: TextListener): Promise<ChatResult | null>;
 }
 
@@ -119,19 +129,37 @@ export class AgentsService {
   }
 
   /**
-   * Starts now, with `signal`, the first model call `run` would make for `state`, and says which request it
-   * sent; null when `run` would not start with the agent's model (a transaction to resume or interrupt). Nothing
-   * else of the turn runs: no tool is called and no state is written. With `onText` the call streams to it.
+   * The retrieval `run` would make for `state` before its first model call; null when the agent has no
+   * knowledge base or `run` would not start with its model (a transaction to resume or interrupt). `signal`
+   * gives it up: its model calls (embedding, rails) are cancelled and it rejects.
    */
-  async speculate(
+  async speculativeRetrieval(
     node: DomainAgentNode,
     state: TurnState,
     screen: ContentScreen,
     signal: AbortSignal,
+  ): Promise<AgentRetrieval | null> {
+    const { state_domain: domain, rag_namespace: namespace } = this.files.agents.graph_agents[node];
+    if (!namespace || this.transactions.resumable(state)) return null;
+    const query = turnText(state);
+    return { namespace, query, context: await this.retrieve(domain, namespace, state, screen, signal) };
+  }
+
+  /**
+   * Starts now, with `signal`, the first model call `run` would make for `state` given `retrieval` (from
+   * `speculativeRetrieval`), and says which request it sent; null when `run` would not start with the agent's
+   * model (a transaction to resume or interrupt). Nothing else of the turn runs: no tool is called and no state
+   * is written. With `onText` the call streams to it.
+   */
+  async speculate(
+    node: DomainAgentNode,
+    state: TurnState,
+    retrieval: AgentRetrieval | null,
+    signal: AbortSignal,
     onText?: TextListener,
   ): Promise<SpeculatedCall | null> {
     if (this.transactions.resumable(state)) return null;
-    const { request } = await this.prepare(node, state, null, screen);
+    const { request } = await this.prepare(node, state, null, retrieval?.context ?? null);
     if (signal.aborted) return null;
     const reply = this.llm.chat({ ...request, signal, ...(onText ? { onText } : {}) });
     // The caller may drop the call without waiting for it.
@@ -169,12 +197,30 @@ export class AgentsService {
     return this.prompts.systemPrompt(node, state);
   }
 
-  /** The agent's tools, retrieval and prompt for the turn, and the request of its first model call. */
+  /**
+   * The agent's retrieval for the turn: the draft's when it retrieved the same (its records join the turn), else
+   * its own; null for an agent without a knowledge base.
+   */
+  private async knowledge(
+    node: DomainAgentNode,
+    state: TurnState,
+    screen: ContentScreen,
+    draft: FirstReplyDraft | undefined,
+  ): Promise<RagContext | null> {
+    const { state_domain: domain, rag_namespace: namespace } = this.files.agents.graph_agents[node];
+    if (!namespace) return null;
+    return (
+      (await draft?.retrieval(namespace, turnText(state))) ??
+      (await this.retrieve(domain, namespace, state, screen))
+    );
+  }
+
+  /** The agent's tools and prompt for the turn, given its retrieval, and the request of its first model call. */
   private async prepare(
     node: DomainAgentNode,
     state: TurnState,
     interruptedNote: string | null,
-    screen: ContentScreen,
+    rag: RagContext | null,
   ) {
     const graphAgent = this.files.agents.graph_agents[node];
     const maxToolSteps =
@@ -184,9 +230,6 @@ export class AgentsService {
       allowed.length > 0 && maxToolSteps > 0
         ? await this.mcp.describeTools(allowed, { agentId: state.agent_id })
         : [];
-    const rag = graphAgent.rag_namespace
-      ? await this.retrieve(graphAgent.state_domain, graphAgent.rag_namespace, state, screen)
-      : null;
     const extra: string[] = [];
     if (rag) extra.push(ragSection(rag));
     if (interruptedNote) extra.push(`Operação pendente encerrada neste turno: ${interruptedNote}`);
@@ -199,7 +242,7 @@ export class AgentsService {
       const offer = step < maxToolSteps ? tools.map(toChatTool) : [];
       return { profile: graphAgent.llm_profile, messages, ...(offer.length > 0 ? { tools: offer } : {}) };
     };
-    return { allowed, rag, messages, requestAt, request: requestAt(0) };
+    return { allowed, messages, requestAt, request: requestAt(0) };
   }
 
   private async answer(
@@ -213,12 +256,8 @@ export class AgentsService {
       draft: FirstReplyDraft | undefined;
     },
   ): Promise<TurnPatch> {
-    const { allowed, rag, messages, requestAt } = await this.prepare(
-      node,
-      state,
-      interruptedNote,
-      guarded.screen,
-    );
+    const rag = await this.knowledge(node, state, guarded.screen, guarded.draft);
+    const { allowed, messages, requestAt } = await this.prepare(node, state, interruptedNote, rag);
     const results: McpToolResult[] = [];
     const base: TurnPatch = {
       available_mcp_tools: allowed,
@@ -357,11 +396,13 @@ export class AgentsService {
     namespace: string,
     state: TurnState,
     screen: ContentScreen,
+    signal?: AbortSignal,
   ): Promise<RagContext> {
     const context = await this.screenedContext(
-      await this.rag.retrieveContext(turnText(state), namespace),
+      await this.rag.retrieveContext(turnText(state), namespace, signal),
       screen,
       state,
+      signal,
     );
     this.events.emit(`IC.${domain}_RAG_CONTEXT_EVALUATED`, {
       namespace,
@@ -384,9 +425,10 @@ export class AgentsService {
     context: RagContext,
     screen: ContentScreen,
     state: TurnState,
+    signal: AbortSignal | undefined,
   ): Promise<RagContext> {
     if (context.status !== 'executed') return context;
-    const documents = await screenPassages(context.documents, screen, state);
+    const documents = await screenPassages(context.documents, screen, state, signal);
     return {
       ...context,
       status: documents.length > 0 ? 'executed' : 'empty',

@@ -79,6 +79,7 @@ export async function screenPassages(
   documents: readonly RetrievedChunk[],
   screen: ContentScreen,
   state: TurnState,
+  signal?: AbortSignal,
 ): Promise<RetrievedChunk[]> {
   const screened = await Promise.all(
     documents.map(async (document) => {
@@ -89,6 +90,7 @@ export async function screenPassages(
         source: `${document.source}#${document.chunk_index}`,
         text,
         state,
+        signal,
       });
       if (verdict.blocked) return null;
       if (verdict.text === text) return document;

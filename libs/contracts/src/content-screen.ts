@@ -12,6 +12,8 @@ export interface ContentScreenRequest {
   source: string;
   text: string;
   state: Readonly<TurnState>;
+  /** The caller giving up (a discarded speculative draft): the screening stops and rejects with its reason. */
+  signal?: AbortSignal;
 }
 
 export interface ContentScreenResult {

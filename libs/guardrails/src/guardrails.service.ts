@@ -262,13 +262,13 @@ export class GuardrailsService implements OnModuleInit, OnApplicationBootstrap {
    * tenant's personal-data policy, as the customer's message was.
    */
   async screenContent(request: ContentScreenRequest): Promise<ContentScreenResult> {
-    const { stage, source, state } = request;
+    const { stage, source, state, signal } = request;
     const text =
       stage === 'memory'
         ? this.protectMessage(request.text, state.tenant_id, state.agent_id).text
         : request.text;
     if (this.policy(state).rails[stage].length === 0) return { blocked: false, text, codes: [] };
-    const outcome = await this.runStage({ stage, text, state, source });
+    const outcome = await this.runStage({ stage, text, state, source, signal });
     const blocking = outcome.results.filter((r) => !isApproving(r.action));
     return {
       blocked: blocking.length > 0,

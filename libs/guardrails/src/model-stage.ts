@@ -8,7 +8,7 @@ import {
   StageRun,
 } from './executor';
 import { ModelVerdictError, RailTimeoutError } from './guardrails.errors';
-import { abortable, ModelCheck, RailResult, toError } from './rail.types';
+import { ModelCheck, RailResult, toError } from './rail.types';
 import {
   failureCause,
   RailVerdict,
@@ -116,7 +116,8 @@ export class ModelStage {
           run.source,
         ),
       };
-      return await abortable(this.client.verdicts(request, controller.signal), controller.signal);
+      // The client honours the signal; waiting for it to settle keeps a cancelled call's cost on record.
+      return await this.client.verdicts(request, controller.signal);
     } catch (caught) {
       if (run.signal?.aborted) throw toError(run.signal.reason);
       const reason: unknown = controller.signal.reason;

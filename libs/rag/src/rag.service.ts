@@ -201,8 +201,16 @@ export class RagService {
     return embedded;
   }
 
-  /** Top-k chunks of a namespace; throws on a store failure (retrieveContext wraps it for agents). */
-  async retrieve(query: string, namespace: string, topK = this.env.RAG_TOP_K): Promise<RetrievalResult> {
+  /**
+   * Top-k chunks of a namespace; throws on a store failure (retrieveContext wraps it for agents) and, with the
+   * signal's reason, when `signal` gives it up.
+   */
+  async retrieve(
+    query: string,
+    namespace: string,
+    topK = this.env.RAG_TOP_K,
+    signal?: AbortSignal,
+  ): Promise<RetrievalResult> {
     const started = performance.now();
     const latency = () => Math.round((performance.now() - started) * 100) / 100;
     if (query.trim() === '') {
@@ -213,16 +221,18 @@ export class RagService {
     // Vector search only where every chunk of the namespace has a vector of the model; otherwise full-text.
     if (this.llm && model && (await this.store.fullyEmbedded(namespace, model))) {
       try {
-        const { vectors } = await this.llm.embed(EMBEDDING_PROFILE, [query]);
+        const { vectors } = await this.llm.embed(EMBEDDING_PROFILE, [query], signal);
         const documents = await this.store.vectorSearch(namespace, vectors[0], model, topK);
         return { namespace, query, documents, latency_ms: latency(), search_mode: 'vector' };
       } catch (error) {
+        if (signal?.aborted) throw error;
         // The embedding call or the vector query failed: full-text still answers; a store that is really down
         // fails the full-text search below too, which then yields the technical error object.
         vectorError = errorMessage(error);
         this.logger.warn(`vector retrieval in namespace ${namespace} fell back to full-text: ${vectorError}`);
       }
     }
+    signal?.throwIfAborted();
     const documents = await this.store.search(namespace, query, topK);
     return {
       namespace,
@@ -237,8 +247,9 @@ export class RagService {
   /**
    * What an agent puts in its context: the retrieval, or on any failure the technical error object
    * (docs/architecture.md#reliability), so the turn goes on and the agent can tell a failure from an empty search.
+   * `signal` gives the retrieval up (a discarded speculative draft): it rejects with the signal's reason.
    */
-  async retrieveContext(query: string, namespace: string, topK = this.env.RAG_TOP_K): Promise<RagContext> {
+  async retrieveContext(query: string, namespace: string, signal?: AbortSignal): Promise<RagContext> {
     if (!this.env.RAG_ENABLED) {
       return {
         enabled: false,
@@ -249,7 +260,7 @@ export class RagService {
       };
     }
     try {
-      const result = await this.retrieve(query, namespace, topK);
+      const result = await this.retrieve(query, namespace, this.env.RAG_TOP_K, signal);
       return {
         enabled: true,
         attempted: true,
@@ -266,6 +277,7 @@ export class RagService {
         documents: result.documents,
       };
     } catch (error) {
+      if (signal?.aborted) throw error;
       const message = errorMessage(error);
       this.logger.warn(`retrieval in namespace ${namespace} failed: ${message}`);
       return {

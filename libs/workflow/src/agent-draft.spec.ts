@@ -1,3 +1,4 @@
+import type { AgentRetrieval } from '@agent/agents';
 import type { ChatRequest, ChatResult, TextListener } from '@agent/llm';
 import { TurnContext, TurnContextStore } from '@agent/observability';
 import { turnContextOf } from '@agent/testing/states';
@@ -19,8 +20,11 @@ function result(content: string): ChatResult {
   };
 }
 
-/** A draft whose model call the test writes: `write` sends a piece, `finish` answers with what was written. */
-function scriptedDraft(context: TurnContext) {
+/**
+ * A draft whose model call the test writes: `write` sends a piece, `finish` answers with what was written. It
+ * resolves once the call started (after the draft's retrieval, here none).
+ */
+async function scriptedDraft(context: TurnContext) {
   let listener: TextListener | undefined;
   let written = '';
   let answer: (reply: ChatResult) => void = () => undefined;
@@ -29,21 +33,31 @@ function scriptedDraft(context: TurnContext) {
     answer = resolve;
     fail = reject;
   });
-  return TurnContextStore.run(context, () =>
-    Promise.resolve({
-      draft: new AgentDraft('billing_agent', (_signal, onText) => {
-        listener = onText;
-        return Promise.resolve({ request, reply });
+  let called: () => void = () => undefined;
+  const started = new Promise<void>((resolve) => (called = resolve));
+  const draft = await TurnContextStore.run(context, () =>
+    Promise.resolve(
+      new AgentDraft('billing_agent', {
+        retrieve: () => Promise.resolve(null),
+        call: (_retrieval, _signal, onText) => {
+          listener = onText;
+          called();
+          return Promise.resolve({ request, reply });
+        },
       }),
-      streams: () => listener !== undefined,
-      write: (piece: string) => {
-        written += piece;
-        listener?.(piece);
-      },
-      finish: () => answer(result(written)),
-      fail: () => fail(new Error('the model stream broke')),
-    }),
+    ),
   );
+  await started;
+  return {
+    draft,
+    streams: () => listener !== undefined,
+    write: (piece: string) => {
+      written += piece;
+      listener?.(piece);
+    },
+    finish: () => answer(result(written)),
+    fail: () => fail(new Error('the model stream broke')),
+  };
 }
 
 describe('AgentDraft', () => {
@@ -92,5 +106,67 @@ describe('AgentDraft', () => {
     const late: string[] = [];
     expect(await discarded.draft.take(request, (delta) => late.push(delta))).toBeNull();
     expect(late).toEqual([]);
+  });
+
+  describe('retrieval', () => {
+    const retrieval: AgentRetrieval = {
+      namespace: 'product',
+      query: 'tem roaming?',
+      context: {
+        enabled: false,
+        attempted: false,
+        status: 'disabled',
+        reason: 'rag_disabled',
+        provider: 'test',
+      },
+    };
+
+    /** A product draft whose retrieval records a model call and an event, as the rails and the RAG stage do. */
+    async function retrievingDraft(context: TurnContext) {
+      let calls = 0;
+      const record = (name: string) =>
+        TurnContextStore.current()?.events.push({ name, payload: {}, at: new Date(0).toISOString() });
+      const draft = await TurnContextStore.run(context, () =>
+        Promise.resolve(
+          new AgentDraft('product_agent', {
+            retrieve: () => {
+              record('llm.call');
+              record('IC.PRODUCT_RAG_CONTEXT_EVALUATED');
+              return Promise.resolve(retrieval);
+            },
+            call: (given) => {
+              calls++;
+              expect(given).toBe(retrieval);
+              return Promise.resolve({ request, reply: Promise.resolve(result('Tem, sim.')) });
+            },
+          }),
+        ),
+      );
+      return { draft, calls: () => calls };
+    }
+
+    it('hands its retrieval to a run that retrieves the same, and its records become the turn’s', async () => {
+      const context = turnContextOf();
+      const { draft, calls } = await retrievingDraft(context);
+      expect(await draft.retrieval('product', 'tem roaming?')).toBe(retrieval.context);
+      expect((await draft.take(request))?.content).toBe('Tem, sim.');
+      expect(calls()).toBe(1);
+      expect(context.events.map((e) => [e.name, e.payload.speculative_agent])).toEqual([
+        ['llm.call', undefined],
+        ['IC.PRODUCT_RAG_CONTEXT_EVALUATED', undefined],
+      ]);
+    });
+
+    it('keeps only the cost of a retrieval the run does not take, and gives none once discarded', async () => {
+      const context = turnContextOf();
+      const { draft } = await retrievingDraft(context);
+      expect(await draft.retrieval('product', 'outra pergunta')).toBeNull();
+      expect(await draft.retrieval('billing', 'tem roaming?')).toBeNull();
+      await draft.discard();
+      expect(await draft.retrieval('product', 'tem roaming?')).toBeNull();
+      expect(context.events.map((e) => [e.name, e.payload.speculative_agent])).toEqual([
+        ['llm.call', 'discarded'],
+      ]);
+    });
   });
 });

@@ -1,38 +1,68 @@
 import { isDeepStrictEqual } from 'node:util';
-import type { FirstReplyDraft, SpeculatedCall } from '@agent/agents';
+import type { AgentRetrieval, FirstReplyDraft, SpeculatedCall } from '@agent/agents';
 import type { DomainAgentNode } from '@agent/contracts';
 import type { ChatRequest, ChatResult, TextListener } from '@agent/llm';
 import { TurnContextStore } from '@agent/observability';
+import type { RagContext } from '@agent/rag';
 import { isolated, Isolated } from './event-fork';
 
 /** How the llm.call records of a speculative agent call are marked: `speculative_agent: used | discarded`. */
 export const SPECULATIVE_AGENT = 'speculative_agent';
 
+/** How a draft starts: its retrieval (null without a knowledge base), then its model call given it. */
+export interface DraftStart {
+  retrieve(signal: AbortSignal): Promise<AgentRetrieval | null>;
+  call(
+    retrieval: AgentRetrieval | null,
+    signal: AbortSignal,
+    onText: TextListener | undefined,
+  ): Promise<SpeculatedCall | null>;
+}
+
 /**
- * The agent's first model call, started beside the guardrail verdict and the continuity classifier in its own
- * event buffer. Until the agent run takes it (`take`, after the verdict allowed the turn and routing kept the
- * agent), nothing it produced reaches the turn: no tool runs, no event, state or memory comes from it. `discard`
- * cancels its HTTP request and keeps only its cost on record; so does `take` when the run's own request differs.
- * In a streamed turn the call streams: its text is held here until `take` hands it on, then passed as it arrives.
+ * The agent's first model call, started beside the guardrail verdict and the continuity classifier, after the
+ * agent's retrieval, each in its own event buffer. Until the agent run takes them (after the verdict allowed
+ * the turn and routing kept the agent), nothing they produced reaches the turn: no tool runs, no event, state or
+ * memory comes from them. The run takes the retrieval when it would retrieve the same (its events become the
+ * turn's) and the reply when it would send the same request. `discard` cancels the retrieval's and the call's
+ * HTTP requests and keeps only the costs on record; so does `take` when the run's own request differs. In a
+ * streamed turn the call streams: its text is held here until `take` hands it on, then passed as it arrives.
  */
 export class AgentDraft implements FirstReplyDraft {
   private readonly controller = new AbortController();
+  private readonly retrieved: Promise<Isolated<AgentRetrieval | null>>;
   private readonly started: Promise<Isolated<SpeculatedCall | null>>;
   private readonly streams: boolean;
   /** The text written before the run took the draft; then who hears the rest. */
   private held = '';
   private listener: TextListener | null = null;
+  private retrievalTaken = false;
   private settled = false;
 
   constructor(
     readonly node: DomainAgentNode,
-    start: (signal: AbortSignal, onText: TextListener | undefined) => Promise<SpeculatedCall | null>,
+    start: DraftStart,
   ) {
     this.streams = TurnContextStore.current()?.stream !== undefined;
     const onText = this.streams ? (delta: string) => this.hear(delta) : undefined;
-    this.started = isolated(() => start(this.controller.signal, onText), SPECULATIVE_AGENT);
+    const { signal } = this.controller;
+    // A retrieval given up (or failed) answers null, so the costs it recorded stay within reach.
+    this.retrieved = isolated(() => start.retrieve(signal).catch(() => null), SPECULATIVE_AGENT);
+    this.started = this.retrieved.then((retrieval) =>
+      isolated(() => start.call(retrieval.result, signal, onText), SPECULATIVE_AGENT),
+    );
     // A draft discarded before it started must not become an unhandled rejection.
     this.started.catch(() => undefined);
+  }
+
+  async retrieval(namespace: string, query: string): Promise<RagContext | null> {
+    if (this.settled) return null;
+    const run = await this.retrieved.catch(() => null);
+    const retrieval = run?.result;
+    if (!run || !retrieval || retrieval.namespace !== namespace || retrieval.query !== query) return null;
+    this.retrievalTaken = true;
+    run.adopt();
+    return retrieval.context;
   }
 
   async take(request: ChatRequest, onText?: TextListener): Promise<ChatResult | null> {
@@ -44,6 +74,7 @@ export class AgentDraft implements FirstReplyDraft {
       return null;
     }
     this.settled = true;
+    await this.settleRetrieval();
     if (onText && this.streams) {
       if (this.held !== '') onText(this.held);
       this.held = '';
@@ -67,16 +98,24 @@ export class AgentDraft implements FirstReplyDraft {
   }
 
   /**
-   * Cancels the call (its HTTP request is aborted) and keeps only its cost, once the cancelled call has been
-   * accounted, so the cost lands in the turn's usage record.
+   * Cancels the call (its HTTP request is aborted) and keeps only its costs, once the cancelled call has been
+   * accounted, so they land in the turn's usage record.
    */
   async discard(): Promise<void> {
     if (this.settled) return;
     this.settled = true;
     this.controller.abort();
+    await this.settleRetrieval();
     const run = await this.started.catch(() => null);
     if (!run) return;
     await run.result?.reply.catch(() => undefined);
     run.keepCostOnly('discarded');
+  }
+
+  /** A retrieval the run did not take leaves only its model calls' cost (embedding, rails) on record. */
+  private async settleRetrieval(): Promise<void> {
+    if (this.retrievalTaken) return;
+    const run = await this.retrieved.catch(() => null);
+    run?.keepCostOnly('discarded');
   }
 }

@@ -290,9 +290,10 @@ export class WorkflowService {
       active_agent: agent,
       ...(named ? { mcp_tools: named.tools } : {}),
     };
-    return new AgentDraft(agent, (signal, onText) =>
-      this.agents.speculate(agent, predicted, this.screen, signal, onText),
-    );
+    return new AgentDraft(agent, {
+      retrieve: (signal) => this.agents.speculativeRetrieval(agent, predicted, this.screen, signal),
+      call: (retrieval, signal, onText) => this.agents.speculate(agent, predicted, retrieval, signal, onText),
+    });
   }
 
   private async dropDraft(scope: TurnScope): Promise<void> {
