@@ -221,6 +221,26 @@ describe('RAG vector search (pgvector)', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  it('does not embed the query of a retrieval already given up: no request, no cost on record', async () => {
+    if (!vectorAvailable) return;
+    const rag = new RagService(new RagStore(dataSource), env, withProfile.llm);
+    const dir = knowledgeDir();
+    const namespace = ns('vecgiven');
+    await rag.ingestDirectory(dir, { namespace });
+    fake.reset();
+    withProfile.calls.length = 0;
+    // A discarded speculative draft: the signal fired while its retrieval was reading the store.
+    const controller = new AbortController();
+    controller.abort();
+    await expect(
+      rag.retrieveContext('roaming internacional', namespace, controller.signal),
+    ).rejects.toThrow();
+    expect(fake.requestsFor('embedding')).toEqual([]);
+    expect(withProfile.calls).toEqual([]);
+    await dataSource.query('DELETE FROM rag_documents WHERE namespace = $1', [namespace]);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
   it('stays full-text without an `embedding` profile', async () => {
     const rag = new RagService(new RagStore(dataSource), env, withoutProfile.llm);
     const dir = knowledgeDir();

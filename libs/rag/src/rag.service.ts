@@ -202,8 +202,8 @@ export class RagService {
   }
 
   /**
-   * Top-k chunks of a namespace; throws on a store failure (retrieveContext wraps it for agents) and, with the
-   * signal's reason, when `signal` gives it up.
+   * Top-k chunks of a namespace; throws on a store failure (retrieveContext wraps it for agents) and when `signal`
+   * gives it up (the query's embedding then cancelled, or never sent).
    */
   async retrieve(
     query: string,
@@ -221,6 +221,8 @@ export class RagService {
     // Vector search only where every chunk of the namespace has a vector of the model; otherwise full-text.
     if (this.llm && model && (await this.store.fullyEmbedded(namespace, model))) {
       try {
+        // A retrieval given up while it read the store sends nothing: an aborted call would still be billed.
+        signal?.throwIfAborted();
         const { vectors } = await this.llm.embed(EMBEDDING_PROFILE, [query], signal);
         const documents = await this.store.vectorSearch(namespace, vectors[0], model, topK);
         return { namespace, query, documents, latency_ms: latency(), search_mode: 'vector' };
@@ -247,7 +249,7 @@ export class RagService {
   /**
    * What an agent puts in its context: the retrieval, or on any failure the technical error object
    * (docs/architecture.md#reliability), so the turn goes on and the agent can tell a failure from an empty search.
-   * `signal` gives the retrieval up (a discarded speculative draft): it rejects with the signal's reason.
+   * `signal` gives the retrieval up (a discarded speculative draft): it rejects instead of answering an error object.
    */
   async retrieveContext(query: string, namespace: string, signal?: AbortSignal): Promise<RagContext> {
     if (!this.env.RAG_ENABLED) {
