@@ -168,5 +168,30 @@ describe('AgentDraft', () => {
         ['llm.call', 'discarded'],
       ]);
     });
+
+    it('starts no model call after a retrieval that broke, and keeps what the retrieval cost', async () => {
+      const context = turnContextOf();
+      let calls = 0;
+      const draft = await TurnContextStore.run(context, () =>
+        Promise.resolve(
+          new AgentDraft('product_agent', {
+            retrieve: () => {
+              TurnContextStore.current()?.events.push({ name: 'llm.call', payload: {}, at: '' });
+              return Promise.reject(new Error('the store is down'));
+            },
+            call: () => {
+              calls++;
+              return Promise.resolve({ request, reply: Promise.resolve(result('sem trechos')) });
+            },
+          }),
+        ),
+      );
+      expect(await draft.retrieval('product', 'tem roaming?')).toBeNull();
+      expect(await draft.take(request)).toBeNull();
+      expect(calls).toBe(0);
+      expect(context.events.map((e) => [e.name, e.payload.speculative_agent])).toEqual([
+        ['llm.call', 'discarded'],
+      ]);
+    });
   });
 });

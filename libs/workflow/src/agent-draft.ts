@@ -19,6 +19,9 @@ export interface DraftStart {
   ): Promise<SpeculatedCall | null>;
 }
 
+/** What the draft's retrieval gave: its result (null without a knowledge base), or nothing, given up or broken. */
+type Retrieved = { retrieval: AgentRetrieval | null } | { failed: true };
+
 /**
  * The agent's first model call, started beside the guardrail verdict and the continuity classifier, after the
  * agent's retrieval, each in its own event buffer. Until the agent run takes them (after the verdict allowed
@@ -30,7 +33,7 @@ export interface DraftStart {
  */
 export class AgentDraft implements FirstReplyDraft {
   private readonly controller = new AbortController();
-  private readonly retrieved: Promise<Isolated<AgentRetrieval | null>>;
+  private readonly retrieved: Promise<Isolated<Retrieved>>;
   private readonly started: Promise<Isolated<SpeculatedCall | null>>;
   private readonly streams: boolean;
   /** The text written before the run took the draft; then who hears the rest. */
@@ -46,10 +49,21 @@ export class AgentDraft implements FirstReplyDraft {
     this.streams = TurnContextStore.current()?.stream !== undefined;
     const onText = this.streams ? (delta: string) => this.hear(delta) : undefined;
     const { signal } = this.controller;
-    // A retrieval given up (or failed) answers null, so the costs it recorded stay within reach.
-    this.retrieved = isolated(() => start.retrieve(signal).catch(() => null), SPECULATIVE_AGENT);
-    this.started = this.retrieved.then((retrieval) =>
-      isolated(() => start.call(retrieval.result, signal, onText), SPECULATIVE_AGENT),
+    // A retrieval given up or broken still settles, so the costs it recorded stay within reach; without its
+    // passages the call could not send the run's request, so it does not start.
+    this.retrieved = isolated(
+      () =>
+        start.retrieve(signal).then(
+          (retrieval): Retrieved => ({ retrieval }),
+          (): Retrieved => ({ failed: true }),
+        ),
+      SPECULATIVE_AGENT,
+    );
+    this.started = this.retrieved.then(({ result }) =>
+      isolated(
+        () => ('failed' in result ? Promise.resolve(null) : start.call(result.retrieval, signal, onText)),
+        SPECULATIVE_AGENT,
+      ),
     );
     // A draft discarded before it started must not become an unhandled rejection.
     this.started.catch(() => undefined);
@@ -57,9 +71,9 @@ export class AgentDraft implements FirstReplyDraft {
 
   async retrieval(namespace: string, query: string): Promise<RagContext | null> {
     if (this.settled) return null;
-    const run = await this.retrieved.catch(() => null);
-    const retrieval = run?.result;
-    if (!run || !retrieval || retrieval.namespace !== namespace || retrieval.query !== query) return null;
+    const run = await this.retrieved;
+    const retrieval = 'retrieval' in run.result ? run.result.retrieval : null;
+    if (!retrieval || retrieval.namespace !== namespace || retrieval.query !== query) return null;
     this.retrievalTaken = true;
     run.adopt();
     return retrieval.context;
@@ -115,7 +129,6 @@ export class AgentDraft implements FirstReplyDraft {
   /** A retrieval the run did not take leaves only its model calls' cost (embedding, rails) on record. */
   private async settleRetrieval(): Promise<void> {
     if (this.retrievalTaken) return;
-    const run = await this.retrieved.catch(() => null);
-    run?.keepCostOnly('discarded');
+    (await this.retrieved).keepCostOnly('discarded');
   }
 }
