@@ -81,7 +81,8 @@ export async function screenPassages(
   state: TurnState,
   signal?: AbortSignal,
 ): Promise<RetrievedChunk[]> {
-  const screened = await Promise.all(
+  // Every screening settles before a failure (a caller giving up) is passed on, so each one's cost is on record.
+  const settled = await Promise.allSettled(
     documents.map(async (document) => {
       const title = document.title.replace(/\s+/g, ' ');
       const text = `${title}\n${document.content}`;
@@ -102,5 +103,9 @@ export async function screenPassages(
       };
     }),
   );
-  return screened.filter((document): document is RetrievedChunk => document !== null);
+  const failed = settled.find((outcome) => outcome.status === 'rejected');
+  if (failed) throw failed.reason;
+  return settled
+    .map((outcome) => (outcome.status === 'fulfilled' ? outcome.value : null))
+    .filter((document): document is RetrievedChunk => document !== null);
 }
