@@ -1,3 +1,4 @@
+import { getMaxListeners } from 'node:events';
 import type { AgentRetrieval } from '@agent/agents';
 import type { ChatRequest, ChatResult, TextListener } from '@agent/llm';
 import { TurnContext, TurnContextStore } from '@agent/observability';
@@ -192,6 +193,24 @@ describe('AgentDraft', () => {
       expect(context.events.map((e) => [e.name, e.payload.speculative_agent])).toEqual([
         ['llm.call', 'discarded'],
       ]);
+    });
+
+    it('lets every passage of a large retrieval listen to its signal without a leak warning', async () => {
+      let heard: AbortSignal | undefined;
+      const draft = await TurnContextStore.run(turnContextOf(), () =>
+        Promise.resolve(
+          new AgentDraft('product_agent', {
+            retrieve: (signal) => {
+              heard = signal;
+              return Promise.resolve(retrieval);
+            },
+            call: () => Promise.resolve(null),
+          }),
+        ),
+      );
+      await draft.discard();
+      // Node warns of a leak past an EventTarget's limit (10 by default).
+      expect(heard && getMaxListeners(heard)).toBe(Infinity);
     });
   });
 });

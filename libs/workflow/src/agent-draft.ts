@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { isDeepStrictEqual } from 'node:util';
 import type { AgentRetrieval, FirstReplyDraft, SpeculatedCall } from '@agent/agents';
 import type { DomainAgentNode } from '@agent/contracts';
@@ -49,6 +50,8 @@ export class AgentDraft implements FirstReplyDraft {
     this.streams = TurnContextStore.current()?.stream !== undefined;
     const onText = this.streams ? (delta: string) => this.hear(delta) : undefined;
     const { signal } = this.controller;
+    // Each passage's screening listens to it (RAG_TOP_K up to 50): a bounded crowd, not a leak to warn about.
+    setMaxListeners(Infinity, signal);
     // A retrieval given up or broken still settles, so the costs it recorded stay within reach; without its
     // passages the call could not send the run's request, so it does not start.
     this.retrieved = isolated(
