@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { parse } from 'yaml';
 import { z } from 'zod';
 import type { DataSource } from 'typeorm';
+import { tokenCost } from '@agent/llm';
 import { FakeLlmServer, FakePromptCache, lastUserMessage } from '../test/support/fake-llm';
 import { startTestApp } from '../test/support/test-app';
 import { ContinuityLabel, scriptIndex, ScriptedConversation } from './conversations';
@@ -129,8 +130,7 @@ function profilePrices(pricesPath: string): Record<string, Price> {
 }
 
 function costOf(price: Price | undefined, prompt: number, cached: number, completion: number): number {
-  if (!price) return 0;
-  return ((prompt - cached) * price.input + cached * price.cached_input + completion * price.output) / 1e6;
+  return price ? tokenCost(price, { prompt, cached, completion }) : 0;
 }
 
 function promptCacheRule(value: string | undefined): FakePromptCache | null {

@@ -3,7 +3,7 @@
  * model calls it made are its own under concurrency), and the generic summary every stage's report starts with.
  */
 import type { StoredEvent } from '@agent/contracts';
-import type { ModelPriceOf } from '@agent/llm';
+import { type ModelPriceOf, tokenCost } from '@agent/llm';
 import { TurnContext, TurnContextStore } from '@agent/observability';
 import {
   calibration,
@@ -112,10 +112,6 @@ function callsOf(events: readonly StoredEvent[]): LlmCall[] {
     }));
 }
 
-export function costOf(price: ModelPriceOf, prompt: number, cached: number, completion: number): number {
-  return ((prompt - cached) * price.input + cached * price.cached_input + completion * price.output) / 1e6;
-}
-
 export interface CaseRun<T> {
   value: T;
   events: StoredEvent[];
@@ -157,7 +153,12 @@ export async function runCase<T>(id: string, priceOf: PriceOf, work: () => Promi
     cost =
       price === null || cost === null
         ? null
-        : cost + costOf(price, call.prompt_tokens, call.cached_prompt_tokens, call.completion_tokens);
+        : cost +
+          tokenCost(price, {
+            prompt: call.prompt_tokens,
+            cached: call.cached_prompt_tokens,
+            completion: call.completion_tokens,
+          });
   }
   const usage: Usage = {
     calls: calls.length,

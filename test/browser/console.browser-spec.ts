@@ -504,7 +504,7 @@ describe('operator console in Chromium', () => {
     expect(await data('Tokens by LLM profile')).toEqual(
       stats.profiles.map((p) => [
         p.profile,
-        ...[p.calls, p.failures, p.prompt_tokens, p.completion_tokens].map(count),
+        ...[p.calls, p.failures, p.prompt_tokens, p.cached_prompt_tokens, p.completion_tokens].map(count),
       ]),
     );
     const fixed = (value: number | null) => (value === null ? '—' : value.toFixed(1));

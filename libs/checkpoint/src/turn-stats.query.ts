@@ -36,6 +36,8 @@ export interface TurnStats {
     calls: number;
     failures: number;
     prompt_tokens: number;
+    /** Of prompt_tokens, those the provider served from its prompt cache. */
+    cached_prompt_tokens: number;
     completion_tokens: number;
     latency_p50_ms: number | null;
     latency_p95_ms: number | null;
@@ -66,6 +68,7 @@ interface StatsRow {
         calls: number;
         failures: number;
         prompt_tokens: number;
+        cached_prompt_tokens: number;
         completion_tokens: number;
         latency_p50: number | null;
         latency_p95: number | null;
@@ -118,12 +121,13 @@ const PERIOD_STATS = statement<
               FROM events WHERE name = 'router.continuity' GROUP BY 1, 2, 3) d) AS decisions,
          (SELECT json_agg(p ORDER BY p.profile) FROM (
             SELECT profile, sum(calls) AS calls, sum(failures) AS failures, sum(prompt_tokens) AS prompt_tokens,
-                   sum(completion_tokens) AS completion_tokens,
+                   sum(cached_prompt_tokens) AS cached_prompt_tokens, sum(completion_tokens) AS completion_tokens,
                    percentile_cont(0.5) WITHIN GROUP (ORDER BY latency) AS latency_p50,
                    percentile_cont(0.95) WITHIN GROUP (ORDER BY latency) AS latency_p95
               FROM (SELECT payload->>'profile' AS profile, count(*) AS calls,
                            count(*) FILTER (WHERE payload->>'outcome' <> 'ok') AS failures,
                            COALESCE(sum((payload->>'prompt_tokens')::bigint), 0) AS prompt_tokens,
+                           COALESCE(sum((payload->>'cached_prompt_tokens')::bigint), 0) AS cached_prompt_tokens,
                            COALESCE(sum((payload->>'completion_tokens')::bigint), 0) AS completion_tokens,
                            sum(${LATENCY}) AS latency
                       FROM events WHERE name = 'llm.call' GROUP BY conversation_key, turn, 1) per_turn
@@ -194,6 +198,7 @@ export class TurnStatsQuery {
         calls: Number(profile.calls),
         failures: Number(profile.failures),
         prompt_tokens: Number(profile.prompt_tokens),
+        cached_prompt_tokens: Number(profile.cached_prompt_tokens),
         completion_tokens: Number(profile.completion_tokens),
         latency_p50_ms: optional(profile.latency_p50),
         latency_p95_ms: optional(profile.latency_p95),

@@ -35,6 +35,7 @@ import { streamedCompletion, TextListener } from './chat-stream';
 import { ConnectionPools } from './connection-pools';
 import { profileSettings, ProfileSettings } from './providers';
 import { describeIssues, parseJsonObject, StructuredOutput } from './structured-output';
+import type { TokenPrices } from './token-cost';
 
 export type ChatMessage = ChatCompletionMessageParam;
 export type ChatTool = ChatCompletionTool;
@@ -112,12 +113,9 @@ export interface EmbedResult {
 }
 
 /** What a profile's model costs per million tokens, in the price table's currency. */
-export interface ModelPriceOf {
+export interface ModelPriceOf extends TokenPrices {
   model: string;
   currency: string;
-  input: number;
-  cached_input: number;
-  output: number;
 }
 
 export interface ResolvedProfile extends ProfileSettings {

@@ -23,21 +23,23 @@ describe('stats series', () => {
 });
 
 describe('stats cost', () => {
-  const usage = (profile: string, calls: number, prompt: number, completion: number) => ({
+  const usage = (profile: string, calls: number, prompt: number, completion: number, cached = 0) => ({
     profile,
     calls,
     failures: 0,
     prompt_tokens: prompt,
+    cached_prompt_tokens: cached,
     completion_tokens: completion,
     latency_p50_ms: null,
     latency_p95_ms: null,
   });
   const stats = (avoided: number, profiles: TurnStats['profiles']) =>
     ({ router_calls_avoided: avoided, profiles }) as Pick<TurnStats, 'router_calls_avoided' | 'profiles'>;
-  // $1 per million input tokens and $2 per million output tokens for every model but the agent's.
+  // $1 per million input tokens ($0.25 from the prompt cache) and $2 per million output tokens for every model
+  // but the agent's.
   const basis: CostBasis = {
     currency: 'USD',
-    priceOf: (profile) => (profile === 'agent' ? null : { input: 1, output: 2 }),
+    priceOf: (profile) => (profile === 'agent' ? null : { input: 1, cached_input: 0.25, output: 2 }),
     classifierProfile: 'route_continuity',
     routerProfiles: ['router', 'retail_router'],
   };
@@ -60,6 +62,11 @@ describe('stats cost', () => {
       net_saved: 1.18,
       unpriced_profiles: ['agent'],
     });
+  });
+
+  it('prices the prompt tokens the provider served from its cache at the cached price', () => {
+    // 400k prompt tokens, 300k of them cached: $0.1 + $0.075, and $0.1 of output.
+    expect(period(0, [usage('route_continuity', 4, 400_000, 50_000, 300_000)]).total).toBe(0.275);
   });
 
   it('says nothing it cannot know: no prices, or no router call to price an avoided one by', () => {

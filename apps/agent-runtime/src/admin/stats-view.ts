@@ -1,4 +1,5 @@
 import type { StatsBucket, TurnStats } from '@agent/checkpoint';
+import { tokenCost, type TokenPrices } from '@agent/llm';
 import type { StatsBucketDto, StatsCostDto, StickinessStatsDto } from './stats.dto';
 
 const DAY_MS = 86_400_000;
@@ -39,18 +40,12 @@ function ratio(part: number, whole: number): number | null {
   return whole > 0 ? part / whole : null;
 }
 
-/** A model's price per million tokens. */
-export interface TokenPrice {
-  input: number;
-  output: number;
-}
-
 /** How the period's tokens become money: the prices and which profiles are the classifier's and the router's. */
 export interface CostBasis {
   /** null: llm_profiles.yaml has no prices. */
   currency: string | null;
   /** The price of the model a profile calls now, or null. */
-  priceOf: (profile: string) => TokenPrice | null;
+  priceOf: (profile: string) => TokenPrices | null;
   classifierProfile: string;
   routerProfiles: readonly string[];
 }
@@ -68,7 +63,11 @@ export function statsCost(stats: TurnStats, basis: CostBasis): StatsCostDto {
   const priced = stats.profiles.map((usage) => {
     const price = basis.currency === null ? null : basis.priceOf(usage.profile);
     const cost = price
-      ? (usage.prompt_tokens * price.input + usage.completion_tokens * price.output) / 1e6
+      ? tokenCost(price, {
+          prompt: usage.prompt_tokens,
+          cached: usage.cached_prompt_tokens,
+          completion: usage.completion_tokens,
+        })
       : null;
     return { usage, cost };
   });

@@ -71,6 +71,9 @@ export class ProfileUsageDto {
   @ApiProperty()
   prompt_tokens!: number;
 
+  @ApiProperty({ description: 'Of prompt_tokens, those the provider served from its prompt cache' })
+  cached_prompt_tokens!: number;
+
   @ApiProperty()
   completion_tokens!: number;
 

@@ -928,6 +928,8 @@ export interface components {
             /** @description Calls whose outcome was not ok (timeout, error, invalid output, …) */
             failures: number;
             prompt_tokens: number;
+            /** @description Of prompt_tokens, those the provider served from its prompt cache */
+            cached_prompt_tokens: number;
             completion_tokens: number;
             /** @description Median time a turn spent in this profile's calls (summed within the turn), ms */
             latency_p50_ms: number | null;

@@ -218,12 +218,13 @@ function Figures({ stats }: { stats: StickinessStats }) {
           option={charts.tokens}
           table={
             <DataTable
-              head={['Profile', 'Calls', 'Failures', 'Prompt tokens', 'Completion tokens']}
+              head={['Profile', 'Calls', 'Failures', 'Prompt tokens', 'Of them cached', 'Completion tokens']}
               rows={stats.profiles.map((p) => [
                 p.profile,
                 p.calls,
                 p.failures,
                 p.prompt_tokens,
+                p.cached_prompt_tokens,
                 p.completion_tokens,
               ])}
             />
