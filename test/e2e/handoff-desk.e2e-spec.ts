@@ -235,4 +235,89 @@ describe('the handoff desk over HTTP (HUMAN_HANDOFF_MODE=hold)', () => {
     const missing = await app.post(path(TENANT, uniqueId('none'), 'claim'), {}, ADMIN);
     expect(missing.status).toBe(404);
   });
+
+  it('races operators: one of two claims wins, and a claim racing an end or a resume never outlives it', async () => {
+    const named = (headers: Record<string, string>) => (headers === MARIA ? 'maria' : 'joao');
+    const eventNames = async (sessionId: string) =>
+      (
+        await app.get<{ items: { name: string }[] }>(
+          `/v1/admin/sessions/${sessionId}/events?tenant_id=${TENANT}`,
+          ADMIN,
+        )
+      ).body.items.map((e) => e.name);
+    const claimOf = async (sessionId: string) =>
+      (await waiting(ADMIN, `?tenant_id=${TENANT}`)).find((w) => w.session_id === sessionId);
+    /** The checkpoint chain stays one line: every version once. */
+    const expectLinear = async (sessionId: string) => {
+      const res = await app.get<{ items: { version: number }[] }>(
+        `/v1/admin/sessions/${sessionId}/checkpoints?tenant_id=${TENANT}`,
+        ADMIN,
+      );
+      const versions = res.body.items.map((c) => c.version);
+      expect(new Set(versions).size).toBe(versions.length);
+    };
+    /** Sends both at once, the first one first in even rounds and last in odd ones, so each order gets its turn. */
+    const both = async <A, B>(round: number, a: () => Promise<A>, b: () => Promise<B>): Promise<[A, B]> => {
+      if (round % 2 === 0) return Promise.all([a(), b()]);
+      const [second, first] = await Promise.all([b(), a()]);
+      return [first, second];
+    };
+    for (let round = 0; round < 4; round++) {
+      // Two operators claim at once: one holds it, the other is told who.
+      const contested = uniqueId('desk-race');
+      await say(TENANT, contested, 'I want to talk to a person');
+      const claims = await Promise.all(
+        [MARIA, JOAO].map(async (key) => ({
+          key,
+          res: await app.post<ActionResult>(path(TENANT, contested, 'claim'), {}, key),
+        })),
+      );
+      const won = claims.filter((c) => c.res.status === 200);
+      expect(won).toHaveLength(1);
+      const winner = named(won[0].key);
+      const lost = claims.find((c) => c.res.status !== 200);
+      expect(lost?.res.status).toBe(409);
+      expect(lost?.res.body).toMatchObject({
+        error: { code: 'HANDOFF_CLAIMED', details: { claimed_by: winner } },
+      });
+      expect((await claimOf(contested))?.claim?.claimed_by).toBe(winner);
+      expect((await eventNames(contested)).filter((n) => n === 'session.handoff.claimed')).toHaveLength(1);
+
+      // A claim racing the end: the session ends either way, and no claim is recorded after the end.
+      const ending = uniqueId('desk-race');
+      await say(TENANT, ending, 'I want to talk to a person');
+      const [claim, end] = await both(
+        round,
+        () => app.post<ActionResult>(path(TENANT, ending, 'claim'), {}, MARIA),
+        () => app.post<ActionResult>(path(TENANT, ending, 'end'), {}, LEAD),
+      );
+      expect(end.status).toBe(200);
+      expect([200, 409]).toContain(claim.status);
+      expect(await claimOf(ending)).toBeUndefined();
+      const names = await eventNames(ending);
+      const claimedAt = names.indexOf('session.handoff.claimed');
+      expect(claim.status).toBe(claimedAt === -1 ? 409 : 200);
+      if (claimedAt !== -1) expect(claimedAt).toBeLessThan(names.indexOf('session.end.requested'));
+      await expectLinear(ending);
+
+      // A claim racing a resume by another operator: one of them happens, never both.
+      const resuming = uniqueId('desk-race');
+      await say(TENANT, resuming, 'I want to talk to a person');
+      const [claimed, resumed] = await both(
+        round,
+        () => app.post<ActionResult>(path(TENANT, resuming, 'claim'), {}, MARIA),
+        () => app.post<ActionResult>(path(TENANT, resuming, 'resume'), {}, JOAO),
+      );
+      expect([claimed.status, resumed.status].sort()).toEqual([200, 409]);
+      const held = await claimOf(resuming);
+      if (claimed.status === 200) {
+        expect(resumed.body).toMatchObject({ error: { code: 'HANDOFF_CLAIMED' } });
+        expect(held?.claim?.claimed_by).toBe('maria');
+      } else {
+        expect(claimed.body).toMatchObject({ error: { code: 'SESSION_STATE_CONFLICT' } });
+        expect(held).toBeUndefined();
+      }
+      await expectLinear(resuming);
+    }
+  });
 });
