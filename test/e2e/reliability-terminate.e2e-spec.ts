@@ -151,6 +151,10 @@ describeWithPostgres('Postgres connections terminated under the service', () => 
     await send(uniqueId('warm'), uniqueId('m'));
     await terminate();
     await waitUntil('the terminated backends to go', async () => (await backends()) === 0, 10000);
+    // Postgres can forget a backend before the proxy passed its goodbye on: held from here on, that goodbye would
+    // leave the pool a dead connection, which the probe would take (its answer never coming) instead of opening
+    // one. Once the service closed its end of each, its pool has dropped them all.
+    await waitUntil('the service to close its connections', () => proxy.connections === 0, 10000);
     // The server's welcome (its "ready for query") and its goodbye (57P01 and the close) then reach the service in
     // one read: the pool hands the connection over on the first and the connection fails on the second, before
     // the code that asked for it could listen for its errors.

@@ -52,7 +52,10 @@ export class TcpProxy {
     return this.sentText;
   }
 
-  /** Open client connections through the proxy. */
+  /**
+   * Open client connections through the proxy. One the target hung up stays counted until the client closed its
+   * end too, so 0 means every client has read the target's last words and its close.
+   */
   get connections(): number {
     return this.clients.size;
   }
@@ -178,7 +181,8 @@ export class TcpProxy {
     upstream.on('close', () => {
       if (this.blackHoled) return;
       if (this.holding) this.heldFor(client).closed = true;
-      else client.destroy();
+      // A FIN after what the target sent, as a real network path passes it on; the client closes its end itself.
+      else client.end();
     });
   }
 

@@ -12,6 +12,7 @@ import { EventBusService, MetricsService } from '@agent/observability';
 import { AppModule } from './app.module';
 import { assertAuthConfigured } from './auth/startup-check';
 import { registerConsole } from './console/console-assets';
+import { closeDrainedConnectionsOnClose } from './http/close-drained-connections';
 import { errorBody, HttpErrorFilter, statusOf } from './http/errors';
 import { registerJsonBodyParser } from './http/json-body';
 import { RequestValidationPipe } from './http/request-validation.pipe';
@@ -95,6 +96,7 @@ export async function createApp(): Promise<NestFastifyApplication> {
   nest.useGlobalPipes(new RequestValidationPipe());
   const fastify = nest.getHttpAdapter().getInstance();
   registerJsonBodyParser(fastify);
+  closeDrainedConnectionsOnClose(fastify);
   const metrics = nest.get(MetricsService);
   fastify.addHook('onRequest', (request, reply, done) => {
     void reply.header('x-request-id', request.id);
