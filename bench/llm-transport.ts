@@ -188,7 +188,7 @@ async function main(): Promise<void> {
         }
       }
     } finally {
-      llm.onModuleDestroy();
+      llm.onApplicationShutdown();
     }
   } finally {
     child.kill();

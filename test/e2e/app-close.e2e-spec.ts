@@ -1,5 +1,6 @@
 import { connect, Socket } from 'node:net';
 import { FakeLlmServer } from '../support/fake-llm';
+import { scriptStages } from '../support/scripted-stages';
 import { startTestApp, TestApp, uniqueId } from '../support/test-app';
 import { waitUntil } from '../support/wait-for';
 
@@ -66,5 +67,45 @@ describe('closing the app', () => {
     expect(underWay.received).toMatch(/^HTTP\/1\.1 \d{3} /);
     expect(underWay.received).toMatch(/\r\nConnection: keep-alive\r\n/i);
     expect(spare.received).toBe('');
+  });
+});
+
+/**
+ * A turn under way when the app closes (a rolling update's SIGTERM) finishes with its models: the model clients
+ * close only after the server answered it, not before.
+ */
+describe('closing the app during a turn', () => {
+  let fake: FakeLlmServer;
+  let app: TestApp;
+  let closed: Promise<void> | undefined;
+  const ANSWER = 'Sua fatura vence no dia 10.';
+
+  beforeAll(async () => {
+    fake = await FakeLlmServer.start();
+    // First, so it answers the agent before the pipeline's echo does.
+    fake.script({ model: 'agent', reply: { content: ANSWER, delayMs: 800 } });
+    scriptStages(fake, {});
+    app = await startTestApp({ fakeLlm: fake, env: { RAG_INGEST_ON_START: 'false' } });
+  });
+
+  afterAll(async () => {
+    await (closed ?? app?.close());
+    await fake?.stop();
+  });
+
+  it("answers the turn with its agent's reply, its model call finishing after the close began", async () => {
+    const answered = app.post<{ answer: string }>('/v1/channels/web/messages', {
+      tenant_id: 'acme',
+      agent_id: 'telecom_contas',
+      session_id: uniqueId('close-turn'),
+      text: 'Minha fatura veio alta',
+    });
+    await waitUntil('the agent model call to start', () => fake.requestsFor('agent').length > 0);
+    closed = app.close();
+    const res = await answered;
+    await closed;
+    expect(res.status).toBe(200);
+    expect(res.body.answer).toBe(ANSWER);
+    expect(fake.cancelledFor('agent')).toEqual([]);
   });
 });

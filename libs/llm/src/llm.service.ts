@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { ConfigType } from '@nestjs/config';
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import type { RequestOptions } from 'openai/internal/request-options';
@@ -171,7 +171,7 @@ const NO_CALL_YET: ProfileCallHealth = { state: 'unknown', last_success_at: null
 
 /** OpenAI-compatible chat completions and embeddings for every provider, with per-profile limits and accounting. */
 @Injectable()
-export class LlmService implements OnModuleInit, OnModuleDestroy {
+export class LlmService implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(LlmService.name);
   private readonly clients = new Map<string, OpenAI>();
   private readonly pools = new ConnectionPools();
@@ -212,7 +212,8 @@ export class LlmService implements OnModuleInit, OnModuleDestroy {
     );
   }
 
-  onModuleDestroy(): void {
+  /** After the HTTP server closed: the turns it was still answering finish their model calls first. */
+  onApplicationShutdown(): void {
     this.pools.destroy();
   }
 
