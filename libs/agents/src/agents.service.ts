@@ -128,6 +128,11 @@ export class AgentsService {
     return this.transactions.interruptPending(state, reason);
   }
 
+  /** Whether the agent retrieves from a knowledge base before its first model call. */
+  hasKnowledgeBase(node: DomainAgentNode): boolean {
+    return Boolean(this.files.agents.graph_agents[node].rag_namespace);
+  }
+
   /**
    * The retrieval `run` would make for `state` before its first model call; null when the agent has no
    * knowledge base or `run` would not start with its model (a transaction to resume or interrupt). `signal`

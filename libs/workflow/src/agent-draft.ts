@@ -10,18 +10,25 @@ import { isolated, Isolated } from './event-fork';
 /** How the llm.call records of a speculative agent call are marked: `speculative_agent: used | discarded`. */
 export const SPECULATIVE_AGENT = 'speculative_agent';
 
-/** How a draft starts: its retrieval (null without a knowledge base), then its model call given it. */
+/** How a draft starts: its retrieval (absent for an agent without a knowledge base), then its model call. */
 export interface DraftStart {
-  retrieve(signal: AbortSignal): Promise<AgentRetrieval | null>;
-  call(
+  retrieve?: (signal: AbortSignal) => Promise<AgentRetrieval | null>;
+  call: (
     retrieval: AgentRetrieval | null,
     signal: AbortSignal,
     onText: TextListener | undefined,
-  ): Promise<SpeculatedCall | null>;
+  ) => Promise<SpeculatedCall | null>;
 }
 
 /** What the draft's retrieval gave: its result (null without a knowledge base), or nothing, given up or broken. */
 type Retrieved = { retrieval: AgentRetrieval | null } | { failed: true };
+
+/** An agent without a knowledge base retrieves nothing, and has nothing to adopt or account. */
+const NOTHING_RETRIEVED: Isolated<Retrieved> = {
+  result: { retrieval: null },
+  adopt: () => undefined,
+  keepCostOnly: () => undefined,
+};
 
 /**
  * The agent's first model call, started beside the guardrail verdict and the continuity classifier, after the
@@ -50,24 +57,30 @@ export class AgentDraft implements FirstReplyDraft {
     this.streams = TurnContextStore.current()?.stream !== undefined;
     const onText = this.streams ? (delta: string) => this.hear(delta) : undefined;
     const { signal } = this.controller;
-    // Each passage's screening listens to it (RAG_TOP_K up to 50): a bounded crowd, not a leak to warn about.
-    setMaxListeners(Infinity, signal);
-    // A retrieval given up or broken still settles, so the costs it recorded stay within reach; without its
-    // passages the call could not send the run's request, so it does not start.
-    this.retrieved = isolated(
-      () =>
-        start.retrieve(signal).then(
-          (retrieval): Retrieved => ({ retrieval }),
-          (): Retrieved => ({ failed: true }),
-        ),
-      SPECULATIVE_AGENT,
-    );
-    this.started = this.retrieved.then(({ result }) =>
-      isolated(
-        () => ('failed' in result ? Promise.resolve(null) : start.call(result.retrieval, signal, onText)),
+    const { retrieve, call } = start;
+    if (!retrieve) {
+      this.retrieved = Promise.resolve(NOTHING_RETRIEVED);
+      this.started = isolated(() => call(null, signal, onText), SPECULATIVE_AGENT);
+    } else {
+      // Each passage's screening listens to it (RAG_TOP_K up to 50): a bounded crowd, not a leak to warn about.
+      setMaxListeners(Infinity, signal);
+      // A retrieval given up or broken still settles, so the costs it recorded stay within reach; without its
+      // passages the call could not send the run's request, so it does not start.
+      this.retrieved = isolated(
+        () =>
+          retrieve(signal).then(
+            (retrieval): Retrieved => ({ retrieval }),
+            (): Retrieved => ({ failed: true }),
+          ),
         SPECULATIVE_AGENT,
-      ),
-    );
+      );
+      this.started = this.retrieved.then(({ result }) =>
+        isolated(
+          () => ('failed' in result ? Promise.resolve(null) : call(result.retrieval, signal, onText)),
+          SPECULATIVE_AGENT,
+        ),
+      );
+    }
     // A draft discarded before it started must not become an unhandled rejection.
     this.started.catch(() => undefined);
   }

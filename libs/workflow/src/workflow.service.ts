@@ -29,7 +29,7 @@ import { RoutingService } from '@agent/routing';
 import { SessionControlOrigin, SessionControlService } from '@agent/session-control';
 import { firstTextMs, openAnswerStream } from './answer-stream';
 import { SessionNodes } from './session-nodes';
-import { AgentDraft } from './agent-draft';
+import { AgentDraft, DraftStart } from './agent-draft';
 import { inputBlocked, RoutingChoreography } from './routing-choreography';
 import { ContinueShare, shouldSpeculate } from './speculation-policy';
 import { END, FixedNode, isFixedNode, nextNode, TurnAgents, WorkflowNode } from './workflow.graph';
@@ -290,9 +290,12 @@ export class WorkflowService {
       active_agent: agent,
       ...(named ? { mcp_tools: named.tools } : {}),
     };
+    const call: DraftStart['call'] = (retrieval, signal, onText) =>
+      this.agents.speculate(agent, predicted, retrieval, signal, onText);
+    if (!this.agents.hasKnowledgeBase(agent)) return new AgentDraft(agent, { call });
     return new AgentDraft(agent, {
       retrieve: (signal) => this.agents.speculativeRetrieval(agent, predicted, this.screen, signal),
-      call: (retrieval, signal, onText) => this.agents.speculate(agent, predicted, retrieval, signal, onText),
+      call,
     });
   }
 
