@@ -12,6 +12,7 @@ import {
   lastUserMessage,
   offeredTools,
   requestText,
+  scriptInvoiceLookup,
 } from '../support/fake-llm';
 import { ReferenceMcpProcess } from '../support/reference-mcp';
 import { TcpProxy } from '../support/tcp-proxy';
@@ -133,28 +134,12 @@ describe('domain agents with the reference MCP server', () => {
   });
 
   it('answers a billing question with data from consultar_fatura', async () => {
-    fake.script({
-      model: 'agent',
-      when: (r) => !hasToolMessage(r),
-      reply: {
-        content: null,
-        tool_calls: [{ name: 'consultar_fatura', arguments: { msisdn: '11999990001' } }],
-      },
-    });
-    fake.script({
-      model: 'agent',
-      when: hasToolMessage,
-      reply: (request) => {
-        const tool = request.messages.find((m) => m.role === 'tool');
-        const body = JSON.parse(String(tool?.content)) as {
-          result: { invoice: { invoice_id: string; amount: number; due_date: string } };
-        };
-        const { invoice } = body.result;
-        return {
-          content: `billing_agent: Sua fatura ${invoice.invoice_id} está em R$ ${invoice.amount} e vence em ${invoice.due_date}.`,
-        };
-      },
-    });
+    scriptInvoiceLookup(
+      fake,
+      '11999990001',
+      (invoice) =>
+        `billing_agent: Sua fatura ${invoice.invoice_id} está em R$ ${invoice.amount} e vence em ${invoice.due_date}.`,
+    );
     const sessionId = uniqueId('bill');
     const res = await send(
       sessionId,

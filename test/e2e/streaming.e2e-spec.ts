@@ -1,4 +1,4 @@
-import { FakeLlmServer, GUARDRAILS_ALLOW, hasToolMessage } from '../support/fake-llm';
+import { FakeLlmServer, GUARDRAILS_ALLOW, scriptInvoiceLookup } from '../support/fake-llm';
 import { ReferenceMcpProcess } from '../support/reference-mcp';
 import { startTestApp, TestApp, uniqueId } from '../support/test-app';
 import { streamTurn, TurnStreamOptions } from '../support/turn-stream-client';
@@ -193,29 +193,12 @@ describe('streaming the answer (e2e)', () => {
     fake.streaming = { firstTokenMs: 5, tokenIntervalMs: 2, chunkChars: 4 };
     fake.script(GUARDRAILS_ALLOW);
     fake.script({ model: 'router', reply: { json: { intent: 'unknown', confidence: 0 } } });
-    fake.script({
-      model: 'agent',
-      when: (request) => !hasToolMessage(request),
-      reply: {
-        content: null,
-        tool_calls: [{ name: 'consultar_fatura', arguments: { msisdn: '11999990001' } }],
-      },
-    });
-    fake.script({
-      model: 'agent',
-      when: hasToolMessage,
-      reply: (request) => {
-        const tool = request.messages.find((m) => m.role === 'tool');
-        const { invoice } = (
-          JSON.parse(String(tool?.content)) as {
-            result: { invoice: { invoice_id: string; amount: number; due_date: string } };
-          }
-        ).result;
-        return {
-          content: `Sua fatura ${invoice.invoice_id} está em R$ ${invoice.amount} e vence em ${invoice.due_date}. Posso ajudar em algo mais?`,
-        };
-      },
-    });
+    scriptInvoiceLookup(
+      fake,
+      '11999990001',
+      (invoice) =>
+        `Sua fatura ${invoice.invoice_id} está em R$ ${invoice.amount} e vence em ${invoice.due_date}. Posso ajudar em algo mais?`,
+    );
     const { events, deltas, final } = await stream(message(uniqueId('sse-tool')));
     const agentCalls = fake.requestsFor('agent');
     expect(agentCalls.map((call) => call.body.stream)).toEqual([true, true]);

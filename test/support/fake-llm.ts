@@ -89,6 +89,38 @@ export function hasToolMessage(request: FakeChatRequest): boolean {
   return request.messages.some((m) => m.role === 'tool');
 }
 
+/** The invoice in consultar_fatura's result, as the reference MCP server returns it. */
+export interface ToolInvoice {
+  invoice_id: string;
+  amount: number;
+  due_date: string;
+}
+
+/**
+ * Scripts the agent to ask consultar_fatura for `msisdn`, then to answer from the invoice in the tool's result
+ * with `answer` (the scripts go after any already there, so earlier ones answer first).
+ */
+export function scriptInvoiceLookup(
+  fake: FakeLlmServer,
+  msisdn: string,
+  answer: (invoice: ToolInvoice) => string,
+): void {
+  fake.script({
+    model: 'agent',
+    when: (request) => !hasToolMessage(request),
+    reply: { content: null, tool_calls: [{ name: 'consultar_fatura', arguments: { msisdn } }] },
+  });
+  fake.script({
+    model: 'agent',
+    when: hasToolMessage,
+    reply: (request) => {
+      const tool = request.messages.find((m) => m.role === 'tool');
+      const { result } = JSON.parse(String(tool?.content)) as { result: { invoice: ToolInvoice } };
+      return { content: answer(result.invoice) };
+    },
+  });
+}
+
 /** The last user message of a request. */
 export function lastUserMessage(request: FakeChatRequest): string {
   const users = request.messages.filter((m) => m.role === 'user');

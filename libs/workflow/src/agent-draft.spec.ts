@@ -23,7 +23,7 @@ function result(content: string): ChatResult {
 
 /**
  * A draft whose model call the test writes: `write` sends a piece, `finish` answers with what was written. It
- * resolves once the call started (after the draft's retrieval, here none).
+ * resolves once the call started (at once: the agent has no knowledge base).
  */
 async function scriptedDraft(context: TurnContext) {
   let listener: TextListener | undefined;
@@ -39,7 +39,6 @@ async function scriptedDraft(context: TurnContext) {
   const draft = await TurnContextStore.run(context, () =>
     Promise.resolve(
       new AgentDraft('billing_agent', {
-        retrieve: () => Promise.resolve(null),
         call: (_retrieval, _signal, onText) => {
           listener = onText;
           called();
